@@ -1,0 +1,5 @@
+"""bisector: find the commit that made a Kubernetes cluster slower."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"

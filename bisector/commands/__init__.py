@@ -1,0 +1,1 @@
+"""One module per CLI command; `bisector.cli` only wires them to typer."""

@@ -1,0 +1,133 @@
+"""TOML config files, read through typed getters that name the file and key on error.
+
+Each consumer (the run loop, each backend, the metric registry) takes the
+`Section` it owns and asks for typed values; a wrong type or an unknown key
+becomes one `ConfigError` line: which file, which key, what was expected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tomllib
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from bisector.durations import parse_duration
+from bisector.errors import BisectorError, ConfigError
+
+T = TypeVar("T")
+_MISSING: object = object()
+
+
+@dataclass(frozen=True)
+class Section:
+    """One TOML table and where it came from (for error messages)."""
+
+    data: Mapping[str, object] = field(default_factory=dict)
+    file: str = "<defaults>"
+    path: str = ""
+
+    def _where(self, key: str) -> str:
+        dotted = f"{self.path}.{key}" if self.path else key
+        return f"{self.file}: key `{dotted}`"
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def _get(
+        self, key: str, kinds: type | tuple[type, ...], expected: str, default: object
+    ) -> object:
+        if key not in self.data:
+            if default is _MISSING:
+                raise ConfigError(f"{self._where(key)} is missing; expected {expected}")
+            return default
+        value = self.data[key]
+        if isinstance(value, bool) and bool not in (
+            kinds if isinstance(kinds, tuple) else (kinds,)
+        ):
+            raise ConfigError(f"{self._where(key)}: expected {expected}, got {value!r}")
+        if not isinstance(value, kinds):
+            raise ConfigError(f"{self._where(key)}: expected {expected}, got {value!r}")
+        return value
+
+    def get_str(self, key: str, default: object = _MISSING) -> str:
+        return self._get(key, str, "a string", default)  # type: ignore[return-value]
+
+    def opt_str(self, key: str) -> str | None:
+        return self._get(key, str, "a string", None)  # type: ignore[return-value]
+
+    def get_int(self, key: str, default: object = _MISSING) -> int:
+        return self._get(key, int, "a whole number", default)  # type: ignore[return-value]
+
+    def get_float(self, key: str, default: object = _MISSING) -> float:
+        value = self._get(key, (int, float), "a number", default)
+        return float(value)  # type: ignore[arg-type]
+
+    def opt_float(self, key: str) -> float | None:
+        value = self._get(key, (int, float), "a number", None)
+        return None if value is None else float(value)  # type: ignore[arg-type]
+
+    def get_bool(self, key: str, default: object = _MISSING) -> bool:
+        return self._get(key, bool, "true or false", default)  # type: ignore[return-value]
+
+    def get_str_list(self, key: str, default: object = _MISSING) -> list[str]:
+        value = self._get(key, list, "a list of strings", default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{self._where(key)}: expected a list of strings, got {value!r}")
+        return list(value)
+
+    def get_duration(self, key: str, default: object = _MISSING) -> float:
+        value = self._get(key, (str, int, float), "a duration such as 90s, 5m or 1h", default)
+        try:
+            return parse_duration(value, what=self._where(key))  # type: ignore[arg-type]
+        except BisectorError as exc:
+            raise ConfigError(str(exc)) from None
+
+    def table(self, key: str) -> Section:
+        """The sub-table `key`, empty if absent."""
+        value = self._get(key, dict, "a table", {})
+        sub = f"{self.path}.{key}" if self.path else key
+        return Section(value, self.file, sub)  # type: ignore[arg-type]
+
+    def check_keys(self, allowed: Iterable[str]) -> None:
+        """Reject keys nobody reads: a typo must not silently fall back to a default."""
+        known = set(allowed)
+        for key in self.data:
+            if key not in known:
+                raise ConfigError(
+                    f"{self._where(key)} is not a known setting; expected one of: "
+                    + ", ".join(sorted(known))
+                )
+
+    def with_overrides(self, overrides: Mapping[str, object]) -> Section:
+        """A copy where the non-None `overrides` (CLI flags) replace file values."""
+        merged = dict(self.data)
+        merged.update({k: v for k, v in overrides.items() if v is not None})
+        return Section(merged, self.file, self.path)
+
+    def fingerprint(self) -> str:
+        """Stable hash of the contents, for caching verdicts per configuration."""
+        blob = json.dumps(self.data, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def load_config(path: Path | str) -> Section:
+    """Parse a TOML file into its root `Section`."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {file} does not exist; pass an existing --config") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML ({exc}); fix the file and retry") from None
+    return Section(data, str(file))

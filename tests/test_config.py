@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bisector.config import Section, load_config
+from bisector.errors import ConfigError
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_typed_getters_and_tables(tmp_path: Path) -> None:
+    root = load_config(
+        _write(tmp_path, '[run]\nmetric = "conflicts"\nwarmup = "5m"\nrepeats = 3\n')
+    )
+    run = root.table("run")
+    assert run.get_str("metric") == "conflicts"
+    assert run.get_duration("warmup") == 300.0
+    assert run.get_int("repeats") == 3
+    assert run.opt_float("threshold") is None
+    assert root.table("backends").table("local").data == {}
+
+
+def test_wrong_type_names_file_and_key(tmp_path: Path) -> None:
+    path = _write(tmp_path, '[run]\nrepeats = "three"\n')
+    with pytest.raises(ConfigError, match=r"c\.toml: key `run\.repeats`: expected a whole number"):
+        load_config(path).table("run").get_int("repeats")
+
+
+def test_bool_is_not_a_number(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="expected a number"):
+        load_config(_write(tmp_path, "[run]\nthreshold = true\n")).table("run").get_float(
+            "threshold"
+        )
+
+
+def test_missing_key_and_unknown_key(tmp_path: Path) -> None:
+    run = load_config(_write(tmp_path, "[run]\nmetrik = 1\n")).table("run")
+    with pytest.raises(ConfigError, match=r"`run\.metric` is missing"):
+        run.get_str("metric")
+    with pytest.raises(ConfigError, match=r"`run\.metrik` is not a known setting"):
+        run.check_keys(["metric", "threshold"])
+
+
+def test_bad_toml_and_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(_write(tmp_path, "[run\n"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.toml")
+
+
+def test_overrides_and_fingerprint() -> None:
+    base = Section({"metric": "conflicts", "threshold": 10}, "f.toml", "run")
+    over = base.with_overrides({"threshold": 20, "metric": None})
+    assert over.get_float("threshold") == 20.0
+    assert over.get_str("metric") == "conflicts"
+    assert base.fingerprint() != over.fingerprint()
+    assert base.fingerprint() == Section(dict(base.data)).fingerprint()
