@@ -45,7 +45,7 @@ class Rule:
     stdout: str = ""
     stderr: str = ""
     raises: BaseException | None = None
-    effect: Callable[[Call], None] | None = None
+    effect: Callable[[Call], object] | None = None
     times: int | None = None  # None: every time
 
 
@@ -68,10 +68,13 @@ class FakeProc:
         stdout: str = "",
         stderr: str = "",
         raises: BaseException | None = None,
-        effect: Callable[[Call], None] | None = None,
+        effect: Callable[[Call], object] | None = None,
         times: int | None = None,
+        first: bool = False,
     ) -> FakeProc:
-        self.rules.append(Rule(pattern, code, stdout, stderr, raises, effect, times))
+        """Script a response; `first` puts the rule ahead of earlier ones."""
+        rule = Rule(pattern, code, stdout, stderr, raises, effect, times)
+        self.rules.insert(0, rule) if first else self.rules.append(rule)
         return self
 
     def run(
