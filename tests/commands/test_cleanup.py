@@ -101,7 +101,7 @@ def test_kind_crash_then_cleanup_deletes_the_cluster(
     fake.on("git describe", stdout="v1.30.0\n").on("rev-parse", stdout="c" * 40)
     fake.on("kind create cluster", raises=KeyboardInterrupt())  # the run dies here
     run_dir = tmp_path / "run"
-    backend = KindBackend(BackendContext(Section({}, "kind.toml"), run_dir), sleep=lambda s: 0)
+    backend = KindBackend(BackendContext(Section({}, "kind.toml"), run_dir), sleep=lambda s: None)
     cand = Candidate(COMMIT, tmp_path, run_dir / "e1", slot=2)
     backend.build(cand)
     with pytest.raises(KeyboardInterrupt):
