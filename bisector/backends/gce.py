@@ -196,26 +196,30 @@ class GceBackend:
                 "Kubernetes checkout whose cluster/kube-up.sh brings up the base cluster"
             )
         if not (checkout / SERVER_TARBALL).is_file():
-            head = run_step(
-                Step(("git", "rev-parse", "HEAD"), str(checkout), {}, self.cfg.git_timeout)
-            ).stdout.strip()
             try:
+                head = run_step(
+                    Step(("git", "rev-parse", "HEAD"), str(checkout), {}, self.cfg.git_timeout)
+                ).stdout.strip()
                 self._build_tree(checkout, head, None)
+            except proc.CommandError as exc:
+                raise LaunchError(f"base checkout {checkout}: {tail(exc)}") from None
             except BuildError as exc:
                 raise LaunchError(f"base cluster release does not build: {exc.reason}") from None
         gce_steps.kubeconfig(self.cfg, slot).parent.mkdir(parents=True, exist_ok=True)
         up = gce_steps.kube_up(self.cfg, checkout, slot)
         down = gce_steps.kube_down(self.cfg, checkout, slot)
-        self.record.add(
-            Resource(
-                gce_steps.base_id(self.cfg, slot),
-                self.name,
-                f"base cluster {gce_steps.base_prefix(self.cfg, slot)} (kube-up.sh)",
-                (down,),
-            )
-        )
+        resource_id = gce_steps.base_id(self.cfg, slot)
+        what = f"base cluster {gce_steps.base_prefix(self.cfg, slot)} (kube-up.sh)"
+        self.record.add(Resource(resource_id, self.name, what, (down,)))
+        try:
+            self._start(up, down, "kube-up.sh")
+        except LaunchError:
+            # Take the half-built base down now, so the slot's next launch starts clean;
+            # if that fails too, the record keeps it for `bisector cleanup`.
+            if run_step(down, check=False).code == 0:
+                self.record.remove(resource_id)
+            raise
         self._bases[slot] = checkout
-        self._start(up, down, "kube-up.sh")
 
     def _start(self, start: Step, stop: Step, what: str) -> None:
         try:

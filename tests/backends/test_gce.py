@@ -16,7 +16,7 @@ from bisector.backends.registry import create_backend
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step
 from bisector.config import Section
-from bisector.errors import BuildError, ConfigError
+from bisector.errors import BuildError, ConfigError, LaunchError
 from tests.helpers.fake_proc import Call, FakeProc
 from tests.helpers.loop_driver import evaluate
 
@@ -375,3 +375,29 @@ def test_record_survives_as_valid_json(fake: FakeProc, tmp_path: Path, base: Pat
     assert kubemark["teardown"][0]["cmd"] == ["./test/kubemark/stop-kubemark.sh"]
     assert kubemark["teardown"][0]["cwd"] == str(cand.worktree)
     assert kubemark["fallback"][1]["cmd"][:4] == ["gcloud", "compute", "instances", "delete"]
+
+
+def test_base_release_is_built_when_missing_and_failed_kube_up_is_taken_down(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    base = tmp_path / "good-endpoint"
+    base.mkdir()
+    fake.on("kube-up.sh", code=1, times=1, stderr="ERROR: network e2e not ready", first=True)
+    data = {"project": "p", "build_cache_dir": str(tmp_path / "cache")}
+    context = BackendContext(
+        Section(data, "gce.toml"), tmp_path / "run", 60.0, options={"good_worktree": str(base)}
+    )
+    backend = GceBackend(context, sleep=Sleeps())
+    with pytest.raises(LaunchError, match=r"kube-up\.sh failed"):
+        backend.setup()
+    assert fake.lines == [
+        "git rev-parse HEAD",
+        f"git rev-parse '{TREE}^{{tree}}'",
+        "make quick-release",
+        "./cluster/kube-up.sh",
+        "./cluster/kube-down.sh",
+    ]
+    assert all(c.cwd == str(base) for c in fake.calls)
+    assert ResourceRecord(tmp_path / "run").ids() == []
+    backend.setup()  # the next attempt: the release is in the checkout now, only kube-up
+    assert fake.lines[5:] == ["./cluster/kube-up.sh"]
