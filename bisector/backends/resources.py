@@ -79,7 +79,12 @@ class ResourceRecord:
             raise BisectorError(
                 f"{self.path} cannot be read ({exc}); inspect it and delete leftovers by hand"
             ) from None
-        return [Resource.from_json(r) for r in data.get("resources", [])]
+        try:
+            return [Resource.from_json(r) for r in data.get("resources", [])]
+        except (AssertionError, AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise BisectorError(
+                f"{self.path} is not a resource record ({exc!r}); delete leftovers by hand"
+            ) from None
 
     def add(self, resource: Resource) -> None:
         with _LOCK:

@@ -26,7 +26,8 @@ from bisector import proc
 # compile error) fails the same way twice and is not retried.
 _TRANSIENT = re.compile(
     r"quota|rateLimitExceeded|rate limit|too many requests|toomanyrequests"
-    r"|\b50[0234]\b|backendError|internal error|service unavailable|try again"
+    r"|\b(?:error|code|status|http)[ :=]*50[0234]\b|backendError|internal error"
+    r"|service unavailable|try again"
     r"|ssh: connect to host|connection (?:timed out|refused|reset|closed)"
     r"|exited with return code \[255\]|broken pipe|i/o timeout|TLS handshake timeout"
     r"|resourceNotReady|currently unavailable|operation .* is in progress",
