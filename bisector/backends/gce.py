@@ -47,6 +47,9 @@ RELEASE_OUTPUTS = (
     "_output/release-tars",
     "_output/release-stage/server/linux-amd64/kubernetes/server/bin/kubemark",
 )
+# Binaries of the dockerized build: cluster/kubectl.sh, which the kubemark scripts
+# call, looks for kubectl there; kept with the release when present.
+CACHED_OUTPUTS = (*RELEASE_OUTPUTS, "_output/dockerized/bin")
 SERVER_TARBALL = "_output/release-tars/kubernetes-server-linux-amd64.tar.gz"
 
 
@@ -167,7 +170,7 @@ class GceBackend:
             apply_patch(worktree, patch, commit, self.cfg.git_timeout)
         key = cache_key(tree, patch.read_bytes() if patch is not None else None)
         if self.cache.has(key):
-            self.cache.restore(key, worktree, RELEASE_OUTPUTS)
+            self.cache.restore(key, worktree, CACHED_OUTPUTS)
             return
         try:
             run_step(gce_steps.quick_release(self.cfg, worktree))
@@ -178,7 +181,7 @@ class GceBackend:
         missing = [p for p in RELEASE_OUTPUTS if not (worktree / p).exists()]
         if missing:
             raise BuildError(f"make quick-release left no {missing[0]} for {commit[:12]}")
-        self.cache.store(key, worktree, RELEASE_OUTPUTS)
+        self.cache.store(key, worktree, CACHED_OUTPUTS)
 
     def _base_checkout_or_none(self) -> Path | None:
         if self.cfg.base_checkout is not None:

@@ -140,12 +140,13 @@ class BuildCache:
         return (self.entry(key) / "complete").is_file()
 
     def store(self, key: str, worktree: Path, relpaths: Iterable[str]) -> None:
-        """Copy `relpaths` of a fresh build; the entry appears only once complete."""
+        """Copy the `relpaths` that exist; the entry appears only once complete."""
         self.root.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=self.root, prefix=f".{key}."))
         try:
             for rel in relpaths:
-                _copy(worktree / rel, staging / rel)
+                if (worktree / rel).exists():
+                    _copy(worktree / rel, staging / rel)
             (staging / "complete").write_text(key + "\n", encoding="utf-8")
             shutil.rmtree(self.entry(key), ignore_errors=True)
             staging.rename(self.entry(key))
@@ -155,7 +156,8 @@ class BuildCache:
 
     def restore(self, key: str, worktree: Path, relpaths: Iterable[str]) -> None:
         for rel in relpaths:
-            _copy(self.entry(key) / rel, worktree / rel)
+            if (self.entry(key) / rel).exists():
+                _copy(self.entry(key) / rel, worktree / rel)
 
 
 def _copy(src: Path, dst: Path) -> None:

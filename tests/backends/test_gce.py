@@ -48,7 +48,12 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
 def _fake_release(call: Call) -> None:
     """What make quick-release leaves behind: the release tars and the kubemark binary."""
     assert call.cwd is not None
-    for rel, text in ((SERVER_TARBALL, "server tarball\n"), (RELEASE_OUTPUTS[1], "kubemark\n")):
+    built = (
+        (SERVER_TARBALL, "server tarball\n"),
+        (RELEASE_OUTPUTS[1], "kubemark\n"),
+        ("_output/dockerized/bin/linux/amd64/kubectl", "kubectl\n"),
+    )
+    for rel, text in built:
         target = Path(call.cwd) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
@@ -243,6 +248,9 @@ def test_second_evaluation_of_the_same_tree_reuses_the_build(
     assert fake.lines.count("make quick-release") == 1
     assert fake.lines.count(f"git rev-parse '{COMMIT}^{{tree}}'") == 2
     assert (second.worktree / SERVER_TARBALL).read_text() == "server tarball\n"
+    assert (second.worktree / RELEASE_OUTPUTS[1]).read_text() == "kubemark\n"
+    kubectl = second.worktree / "_output/dockerized/bin/linux/amd64/kubectl"
+    assert kubectl.read_text() == "kubectl\n"
     assert fake.find("start-kubemark.sh")[1].cwd == str(second.worktree)
 
 
