@@ -99,7 +99,7 @@ class KindBackend:
                 ks.internal_kubeconfig(self.cfg, slot), self.cfg.retry, self.sleep
             )
             files.hollow_kubeconfig.write_text(internal.stdout, encoding="utf-8")
-            self._write_manifest(files, tag)
+            self._write_manifest(files, tag, slot)
             for s in ks.hollow_steps(self.cfg, slot, tag, files):
                 run_with_retries(s, self.cfg.retry, self.sleep)
         except proc.CommandError as exc:
@@ -199,9 +199,11 @@ class KindBackend:
             )
         files.kind_config.write_text(text, encoding="utf-8")
 
-    def _write_manifest(self, files: ks.EvalFiles, tag: str) -> None:
+    def _write_manifest(self, files: ks.EvalFiles, tag: str, slot: int) -> None:
         template = string.Template((DATA / "hollow-node.yaml").read_text(encoding="utf-8"))
         text = template.safe_substitute(
-            replicas=self.cfg.hollow_nodes, image=ks.kubemark_image(self.cfg, tag)
+            replicas=self.cfg.hollow_nodes,
+            image=ks.kubemark_image(self.cfg, tag),
+            node=f"{ks.cluster(self.cfg, slot)}-control-plane",
         )
         files.manifest.write_text(text, encoding="utf-8")

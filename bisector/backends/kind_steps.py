@@ -62,7 +62,7 @@ class KindSettings:
             cluster_name=s.get_str("cluster_name", "bisector"),
             node_image_repo=s.get_str("node_image_repo", "kindest/node"),
             kubemark_registry=s.get_str("kubemark_registry", "bisector"),
-            hollow_nodes=s.get_int("hollow_nodes", 100),
+            hollow_nodes=s.get_int("hollow_nodes", 90),
             min_version=min_version,
             api_server_verbosity=s.get_int("api_server_verbosity", 3),
             container_log_max_size=s.get_str("container_log_max_size", "1Gi"),

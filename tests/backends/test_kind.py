@@ -96,6 +96,7 @@ def test_successful_evaluation(fake: FakeProc, tmp_path: Path) -> None:
     manifest = (kdir / "hollow-node.yaml").read_text()
     assert "replicas: 50" in manifest and f"image: bisector/kubemark:{TAG}" in manifest
     assert "--name=$(NODE_NAME)" in manifest
+    assert "kubernetes.io/hostname: bisector-control-plane" in manifest
     assert (kdir / "hollow.kubeconfig").read_text().startswith("apiVersion: v1")
     assert outcome.logs == [cand.log_dir / "kube-apiserver.log"]
     assert outcome.logs[0].read_text() == LOG
