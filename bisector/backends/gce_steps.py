@@ -88,7 +88,7 @@ class GceSettings:
             keep_base_cluster=s.get_bool("keep_base_cluster", False),
             instrument_patch=s.opt_str("instrument_patch"),
             build_cache_dir=Path(cache).expanduser() if cache else default_cache_dir(),
-            run_dir=Path(run_dir),
+            run_dir=Path(run_dir).absolute(),  # scripts run in other directories
             git_timeout=s.get_duration("git_timeout", "2m"),
             build_timeout=s.get_duration("build_timeout", "3h"),
             up_timeout=s.get_duration("up_timeout", "1h"),

@@ -33,7 +33,7 @@ def resolve_patch(value: str, where: str) -> Path:
             known = ", ".join(BUILTIN_PREFIX + p.stem for p in sorted(PATCH_DIR.glob("*.patch")))
             raise ConfigError(f"{where}: no built-in patch {name!r}; choose one of: {known}")
         return path
-    path = Path(value).expanduser()
+    path = Path(value).expanduser().absolute()  # git apply runs in the worktree
     if not path.is_file():
         raise ConfigError(f"{where}: patch file {path} does not exist; fix the path")
     return path

@@ -115,7 +115,7 @@ def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
     """Node image, then the kubemark binary and image, as the kubemark docs build them."""
     image_dir = worktree / KUBEMARK_IMAGE_DIR
     return [
-        step("kind", "build", "node-image", worktree, "--image", node_image(cfg, tag),
+        step("kind", "build", "node-image", worktree.absolute(), "--image", node_image(cfg, tag),
              cwd=worktree, timeout=cfg.node_image_timeout),
         step("make", "WHAT=cmd/kubemark", "KUBE_BUILD_PLATFORMS=linux/amd64",
              cwd=worktree, timeout=cfg.kubemark_build_timeout),
