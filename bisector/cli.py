@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -37,6 +38,31 @@ def score_cmd(
     from bisector.commands.score import score
 
     return score(logs, metric, threshold, as_json)
+
+
+@app.command("cleanup")
+def cleanup_cmd(
+    run_dir: Annotated[
+        Path, typer.Option("--run-dir", help="The crashed run's directory (holds resources.json).")
+    ] = Path(),
+) -> int:
+    """Tear down the clusters a crashed run recorded; exit 1 if some remain."""
+    from bisector.commands.cleanup import cleanup
+
+    return cleanup(run_dir)
+
+
+@app.command("doctor")
+def doctor_cmd(
+    backend: Annotated[
+        str | None, typer.Option(help="Check only what this backend needs: sim, local, gce, kind.")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="Config file to validate.")] = None,
+) -> int:
+    """Check tools, credentials and config; say what to install or set."""
+    from bisector.commands.doctor import doctor
+
+    return doctor(backend, config)
 
 
 def main(argv: list[str] | None = None) -> None:

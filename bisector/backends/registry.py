@@ -15,3 +15,19 @@ def create_backend(name: str, context: BackendContext) -> Backend:
         known = ", ".join(sorted(BACKENDS)) or "none"
         raise ConfigError(f"unknown backend {name!r}; choose one of: {known}") from None
     return factory(context)
+
+
+def _gce(context: BackendContext) -> Backend:
+    from bisector.backends.gce import GceBackend
+
+    return GceBackend(context)
+
+
+def _kind(context: BackendContext) -> Backend:
+    from bisector.backends.kind import KindBackend
+
+    return KindBackend(context)
+
+
+BACKENDS["gce"] = _gce
+BACKENDS["kind"] = _kind

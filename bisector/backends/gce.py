@@ -1,0 +1,231 @@
+"""`gce`: kubemark on Google Compute Engine, driven by the candidate's own scripts.
+
+Per bisection: a base cluster (`cluster/kube-up.sh`, real VMs that host the
+hollow-node pods) per parallel slot, brought up once and kept across
+candidates; taken down in `close()` (`cluster/kube-down.sh`) unless
+`keep_base_cluster = true`. The base cluster's scripts and release come from
+`base_checkout`, or, when unset, from the worktree of the run's good endpoint
+(passed by the run loop as option `good_worktree`): the base only hosts pods,
+so a known-good build is the safest choice and its version does not change the
+measurement.
+
+Per candidate: `make quick-release` (cached by tree id), then
+`test/kubemark/start-kubemark.sh` with the 2017 CI job's env, the warmup, a
+`gcloud compute scp` of `/var/log/kube-apiserver.log*` from
+`${INSTANCE_PREFIX}-kubemark-master`, and `test/kubemark/stop-kubemark.sh`.
+As kubetest did, start/stop get NUM_NODES/MASTER_SIZE set to the kubemark
+values (older kubemark configs read those, newer ones read KUBEMARK_*; both
+are set).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bisector import proc
+from bisector.backends import gce_steps
+from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
+from bisector.backends.resources import BuildCache, Resource, ResourceRecord, cache_key
+from bisector.backends.steps import (
+    Step,
+    run_step,
+    run_with_retries,
+    start_with_retries,
+    tail,
+    tree_step,
+)
+from bisector.durations import format_duration
+from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
+
+log = logging.getLogger("bisector.gce")
+
+RELEASE_OUTPUTS = (
+    "_output/release-tars",
+    "_output/release-stage/server/linux-amd64/kubernetes/server/bin/kubemark",
+)
+# Binaries of the dockerized build: cluster/kubectl.sh, which the kubemark scripts
+# call, looks for kubectl there; kept with the release when present.
+CACHED_OUTPUTS = (*RELEASE_OUTPUTS, "_output/dockerized/bin")
+SERVER_TARBALL = "_output/release-tars/kubernetes-server-linux-amd64.tar.gz"
+
+
+class GceBackend:
+    name = "gce"
+
+    def __init__(
+        self, context: BackendContext, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.context = context
+        self.cfg = gce_steps.GceSettings.from_section(context.section, context.run_dir)
+        self.sleep = sleep
+        self.record = ResourceRecord(context.run_dir)
+        self.cache = BuildCache(self.cfg.build_cache_dir)
+        self.patch = (
+            resolve_patch(self.cfg.instrument_patch, f"{context.section.file}: instrument_patch")
+            if self.cfg.instrument_patch
+            else None
+        )
+        self._bases: dict[int, Path] = {}  # slot -> checkout whose scripts brought it up
+
+    # -- bisection bracket ---------------------------------------------------
+    def setup(self) -> None:
+        self._ensure_base(0)
+
+    def close(self) -> None:
+        if self.cfg.keep_base_cluster:
+            return
+        for slot, checkout in sorted(self._bases.items()):
+            down = gce_steps.kube_down(self.cfg, checkout, slot)
+            try:
+                run_with_retries(down, self.cfg.retry, self.sleep)
+            except proc.CommandError as exc:
+                log.warning("kube-down.sh failed (%s); run `bisector cleanup`", tail(exc))
+                continue
+            self.record.remove(gce_steps.base_id(self.cfg, slot))
+        self._bases.clear()
+
+    # -- one evaluation ------------------------------------------------------
+    def build(self, candidate: Candidate) -> None:
+        self._build_tree(candidate.worktree, candidate.commit, self.patch)
+
+    def launch(self, candidate: Candidate) -> None:
+        self._ensure_base(candidate.slot)
+        start = gce_steps.start_kubemark(self.cfg, candidate.worktree, candidate.slot)
+        stop = gce_steps.stop_kubemark(self.cfg, candidate.worktree, candidate.slot)
+        self.record.add(
+            Resource(
+                gce_steps.kubemark_id(self.cfg, candidate.slot),
+                self.name,
+                f"kubemark master {gce_steps.master_name(self.cfg, candidate.slot)}",
+                (stop,),
+                tuple(gce_steps.kubemark_fallback(self.cfg, candidate.slot)),
+            )
+        )
+        self._start(start, stop, "start-kubemark.sh")
+
+    def warmup(self, candidate: Candidate) -> None:
+        self.sleep(self.context.warmup_s)
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        scp = gce_steps.scp_logs(self.cfg, candidate.slot, candidate.log_dir)
+        try:
+            run_with_retries(scp, self.cfg.retry, self.sleep)
+        except proc.CommandError as exc:
+            raise CollectError(
+                f"gcloud compute scp of the apiserver log failed: {tail(exc)}"
+            ) from None
+        logs = sorted(candidate.log_dir.glob("kube-apiserver.log*"))
+        if not logs:
+            raise CollectError(f"no kube-apiserver.log* arrived in {candidate.log_dir}")
+        return logs
+
+    def teardown(self, candidate: Candidate) -> None:
+        stop = gce_steps.stop_kubemark(self.cfg, candidate.worktree, candidate.slot)
+        try:
+            run_with_retries(stop, self.cfg.retry, self.sleep)
+        except proc.CommandError as exc:
+            log.warning("stop-kubemark.sh failed (%s); run `bisector cleanup`", tail(exc))
+            return
+        self.record.remove(gce_steps.kubemark_id(self.cfg, candidate.slot))
+
+    def plan(self, candidate: Candidate) -> list[str]:
+        cfg, wt, slot = self.cfg, candidate.worktree, candidate.slot
+        lines = [f"# build (skipped when tree is cached in {cfg.build_cache_dir})"]
+        lines.append(tree_step(wt, candidate.commit, cfg.git_timeout).render())
+        if self.patch is not None:
+            lines += [s.render() for s in apply_steps(wt, self.patch, cfg.git_timeout)]
+        lines.append(gce_steps.quick_release(cfg, wt).render())
+        base = self._base_checkout_or_none()
+        lines.append(f"# base cluster, once per bisection and slot {slot} (setup)")
+        if base is None:
+            lines.append("# (base_checkout unset: the run's good-endpoint worktree)")
+            base = Path("<good-endpoint-worktree>")
+        lines.append(gce_steps.kube_up(cfg, base, slot).render())
+        lines.append("# launch")
+        lines.append(gce_steps.start_kubemark(cfg, wt, slot).render())
+        lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
+        lines.append("# collect")
+        lines.append(gce_steps.scp_logs(cfg, slot, candidate.log_dir).render())
+        lines.append("# teardown")
+        lines.append(gce_steps.stop_kubemark(cfg, wt, slot).render())
+        if cfg.keep_base_cluster:
+            lines.append("# keep_base_cluster = true: the base cluster is left running")
+        else:
+            lines.append("# end of bisection (close)")
+            lines.append(gce_steps.kube_down(cfg, base, slot).render())
+        return lines
+
+    # -- helpers -------------------------------------------------------------
+    def _build_tree(self, worktree: Path, commit: str, patch: Path | None) -> None:
+        try:
+            tree = run_step(tree_step(worktree, commit, self.cfg.git_timeout)).stdout.strip()
+        except proc.CommandError as exc:
+            raise BuildError(f"cannot read the tree of {commit[:12]}: {tail(exc)}") from None
+        if patch is not None:
+            apply_patch(worktree, patch, commit, self.cfg.git_timeout)
+        key = cache_key(tree, patch.read_bytes() if patch is not None else None)
+        if self.cache.has(key):
+            self.cache.restore(key, worktree, CACHED_OUTPUTS)
+            return
+        try:
+            run_step(gce_steps.quick_release(self.cfg, worktree))
+        except proc.CommandError as exc:
+            raise BuildError(
+                f"make quick-release failed for {commit[:12]} ({exc.why}): {tail(exc)}"
+            ) from None
+        missing = [p for p in RELEASE_OUTPUTS if not (worktree / p).exists()]
+        if missing:
+            raise BuildError(f"make quick-release left no {missing[0]} for {commit[:12]}")
+        self.cache.store(key, worktree, CACHED_OUTPUTS)
+
+    def _base_checkout_or_none(self) -> Path | None:
+        if self.cfg.base_checkout is not None:
+            return self.cfg.base_checkout
+        good = self.context.options.get("good_worktree")
+        return Path(str(good)) if good else None
+
+    def _ensure_base(self, slot: int) -> None:
+        if slot in self._bases:
+            return
+        checkout = self._base_checkout_or_none()
+        if checkout is None:
+            raise ConfigError(
+                f"{self.context.section.file}: set `base_checkout` in [backends.gce] to a "
+                "Kubernetes checkout whose cluster/kube-up.sh brings up the base cluster"
+            )
+        if not (checkout / SERVER_TARBALL).is_file():
+            try:
+                head = run_step(
+                    Step(("git", "rev-parse", "HEAD"), str(checkout), {}, self.cfg.git_timeout)
+                ).stdout.strip()
+                self._build_tree(checkout, head, None)
+            except proc.CommandError as exc:
+                raise LaunchError(f"base checkout {checkout}: {tail(exc)}") from None
+            except BuildError as exc:
+                raise LaunchError(f"base cluster release does not build: {exc.reason}") from None
+        gce_steps.kubeconfig(self.cfg, slot).parent.mkdir(parents=True, exist_ok=True)
+        up = gce_steps.kube_up(self.cfg, checkout, slot)
+        down = gce_steps.kube_down(self.cfg, checkout, slot)
+        resource_id = gce_steps.base_id(self.cfg, slot)
+        what = f"base cluster {gce_steps.base_prefix(self.cfg, slot)} (kube-up.sh)"
+        self.record.add(Resource(resource_id, self.name, what, (down,)))
+        try:
+            self._start(up, down, "kube-up.sh")
+        except LaunchError:
+            # Take the half-built base down now, so the slot's next launch starts clean;
+            # if that fails too, the record keeps it for `bisector cleanup`.
+            if run_step(down, check=False).code == 0:
+                self.record.remove(resource_id)
+            raise
+        self._bases[slot] = checkout
+
+    def _start(self, start: Step, stop: Step, what: str) -> None:
+        try:
+            start_with_retries(start, stop, self.cfg.retry, self.sleep)
+        except proc.CommandError as exc:
+            raise LaunchError(f"{what} failed ({exc.why}): {tail(exc)}") from None

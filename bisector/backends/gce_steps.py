@@ -1,0 +1,232 @@
+"""The `gce` backend's settings and the exact commands (as `Step`s) it runs.
+
+Names per parallel slot: slot 0 uses the configured prefixes as they are (so a
+config mirroring the CI job gets `kubemark-5000-kubemark-master`), slot N
+appends `-N`. Each slot has its own base cluster and kubeconfig, because the
+kubemark scripts put the hollow nodes in the fixed namespace `kubemark` of the
+base cluster: two kubemark clusters cannot share one base.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisector.backends.steps import RetryPolicy, Step, step
+from bisector.config import Section
+from bisector.errors import ConfigError
+
+KEYS = (
+    "project", "zone", "network", "num_nodes", "node_size", "master_size",
+    "kubemark_num_nodes", "kubemark_master_size", "instance_prefix", "base_instance_prefix",
+    "api_server_log_level", "env", "base_checkout", "keep_base_cluster", "instrument_patch",
+    "build_cache_dir", "git_timeout", "build_timeout", "up_timeout", "down_timeout",
+    "start_timeout", "stop_timeout", "scp_timeout", "retry_attempts", "retry_initial",
+    "retry_max",
+)  # fmt: skip
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "bisector" / "builds"
+
+
+@dataclass(frozen=True)
+class GceSettings:
+    project: str
+    zone: str
+    network: str | None
+    num_nodes: int
+    node_size: str
+    master_size: str | None
+    kubemark_num_nodes: int
+    kubemark_master_size: str
+    instance_prefix: str
+    base_instance_prefix: str
+    api_server_log_level: str
+    env: dict[str, str]
+    base_checkout: Path | None
+    keep_base_cluster: bool
+    instrument_patch: str | None
+    build_cache_dir: Path
+    run_dir: Path
+    git_timeout: float
+    build_timeout: float
+    up_timeout: float
+    down_timeout: float
+    start_timeout: float
+    stop_timeout: float
+    scp_timeout: float
+    retry: RetryPolicy
+
+    @classmethod
+    def from_section(cls, s: Section, run_dir: Path) -> GceSettings:
+        s.check_keys(KEYS)
+        env_table = s.table("env")
+        env = {k: env_table.get_str(k) for k in env_table}
+        prefix = s.get_str("instance_prefix", "kubemark")
+        base_checkout = s.opt_str("base_checkout")
+        cache = s.opt_str("build_cache_dir")
+        attempts = s.get_int("retry_attempts", 3)
+        if attempts < 1:
+            raise ConfigError(f"{s.file}: key `retry_attempts` must be at least 1")
+        return cls(
+            project=s.get_str("project"),
+            zone=s.get_str("zone", "us-central1-f"),
+            network=s.opt_str("network"),
+            num_nodes=s.get_int("num_nodes", 51),
+            node_size=s.get_str("node_size", "n1-standard-8"),
+            master_size=s.opt_str("master_size"),
+            kubemark_num_nodes=s.get_int("kubemark_num_nodes", 5000),
+            kubemark_master_size=s.get_str("kubemark_master_size", "n1-standard-32"),
+            instance_prefix=prefix,
+            base_instance_prefix=s.get_str("base_instance_prefix", prefix),
+            api_server_log_level=s.get_str("api_server_log_level", "--v=3"),
+            env=env,
+            base_checkout=Path(base_checkout).expanduser() if base_checkout else None,
+            keep_base_cluster=s.get_bool("keep_base_cluster", False),
+            instrument_patch=s.opt_str("instrument_patch"),
+            build_cache_dir=Path(cache).expanduser() if cache else default_cache_dir(),
+            run_dir=Path(run_dir).absolute(),  # scripts run in other directories
+            git_timeout=s.get_duration("git_timeout", "2m"),
+            build_timeout=s.get_duration("build_timeout", "3h"),
+            up_timeout=s.get_duration("up_timeout", "1h"),
+            down_timeout=s.get_duration("down_timeout", "1h"),
+            start_timeout=s.get_duration("start_timeout", "1h"),
+            stop_timeout=s.get_duration("stop_timeout", "30m"),
+            scp_timeout=s.get_duration("scp_timeout", "30m"),
+            retry=RetryPolicy(
+                attempts, s.get_duration("retry_initial", "30s"), s.get_duration("retry_max", "5m")
+            ),
+        )
+
+    @property
+    def region(self) -> str:
+        return self.zone.rsplit("-", 1)[0]
+
+
+def _suffix(slot: int) -> str:
+    return "" if slot == 0 else f"-{slot}"
+
+
+def kubemark_prefix(cfg: GceSettings, slot: int) -> str:
+    return cfg.instance_prefix + _suffix(slot)
+
+
+def base_prefix(cfg: GceSettings, slot: int) -> str:
+    return cfg.base_instance_prefix + _suffix(slot)
+
+
+def master_name(cfg: GceSettings, slot: int) -> str:
+    return f"{kubemark_prefix(cfg, slot)}-kubemark-master"
+
+
+def network(cfg: GceSettings, slot: int) -> str:
+    return cfg.network or base_prefix(cfg, slot)
+
+
+def kubeconfig(cfg: GceSettings, slot: int) -> Path:
+    return cfg.run_dir / "gce" / f"base-{slot}.kubeconfig"
+
+
+def base_id(cfg: GceSettings, slot: int) -> str:
+    return f"gce/base/{base_prefix(cfg, slot)}"
+
+
+def kubemark_id(cfg: GceSettings, slot: int) -> str:
+    return f"gce/kubemark/{kubemark_prefix(cfg, slot)}"
+
+
+def _common_env(cfg: GceSettings, slot: int) -> dict[str, str]:
+    return {
+        "KUBERNETES_PROVIDER": "gce",
+        "PROJECT": cfg.project,
+        "KUBE_GCE_ZONE": cfg.zone,
+        "KUBE_GCE_NETWORK": network(cfg, slot),
+        "KUBECONFIG": str(kubeconfig(cfg, slot)),
+    }
+
+
+def base_env(cfg: GceSettings, slot: int) -> dict[str, str]:
+    env = _common_env(cfg, slot)
+    env["KUBE_GCE_INSTANCE_PREFIX"] = base_prefix(cfg, slot)
+    env["NUM_NODES"] = str(cfg.num_nodes)
+    env["NODE_SIZE"] = cfg.node_size
+    if cfg.master_size:
+        env["MASTER_SIZE"] = cfg.master_size
+    return {**env, **cfg.env}
+
+
+def kubemark_env(cfg: GceSettings, slot: int) -> dict[str, str]:
+    env = _common_env(cfg, slot)
+    env.update(
+        {
+            "USE_KUBEMARK": "true",
+            "INSTANCE_PREFIX": kubemark_prefix(cfg, slot),
+            "NODE_SIZE": cfg.node_size,
+            "KUBEMARK_NUM_NODES": str(cfg.kubemark_num_nodes),
+            "KUBEMARK_MASTER_SIZE": cfg.kubemark_master_size,
+            # kubetest exported these for start/stop-kubemark.sh; 2017 configs read them.
+            "NUM_NODES": str(cfg.kubemark_num_nodes),
+            "MASTER_SIZE": cfg.kubemark_master_size,
+            "API_SERVER_TEST_LOG_LEVEL": cfg.api_server_log_level,
+        }
+    )
+    return {**env, **cfg.env}
+
+
+def quick_release(cfg: GceSettings, worktree: Path) -> Step:
+    return step("make", "quick-release", cwd=worktree, timeout=cfg.build_timeout)
+
+
+def kube_up(cfg: GceSettings, checkout: Path, slot: int) -> Step:
+    return step(
+        "./cluster/kube-up.sh", cwd=checkout, env=base_env(cfg, slot), timeout=cfg.up_timeout
+    )
+
+
+def kube_down(cfg: GceSettings, checkout: Path, slot: int) -> Step:
+    return step(
+        "./cluster/kube-down.sh", cwd=checkout, env=base_env(cfg, slot), timeout=cfg.down_timeout
+    )
+
+
+def start_kubemark(cfg: GceSettings, worktree: Path, slot: int) -> Step:
+    return step(
+        "./test/kubemark/start-kubemark.sh",
+        cwd=worktree, env=kubemark_env(cfg, slot), timeout=cfg.start_timeout,
+    )  # fmt: skip
+
+
+def stop_kubemark(cfg: GceSettings, worktree: Path, slot: int) -> Step:
+    return step(
+        "./test/kubemark/stop-kubemark.sh",
+        cwd=worktree, env=kubemark_env(cfg, slot), timeout=cfg.stop_timeout,
+    )  # fmt: skip
+
+
+def scp_logs(cfg: GceSettings, slot: int, log_dir: Path) -> Step:
+    return step(
+        "gcloud", "compute", "scp", "--project", cfg.project, "--zone", cfg.zone,
+        f"{master_name(cfg, slot)}:/var/log/kube-apiserver.log*", f"{log_dir}/",
+        timeout=cfg.scp_timeout,
+    )  # fmt: skip
+
+
+def kubemark_fallback(cfg: GceSettings, slot: int) -> list[Step]:
+    """What stop-kubemark.sh deletes, for a cleanup whose worktree is gone."""
+    master = master_name(cfg, slot)
+    where = ("--project", cfg.project, "--zone", cfg.zone, "--quiet")
+    t = cfg.stop_timeout
+    return [
+        step("kubectl", "--kubeconfig", kubeconfig(cfg, slot), "delete", "namespace", "kubemark",
+             "--ignore-not-found", timeout=t),
+        step("gcloud", "compute", "instances", "delete", master, *where, timeout=t),
+        step("gcloud", "compute", "disks", "delete", f"{master}-pd", *where, timeout=t),
+        step("gcloud", "compute", "addresses", "delete", f"{master}-ip", "--project", cfg.project,
+             "--region", cfg.region, "--quiet", timeout=t),
+        step("gcloud", "compute", "firewall-rules", "delete",
+             f"{kubemark_prefix(cfg, slot)}-kubemark-master-https", "--project", cfg.project,
+             "--quiet", timeout=t),
+    ]  # fmt: skip

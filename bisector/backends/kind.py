@@ -1,0 +1,209 @@
+"""`kind`: kubemark inside a kind cluster built from the candidate, for recent Kubernetes.
+
+Per candidate: the version check (`git describe`; kind's kubeadm templates need
+roughly >= v1.15, configurable as `min_version`), then `kind build node-image`
+and the kubemark image (`make WHAT=cmd/kubemark`, `make build` in
+cluster/images/kubemark), both tagged by the tree id so a re-evaluation of the
+same tree finds them in docker and skips the build. Launch creates the cluster
+(apiserver at --v=3), loads the kubemark image, creates namespace `kubemark`
+with the `kubeconfig` secret and the hollow-node Deployment; collect is
+`kubectl logs` of the apiserver pod; teardown is `kind delete cluster`.
+The cluster has its own kubeconfig in the evaluation directory: the user's
+~/.kube/config is never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+import string
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from bisector import proc
+from bisector.backends import kind_steps as ks
+from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
+from bisector.backends.resources import Resource, ResourceRecord, cache_key
+from bisector.backends.steps import (
+    run_step,
+    run_with_retries,
+    start_with_retries,
+    tail,
+    tree_step,
+)
+from bisector.durations import format_duration
+from bisector.errors import BuildError, CollectError, LaunchError
+
+log = logging.getLogger("bisector.kind")
+DATA = Path(__file__).resolve().parent.parent / "data" / "kind"
+
+
+class KindBackend:
+    name = "kind"
+
+    def __init__(
+        self, context: BackendContext, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.context = context
+        self.cfg = ks.KindSettings.from_section(context.section)
+        self.sleep = sleep
+        self.record = ResourceRecord(context.run_dir)
+        where = f"{context.section.file}: instrument_patch"
+        patch = self.cfg.instrument_patch
+        self.patch = resolve_patch(patch, where) if patch else None
+        self._tags: dict[str, str] = {}  # commit -> image tag
+
+    def setup(self) -> None:
+        """Nothing lasts across candidates: each evaluation has its own cluster."""
+
+    def close(self) -> None:
+        """Nothing lasts across candidates."""
+
+    def build(self, candidate: Candidate) -> None:
+        wt, commit = candidate.worktree, candidate.commit
+        self._check_version(wt, commit)
+        try:
+            tree = run_step(tree_step(wt, commit, self.cfg.git_timeout)).stdout.strip()
+        except proc.CommandError as exc:
+            raise BuildError(f"cannot read the tree of {commit[:12]}: {tail(exc)}") from None
+        if self.patch is not None:
+            apply_patch(wt, self.patch, commit, self.cfg.git_timeout)
+        key = cache_key(tree, self.patch.read_bytes() if self.patch else None)
+        tag = "bisector-" + key.replace(tree, tree[:16])
+        self._tags[commit] = tag
+        if self._cached(tag):
+            return
+        for s in ks.build_steps(self.cfg, wt, tag):
+            try:
+                run_step(s)
+            except proc.CommandError as exc:
+                raise BuildError(
+                    f"`{s.cmd[0]} {s.cmd[1]}` failed for {commit[:12]}: {tail(exc)}"
+                ) from None
+
+    def launch(self, candidate: Candidate) -> None:
+        slot, tag = candidate.slot, self._tag(candidate)
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        self._write_cluster_config(files)
+        delete = ks.delete(self.cfg, slot, files)
+        self.record.add(
+            Resource(ks.resource_id(self.cfg, slot), self.name,
+                     f"kind cluster {ks.cluster(self.cfg, slot)}", (delete,))
+        )  # fmt: skip
+        try:
+            start_with_retries(
+                ks.create(self.cfg, slot, tag, files), delete, self.cfg.retry, self.sleep
+            )
+            internal = run_with_retries(
+                ks.internal_kubeconfig(self.cfg, slot), self.cfg.retry, self.sleep
+            )
+            files.hollow_kubeconfig.write_text(internal.stdout, encoding="utf-8")
+            self._write_manifest(files, tag, slot)
+            for s in ks.hollow_steps(self.cfg, slot, tag, files):
+                run_with_retries(s, self.cfg.retry, self.sleep)
+        except proc.CommandError as exc:
+            raise LaunchError(
+                f"`{' '.join(exc.cmd[:3])}` failed ({exc.why}): {tail(exc)}"
+            ) from None
+
+    def warmup(self, candidate: Candidate) -> None:
+        self.sleep(self.context.warmup_s)
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        try:
+            out = run_with_retries(
+                ks.apiserver_logs(self.cfg, candidate.slot, files), self.cfg.retry, self.sleep
+            ).stdout
+        except proc.CommandError as exc:
+            raise CollectError(f"kubectl logs of the apiserver failed: {tail(exc)}") from None
+        if not out.strip():
+            raise CollectError("the apiserver pod's log is empty")
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        path = candidate.log_dir / "kube-apiserver.log"
+        path.write_text(out, encoding="utf-8")
+        return [path]
+
+    def teardown(self, candidate: Candidate) -> None:
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        try:
+            run_with_retries(ks.delete(self.cfg, candidate.slot, files), self.cfg.retry, self.sleep)
+        except proc.CommandError as exc:
+            log.warning("kind delete cluster failed (%s); run `bisector cleanup`", tail(exc))
+            return
+        self.record.remove(ks.resource_id(self.cfg, candidate.slot))
+
+    def plan(self, candidate: Candidate) -> list[str]:
+        cfg, wt, slot = self.cfg, candidate.worktree, candidate.slot
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        tag = self._tags.get(candidate.commit, "bisector-<tree>")
+        lines = [
+            f"# version check: skip below v{cfg.min_version[0]}.{cfg.min_version[1]}",
+            ks.describe(cfg, wt, candidate.commit).render(),
+            "# build (skipped when both images of the tree exist in docker)",
+            tree_step(wt, candidate.commit, cfg.git_timeout).render(),
+        ]
+        if self.patch is not None:
+            lines += [s.render() for s in apply_steps(wt, self.patch, cfg.git_timeout)]
+        lines += [s.render() for s in ks.build_steps(cfg, wt, tag)]
+        lines += ["# launch", ks.create(cfg, slot, tag, files).render()]
+        lines.append(ks.internal_kubeconfig(cfg, slot).render() + f" > {files.hollow_kubeconfig}")
+        lines += [s.render() for s in ks.hollow_steps(cfg, slot, tag, files)]
+        lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
+        log_file = candidate.log_dir / "kube-apiserver.log"
+        lines += ["# collect", ks.apiserver_logs(cfg, slot, files).render() + f" > {log_file}"]
+        lines += ["# teardown", ks.delete(cfg, slot, files).render()]
+        return lines
+
+    # -- helpers -------------------------------------------------------------
+    def _check_version(self, worktree: Path, commit: str) -> None:
+        need = "v{}.{}".format(*self.cfg.min_version)
+        try:
+            described = run_step(ks.describe(self.cfg, worktree, commit)).stdout.strip()
+        except proc.CommandError as exc:
+            raise BuildError(
+                f"cannot tell the Kubernetes version of {commit[:12]} (git describe: {tail(exc)}); "
+                f"kind needs >= {need}"
+            ) from None
+        version = ks.parse_version(described)
+        if version is None:
+            raise BuildError(f"{commit[:12]} describes as {described!r}, not a v* version")
+        if version < self.cfg.min_version:
+            raise BuildError(
+                f"{commit[:12]} is Kubernetes {described}, too old for kind (needs >= {need}); "
+                "use the gce backend for it"
+            )
+
+    def _cached(self, tag: str) -> bool:
+        images = (ks.node_image(self.cfg, tag), ks.kubemark_image(self.cfg, tag))
+        for image in images:
+            if run_step(ks.image_exists(image, self.cfg.git_timeout), check=False).code != 0:
+                return False
+        return True
+
+    def _tag(self, candidate: Candidate) -> str:
+        try:
+            return self._tags[candidate.commit]
+        except KeyError:
+            raise LaunchError(f"launch before build for {candidate.commit[:12]}") from None
+
+    def _write_cluster_config(self, files: ks.EvalFiles) -> None:
+        files.kind_config.parent.mkdir(parents=True, exist_ok=True)
+        if self.cfg.kind_config is not None:
+            text = self.cfg.kind_config.read_text(encoding="utf-8")
+        else:
+            text = string.Template((DATA / "cluster.yaml").read_text(encoding="utf-8")).substitute(
+                verbosity=self.cfg.api_server_verbosity,
+                log_max_size=self.cfg.container_log_max_size,
+            )
+        files.kind_config.write_text(text, encoding="utf-8")
+
+    def _write_manifest(self, files: ks.EvalFiles, tag: str, slot: int) -> None:
+        template = string.Template((DATA / "hollow-node.yaml").read_text(encoding="utf-8"))
+        text = template.safe_substitute(
+            replicas=self.cfg.hollow_nodes,
+            image=ks.kubemark_image(self.cfg, tag),
+            node=f"{ks.cluster(self.cfg, slot)}-control-plane",
+        )
+        files.manifest.write_text(text, encoding="utf-8")

@@ -1,0 +1,190 @@
+"""The `kind` backend's settings and the exact commands (as `Step`s) it runs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisector.backends.steps import RetryPolicy, Step, step
+from bisector.config import Section
+from bisector.errors import ConfigError
+
+KEYS = (
+    "cluster_name", "node_image_repo", "kubemark_registry", "hollow_nodes", "min_version",
+    "api_server_verbosity", "container_log_max_size", "kind_config", "instrument_patch",
+    "git_timeout", "node_image_timeout", "kubemark_build_timeout", "create_timeout",
+    "delete_timeout", "kubectl_timeout", "hollow_ready_timeout", "logs_timeout",
+    "retry_attempts", "retry_initial", "retry_max",
+)  # fmt: skip
+
+KUBEMARK_BINARY = "_output/local/bin/linux/amd64/kubemark"
+KUBEMARK_IMAGE_DIR = "cluster/images/kubemark"
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)")
+
+
+def parse_version(text: str) -> tuple[int, int] | None:
+    """(major, minor) of `v1.7.0-alpha.4-123-g7043372`, `v1.15.0`, `1.15`; else None."""
+    match = _VERSION.match(text.strip())
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+@dataclass(frozen=True)
+class KindSettings:
+    cluster_name: str
+    node_image_repo: str
+    kubemark_registry: str
+    hollow_nodes: int
+    min_version: tuple[int, int]
+    api_server_verbosity: int
+    container_log_max_size: str
+    kind_config: Path | None
+    instrument_patch: str | None
+    git_timeout: float
+    node_image_timeout: float
+    kubemark_build_timeout: float
+    create_timeout: float
+    delete_timeout: float
+    kubectl_timeout: float
+    hollow_ready_timeout: float
+    logs_timeout: float
+    retry: RetryPolicy
+
+    @classmethod
+    def from_section(cls, s: Section) -> KindSettings:
+        s.check_keys(KEYS)
+        raw_min = s.get_str("min_version", "v1.15")
+        min_version = parse_version(raw_min)
+        if min_version is None:
+            raise ConfigError(f"{s.file}: key `min_version`: write a version such as v1.15")
+        kind_config = s.opt_str("kind_config")
+        return cls(
+            cluster_name=s.get_str("cluster_name", "bisector"),
+            node_image_repo=s.get_str("node_image_repo", "kindest/node"),
+            kubemark_registry=s.get_str("kubemark_registry", "bisector"),
+            hollow_nodes=s.get_int("hollow_nodes", 90),
+            min_version=min_version,
+            api_server_verbosity=s.get_int("api_server_verbosity", 3),
+            container_log_max_size=s.get_str("container_log_max_size", "1Gi"),
+            kind_config=Path(kind_config).expanduser() if kind_config else None,
+            instrument_patch=s.opt_str("instrument_patch"),
+            git_timeout=s.get_duration("git_timeout", "2m"),
+            node_image_timeout=s.get_duration("node_image_timeout", "2h"),
+            kubemark_build_timeout=s.get_duration("kubemark_build_timeout", "1h"),
+            create_timeout=s.get_duration("create_timeout", "15m"),
+            delete_timeout=s.get_duration("delete_timeout", "5m"),
+            kubectl_timeout=s.get_duration("kubectl_timeout", "2m"),
+            hollow_ready_timeout=s.get_duration("hollow_ready_timeout", "15m"),
+            logs_timeout=s.get_duration("logs_timeout", "10m"),
+            retry=RetryPolicy(
+                s.get_int("retry_attempts", 3),
+                s.get_duration("retry_initial", "10s"),
+                s.get_duration("retry_max", "2m"),
+            ),
+        )
+
+
+def cluster(cfg: KindSettings, slot: int) -> str:
+    return cfg.cluster_name if slot == 0 else f"{cfg.cluster_name}-{slot}"
+
+
+def resource_id(cfg: KindSettings, slot: int) -> str:
+    return f"kind/cluster/{cluster(cfg, slot)}"
+
+
+def node_image(cfg: KindSettings, tag: str) -> str:
+    return f"{cfg.node_image_repo}:{tag}"
+
+
+def kubemark_image(cfg: KindSettings, tag: str) -> str:
+    return f"{cfg.kubemark_registry}/kubemark:{tag}"
+
+
+def describe(cfg: KindSettings, worktree: Path, commit: str) -> Step:
+    return step(
+        "git", "describe", "--tags", "--match", "v[0-9]*", "--abbrev=14", commit,
+        cwd=worktree, timeout=cfg.git_timeout,
+    )  # fmt: skip
+
+
+def image_exists(image: str, timeout: float) -> Step:
+    return step("docker", "image", "inspect", "--format", "{{.Id}}", image, timeout=timeout)
+
+
+def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
+    """Node image, then the kubemark binary and image, as the kubemark docs build them."""
+    image_dir = worktree / KUBEMARK_IMAGE_DIR
+    return [
+        step("kind", "build", "node-image", worktree.absolute(), "--image", node_image(cfg, tag),
+             cwd=worktree, timeout=cfg.node_image_timeout),
+        step("make", "WHAT=cmd/kubemark", "KUBE_BUILD_PLATFORMS=linux/amd64",
+             cwd=worktree, timeout=cfg.kubemark_build_timeout),
+        step("cp", KUBEMARK_BINARY, f"{KUBEMARK_IMAGE_DIR}/kubemark",
+             cwd=worktree, timeout=cfg.git_timeout),
+        step("make", "build", f"REGISTRY={cfg.kubemark_registry}", f"IMAGE_TAG={tag}",
+             cwd=image_dir, timeout=cfg.kubemark_build_timeout),
+    ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EvalFiles:
+    """The files one evaluation writes into its eval_dir."""
+
+    kind_config: Path
+    kubeconfig: Path  # host-side, for kubectl
+    hollow_kubeconfig: Path  # in-cluster address, for the hollow nodes' secret
+    manifest: Path
+
+    @classmethod
+    def under(cls, eval_dir: Path) -> EvalFiles:
+        d = eval_dir / "kind"
+        return cls(
+            d / "cluster.yaml", d / "kubeconfig", d / "hollow.kubeconfig", d / "hollow-node.yaml"
+        )
+
+
+def create(cfg: KindSettings, slot: int, tag: str, files: EvalFiles) -> Step:
+    return step(
+        "kind", "create", "cluster", "--name", cluster(cfg, slot), "--image", node_image(cfg, tag),
+        "--config", files.kind_config, "--kubeconfig", files.kubeconfig,
+        "--wait", f"{int(cfg.create_timeout)}s", timeout=cfg.create_timeout + 60,
+    )  # fmt: skip
+
+
+def delete(cfg: KindSettings, slot: int, files: EvalFiles) -> Step:
+    return step(
+        "kind", "delete", "cluster", "--name", cluster(cfg, slot),
+        "--kubeconfig", files.kubeconfig, timeout=cfg.delete_timeout,
+    )  # fmt: skip
+
+
+def hollow_steps(cfg: KindSettings, slot: int, tag: str, files: EvalFiles) -> list[Step]:
+    """Load the kubemark image, create namespace + kubeconfig secret, start hollow nodes."""
+    k = ("kubectl", "--kubeconfig", str(files.kubeconfig))
+    t = cfg.kubectl_timeout
+    ready = cfg.hollow_ready_timeout
+    return [
+        step("kind", "load", "docker-image", kubemark_image(cfg, tag), "--name",
+             cluster(cfg, slot), timeout=cfg.create_timeout),
+        step(*k, "create", "namespace", "kubemark", timeout=t),
+        step(*k, "create", "secret", "generic", "kubeconfig", "--namespace", "kubemark",
+             f"--from-file=kubelet.kubeconfig={files.hollow_kubeconfig}",
+             f"--from-file=kubeproxy.kubeconfig={files.hollow_kubeconfig}", timeout=t),
+        step(*k, "apply", "-f", files.manifest, timeout=t),
+        step(*k, "rollout", "status", "deployment/hollow-node", "--namespace", "kubemark",
+             f"--timeout={int(ready)}s", timeout=ready + 60),
+    ]  # fmt: skip
+
+
+def internal_kubeconfig(cfg: KindSettings, slot: int) -> Step:
+    return step(
+        "kind", "get", "kubeconfig", "--internal", "--name", cluster(cfg, slot),
+        timeout=cfg.kubectl_timeout,
+    )  # fmt: skip
+
+
+def apiserver_logs(cfg: KindSettings, slot: int, files: EvalFiles) -> Step:
+    return step(
+        "kubectl", "--kubeconfig", files.kubeconfig, "logs", "--namespace", "kube-system",
+        f"kube-apiserver-{cluster(cfg, slot)}-control-plane", timeout=cfg.logs_timeout,
+    )  # fmt: skip

@@ -1,0 +1,411 @@
+"""The gce backend through the fake proc: exact commands, directories, env and order."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.gce import RELEASE_OUTPUTS, SERVER_TARBALL, GceBackend
+from bisector.backends.instrument import DISPATCH_PROGRESS, PATCH_DIR, apply_patch
+from bisector.backends.registry import create_backend
+from bisector.backends.resources import ResourceRecord
+from bisector.backends.steps import Step
+from bisector.config import Section
+from bisector.errors import BuildError, ConfigError, LaunchError
+from tests.helpers.fake_proc import Call, FakeProc
+from tests.helpers.loop_driver import evaluate
+
+COMMIT = "7043372d05510b13a0928af92deda6110740dd5e"
+TREE = "a" * 40
+MASTER = "kubemark-5000-kubemark-master"
+
+
+class Sleeps:
+    def __init__(self, interrupt_at: float | None = None) -> None:
+        self.calls: list[float] = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, seconds: float) -> None:
+        self.calls.append(seconds)
+        if seconds == self.interrupt_at:
+            raise KeyboardInterrupt
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
+    fake = FakeProc.install(monkeypatch)
+    fake.on("rev-parse", stdout=TREE + "\n")
+    fake.on("make quick-release", effect=_fake_release)
+    fake.on("gcloud compute scp", effect=_fake_logs)
+    return fake
+
+
+def _fake_release(call: Call) -> None:
+    """What make quick-release leaves behind: the release tars and the kubemark binary."""
+    assert call.cwd is not None
+    built = (
+        (SERVER_TARBALL, "server tarball\n"),
+        (RELEASE_OUTPUTS[1], "kubemark\n"),
+        ("_output/dockerized/bin/linux/amd64/kubectl", "kubectl\n"),
+    )
+    for rel, text in built:
+        target = Path(call.cwd) / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
+def _fake_logs(call: Call) -> None:
+    dest = Path(call.argv[-1])
+    (dest / "kube-apiserver.log").write_text("I0602 log\n")
+    (dest / "kube-apiserver.log.1.gz").write_bytes(b"gz")
+
+
+@pytest.fixture
+def base(tmp_path: Path) -> Path:
+    checkout = tmp_path / "base-checkout"
+    (checkout / SERVER_TARBALL).parent.mkdir(parents=True)
+    (checkout / SERVER_TARBALL).write_text("release\n")
+    return checkout
+
+
+def _backend(tmp_path: Path, base: Path, sleep: Sleeps, **extra: object) -> GceBackend:
+    data: dict[str, object] = {
+        "project": "k8s-scale",
+        "instance_prefix": "kubemark-5000",
+        "base_checkout": str(base),
+        "build_cache_dir": str(tmp_path / "cache"),
+        **extra,
+    }
+    context = BackendContext(Section(data, "gce.toml", "backends.gce"), tmp_path / "run", 1800.0)
+    return GceBackend(context, sleep=sleep)
+
+
+def _candidate(tmp_path: Path, name: str = "wt", slot: int = 0) -> Candidate:
+    wt = tmp_path / name
+    wt.mkdir(exist_ok=True)
+    return Candidate(COMMIT, wt, tmp_path / "run" / "evals" / name, slot)
+
+
+def _rendered(call: Call) -> str:
+    return Step(tuple(call.argv), call.cwd, call.env, call.timeout or 0).render()
+
+
+def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    sleeps = Sleeps()
+    backend = _backend(tmp_path, base, sleeps)
+    cand = _candidate(tmp_path)
+    backend.setup()
+    outcome = evaluate(backend, cand)
+    backend.close()
+
+    assert outcome.status == "measured"
+    assert [p.name for p in outcome.logs] == ["kube-apiserver.log", "kube-apiserver.log.1.gz"]
+    assert fake.lines == [
+        "./cluster/kube-up.sh",
+        f"git rev-parse '{COMMIT}^{{tree}}'",
+        "make quick-release",
+        "./test/kubemark/start-kubemark.sh",
+        "gcloud compute scp --project k8s-scale --zone us-central1-f "
+        f"'{MASTER}:/var/log/kube-apiserver.log*' {cand.log_dir}/",
+        "./test/kubemark/stop-kubemark.sh",
+        "./cluster/kube-down.sh",
+    ]
+    up, _, make, start, _, stop, down = fake.calls
+    assert up.cwd == down.cwd == str(base)
+    assert make.cwd == start.cwd == stop.cwd == str(cand.worktree)
+    assert up.env["NUM_NODES"] == "51" and up.env["NODE_SIZE"] == "n1-standard-8"
+    assert up.env["KUBE_GCE_INSTANCE_PREFIX"] == "kubemark-5000"
+    assert up.env["KUBECONFIG"] == start.env["KUBECONFIG"]
+    assert {k: start.env[k] for k in ("PROJECT", "KUBE_GCE_ZONE", "INSTANCE_PREFIX")} == {
+        "PROJECT": "k8s-scale",
+        "KUBE_GCE_ZONE": "us-central1-f",
+        "INSTANCE_PREFIX": "kubemark-5000",
+    }
+    assert start.env["KUBEMARK_NUM_NODES"] == start.env["NUM_NODES"] == "5000"
+    assert start.env["KUBEMARK_MASTER_SIZE"] == start.env["MASTER_SIZE"] == "n1-standard-32"
+    assert start.env["API_SERVER_TEST_LOG_LEVEL"] == "--v=3"
+    assert stop.env == start.env
+    assert sleeps.calls == [1800.0]
+    assert not (tmp_path / "run" / "resources.json").exists()
+    # --dry-run prints exactly what ran, in the same order.
+    plan = [line for line in backend.plan(cand) if not line.startswith("#")]
+    assert [_rendered(c) for c in fake.calls if c.argv[0] != "./cluster/kube-up.sh"] == [
+        line for line in plan if "kube-up.sh" not in line
+    ]
+    assert _rendered(up) in plan
+
+
+def test_resources_are_recorded_before_they_are_created(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    record = ResourceRecord(tmp_path / "run")
+    seen: dict[str, list[str]] = {}
+    fake.on("kube-up.sh", effect=lambda c: seen.setdefault("up", record.ids()))
+    fake.on("start-kubemark.sh", effect=lambda c: seen.setdefault("start", record.ids()))
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    evaluate(backend, _candidate(tmp_path))
+    assert seen == {
+        "up": ["gce/base/kubemark-5000"],
+        "start": ["gce/base/kubemark-5000", "gce/kubemark/kubemark-5000"],
+    }
+    assert record.ids() == ["gce/base/kubemark-5000"]  # kept until close()
+
+
+def test_build_failure_is_a_skip_and_launches_nothing(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    fake.on("make quick-release", code=2, stderr="cacher.go:12: syntax error", first=True)
+    backend = _backend(tmp_path, base, Sleeps())
+    outcome = evaluate(backend, _candidate(tmp_path))
+    assert outcome.status == "skip"
+    assert "make quick-release failed for 7043372d0551" in outcome.reason
+    assert "syntax error" in outcome.reason
+    assert fake.lines == [f"git rev-parse '{COMMIT}^{{tree}}'", "make quick-release"]
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_flaky_start_is_cleaned_up_and_retried_with_backoff(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    fake.on(
+        "start-kubemark.sh",
+        code=1,
+        times=1,
+        stderr="ERROR: (gcloud.compute.instances.create) Quota 'CPUS' exceeded. Limit: 24.0",
+        first=True,
+    )
+    sleeps = Sleeps()
+    backend = _backend(tmp_path, base, sleeps, retry_initial="10s")
+    backend.setup()
+    outcome = evaluate(backend, _candidate(tmp_path))
+    assert outcome.status == "measured"
+    scripts = [line for line in fake.lines if "kubemark.sh" in line]
+    assert scripts == [
+        "./test/kubemark/start-kubemark.sh",
+        "./test/kubemark/stop-kubemark.sh",  # clears the half-created master
+        "./test/kubemark/start-kubemark.sh",
+        "./test/kubemark/stop-kubemark.sh",  # teardown
+    ]
+    assert sleeps.calls == [10.0, 1800.0]  # backoff, then the warmup
+
+
+def test_script_error_is_not_retried_and_teardown_still_runs(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    fake.on("start-kubemark.sh", code=1, stderr="line 3: PROJECT: unbound variable", first=True)
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    outcome = evaluate(backend, _candidate(tmp_path))
+    assert outcome.status == "skip"
+    assert outcome.reason.startswith("start-kubemark.sh failed (exited with code 1)")
+    assert [line for line in fake.lines if "kubemark.sh" in line] == [
+        "./test/kubemark/start-kubemark.sh",
+        "./test/kubemark/stop-kubemark.sh",
+    ]
+    assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/kubemark-5000"]
+
+
+def test_interrupt_during_warmup_tears_down_then_propagates(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    backend = _backend(tmp_path, base, Sleeps(interrupt_at=1800.0))
+    backend.setup()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(backend, _candidate(tmp_path))
+    assert fake.lines[-2:] == [
+        "./test/kubemark/start-kubemark.sh",
+        "./test/kubemark/stop-kubemark.sh",
+    ]
+    assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/kubemark-5000"]
+
+
+def test_interrupt_during_launch_tears_down(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    fake.on("start-kubemark.sh", raises=KeyboardInterrupt(), first=True)
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(backend, _candidate(tmp_path))
+    assert fake.lines[-1] == "./test/kubemark/stop-kubemark.sh"
+    assert "gcloud compute scp" not in " ".join(fake.lines)
+
+
+def test_second_evaluation_of_the_same_tree_reuses_the_build(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    assert evaluate(backend, _candidate(tmp_path, "wt1")).status == "measured"
+    second = _candidate(tmp_path, "wt2")
+    assert evaluate(backend, second).status == "measured"
+    assert fake.lines.count("make quick-release") == 1
+    assert fake.lines.count(f"git rev-parse '{COMMIT}^{{tree}}'") == 2
+    assert (second.worktree / SERVER_TARBALL).read_text() == "server tarball\n"
+    assert (second.worktree / RELEASE_OUTPUTS[1]).read_text() == "kubemark\n"
+    kubectl = second.worktree / "_output/dockerized/bin/linux/amd64/kubectl"
+    assert kubectl.read_text() == "kubectl\n"
+    assert fake.find("start-kubemark.sh")[1].cwd == str(second.worktree)
+
+
+def test_parallel_slot_gets_its_own_base_cluster_and_names(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    evaluate(backend, _candidate(tmp_path, "wt1", slot=1))
+    ups = fake.find("kube-up.sh")
+    assert [c.env["KUBE_GCE_INSTANCE_PREFIX"] for c in ups] == ["kubemark-5000", "kubemark-5000-1"]
+    start = fake.find("start-kubemark.sh")[0]
+    assert start.env["INSTANCE_PREFIX"] == "kubemark-5000-1"
+    assert start.env["KUBECONFIG"] == ups[1].env["KUBECONFIG"] != ups[0].env["KUBECONFIG"]
+    assert (
+        "kubemark-5000-1-kubemark-master:/var/log/kube-apiserver.log*" in fake.find("scp")[0].argv
+    )
+
+
+def test_keep_base_cluster_skips_kube_down(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    backend = _backend(tmp_path, base, Sleeps(), keep_base_cluster=True)
+    backend.setup()
+    backend.close()
+    assert fake.lines == ["./cluster/kube-up.sh"]
+
+
+def test_patch_that_does_not_apply_is_a_skip_saying_so(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    fake.on("git apply --check", code=1, stderr="error: patch failed: cacher.go:571", first=True)
+    backend = _backend(tmp_path, base, Sleeps(), instrument_patch=f"builtin:{DISPATCH_PROGRESS}")
+    outcome = evaluate(backend, _candidate(tmp_path))
+    assert outcome.status == "skip"
+    assert (
+        "instrumentation patch cacher-dispatch-progress-2017.patch does not apply" in outcome.reason
+    )
+    patch = str(PATCH_DIR / f"{DISPATCH_PROGRESS}.patch")
+    assert fake.lines[1:] == [
+        f"git apply --check {patch}",
+        f"git apply --check --reverse {patch}",
+    ]
+
+
+def test_patch_is_applied_before_the_build_and_keys_the_cache(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    backend = _backend(tmp_path, base, Sleeps(), instrument_patch=f"builtin:{DISPATCH_PROGRESS}")
+    backend.build(_candidate(tmp_path))
+    patch = str(PATCH_DIR / f"{DISPATCH_PROGRESS}.patch")
+    assert fake.lines[1:] == [
+        f"git apply --check {patch}",
+        f"git apply {patch}",
+        "make quick-release",
+    ]
+    (entry,) = (tmp_path / "cache").iterdir()
+    assert entry.name.startswith(TREE + "-")
+
+
+def test_missing_base_checkout_and_unknown_keys_are_config_errors(tmp_path: Path) -> None:
+    context = BackendContext(Section({"project": "p"}, "gce.toml", "backends.gce"), tmp_path)
+    with pytest.raises(ConfigError, match="base_checkout"):
+        GceBackend(context).setup()
+    bad = BackendContext(
+        Section({"project": "p", "zonee": "x"}, "gce.toml", "backends.gce"), tmp_path
+    )
+    with pytest.raises(ConfigError, match="zonee"):
+        create_backend("gce", bad)
+
+
+# The shipped patch against the 2017 shape of dispatchEvents, with real git.
+_CACHER_2017 = """\
+\tc.incoming <- *event
+}
+
+func (c *Cacher) dispatchEvents() {
+\tfor {
+\t\tselect {
+\t\tcase event, ok := <-c.incoming:
+\t\t\tif !ok {
+\t\t\t\treturn
+\t\t\t}
+\t\t\tc.dispatchEvent(&event)
+\t\tcase <-c.stopCh:
+\t\t\treturn
+\t\t}
+\t}
+}
+"""
+_CACHER_PATH = "staging/src/k8s.io/apiserver/pkg/storage/cacher.go"
+
+
+def _git_repo(root: Path, text: str) -> Path:
+    (root / _CACHER_PATH).parent.mkdir(parents=True)
+    (root / _CACHER_PATH).write_text("package storage\n" + "\n" * 40 + text)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    return root
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_shipped_patch_applies_to_2017_cacher_and_logs_dispatch_progress(tmp_path: Path) -> None:
+    repo = _git_repo(tmp_path / "k8s", _CACHER_2017)
+    patch = PATCH_DIR / f"{DISPATCH_PROGRESS}.patch"
+    apply_patch(repo, patch, COMMIT, 30)
+    patched = (repo / _CACHER_PATH).read_text()
+    assert 'glog.Infof("cacher (%v): dispatched event nr %d"' in patched
+    assert "dispatched%100 == 0" in patched
+    apply_patch(repo, patch, COMMIT, 30)  # a re-used worktree already carries it: no error
+    assert (repo / _CACHER_PATH).read_text() == patched
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_shipped_patch_refuses_a_later_cacher(tmp_path: Path) -> None:
+    later = _CACHER_2017.replace(
+        "\t\t\tc.dispatchEvent(&event)\n",
+        "\t\t\tc.dispatchEvent(&event)\n\t\t\tlastRV = event.ResourceVersion\n",
+    )
+    repo = _git_repo(tmp_path / "k8s", later)
+    with pytest.raises(BuildError, match="does not apply to 7043372d0551"):
+        apply_patch(repo, PATCH_DIR / f"{DISPATCH_PROGRESS}.patch", COMMIT, 30)
+
+
+def test_record_survives_as_valid_json(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    cand = _candidate(tmp_path)
+    backend.build(cand)
+    backend.launch(cand)  # then the process "crashes": no teardown
+    data = json.loads((tmp_path / "run" / "resources.json").read_text())
+    kubemark = data["resources"][1]
+    assert kubemark["teardown"][0]["cmd"] == ["./test/kubemark/stop-kubemark.sh"]
+    assert kubemark["teardown"][0]["cwd"] == str(cand.worktree)
+    assert kubemark["fallback"][1]["cmd"][:4] == ["gcloud", "compute", "instances", "delete"]
+
+
+def test_base_release_is_built_when_missing_and_failed_kube_up_is_taken_down(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    base = tmp_path / "good-endpoint"
+    base.mkdir()
+    fake.on("kube-up.sh", code=1, times=1, stderr="ERROR: network e2e not ready", first=True)
+    data = {"project": "p", "build_cache_dir": str(tmp_path / "cache")}
+    context = BackendContext(
+        Section(data, "gce.toml"), tmp_path / "run", 60.0, options={"good_worktree": str(base)}
+    )
+    backend = GceBackend(context, sleep=Sleeps())
+    with pytest.raises(LaunchError, match=r"kube-up\.sh failed"):
+        backend.setup()
+    assert fake.lines == [
+        "git rev-parse HEAD",
+        f"git rev-parse '{TREE}^{{tree}}'",
+        "make quick-release",
+        "./cluster/kube-up.sh",
+        "./cluster/kube-down.sh",
+    ]
+    assert all(c.cwd == str(base) for c in fake.calls)
+    assert ResourceRecord(tmp_path / "run").ids() == []
+    backend.setup()  # the next attempt: the release is in the checkout now, only kube-up
+    assert fake.lines[5:] == ["./cluster/kube-up.sh"]
