@@ -15,3 +15,12 @@ def create_backend(name: str, context: BackendContext) -> Backend:
         known = ", ".join(sorted(BACKENDS)) or "none"
         raise ConfigError(f"unknown backend {name!r}; choose one of: {known}") from None
     return factory(context)
+
+
+def _local(context: BackendContext) -> Backend:
+    from bisector.backends.local import LocalBackend
+
+    return LocalBackend(context)
+
+
+BACKENDS["local"] = _local

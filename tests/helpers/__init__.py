@@ -1,0 +1,1 @@
+"""Builders shared by the whole suite: temporary git repositories and backend configs."""
