@@ -22,7 +22,8 @@ import git
 from bisector.errors import BisectorError
 
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
-_ONLY_SKIPPED = "only skipped commits left to test"
+_ONLY_SKIPPED = "only 'skip'ped commits left to test"
+_HASH_LINE = re.compile(r"^([0-9a-f]{40})$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,11 @@ class GitRepo:
 
     def add_worktree(self, path: Path, commit: str, *, checkout: bool = True) -> None:
         """A detached worktree at `path` on `commit`; reuses (and cleans) one already there."""
-        if (path / ".git").exists():
+        if (path / ".git").is_file():
+            # A run killed by SIGKILL may leave git's lock behind; we hold the repository
+            # lock, so no other process of ours can be using this worktree.
+            gitdir = (path / ".git").read_text(encoding="utf-8").removeprefix("gitdir:").strip()
+            (Path(gitdir) / "index.lock").unlink(missing_ok=True)
             self.git("checkout", "--detach", "--force", "--quiet", commit, cwd=path)
             self.git("clean", "-fdxq", cwd=path)
             return
@@ -163,6 +168,7 @@ class BisectSession:
         self.worktree = worktree
         self.first_bad: str | None = None
         self.only_skipped_left = False
+        self.possible_culprits: list[str] = []
 
     def start(
         self, good: str, bad: str, *, first_parent: bool = False, paths: tuple[str, ...] = ()
@@ -170,6 +176,7 @@ class BisectSession:
         # A fresh session every time: after a crash the journal replays the verdicts.
         self.first_bad = None
         self.only_skipped_left = False
+        self.possible_culprits = []
         self.repo.remove_worktree(self.worktree)
         self.repo.add_worktree(self.worktree, bad, checkout=False)
         args = ["start", "--no-checkout"]
@@ -184,12 +191,15 @@ class BisectSession:
         try:
             out = self.repo.git("bisect", *args, cwd=self.worktree)
         except git.GitCommandError as exc:
-            raise BisectorError(f"git bisect {args[0]} failed: {_git_error(exc)}") from None
+            if _ONLY_SKIPPED not in str(exc.stdout):  # git exits 2 when only skips are left
+                raise BisectorError(f"git bisect {args[0]} failed: {_git_error(exc)}") from None
+            out = str(exc.stdout)
         match = _FIRST_BAD.search(out)
         if match:
             self.first_bad = match.group(1)
         if _ONLY_SKIPPED in out:
             self.only_skipped_left = True
+            self.possible_culprits = _HASH_LINE.findall(out)
         return out
 
     def mark(self, commit: str, verdict: str) -> None:
@@ -213,6 +223,8 @@ class BisectSession:
 
     def remaining(self) -> list[str]:
         """Commits git bisect still considers possible culprits (incl. the current bad)."""
+        if self.only_skipped_left:
+            return list(self.possible_culprits)
         try:
             out = self.repo.git("bisect", "visualize", "--format=%H", cwd=self.worktree)
         except git.GitCommandError:
