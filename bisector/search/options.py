@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisector.backends.registry import BACKENDS
 from bisector.config import Section
 from bisector.errors import ConfigError
 
@@ -69,12 +70,19 @@ class RunOptions:
                 f"{run.file}: key `run.launch_attempts` must be at least 1, got {attempts}"
             )
         estimate = run.get_duration("estimate") if "estimate" in run else None
+        backend = run.get_str("backend", "sim")
+        if backend not in BACKENDS:
+            known = ", ".join(sorted(BACKENDS)) or "none"
+            raise ConfigError(
+                f"{run.file}: key `run.backend`: unknown backend {backend!r}; "
+                f"choose one of: {known}"
+            )
         return cls(
             good=good,
             bad=bad,
             repo=repo,
             config=config,
-            backend=run.get_str("backend", "sim"),
+            backend=backend,
             metric=run.get_str("metric", "conflicts"),
             threshold=run.opt_float("threshold"),
             warmup_s=run.get_duration("warmup", 0),

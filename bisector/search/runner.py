@@ -187,6 +187,8 @@ def run_bisection(
     progress = progress or PlainProgress(estimate_s=options.estimate_s)
     rule = rule or MajorityRule(options.repeats)
     strategy = strategy or GitBisectStrategy()
+    context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
+    backend = backend or create_backend(options.backend, context)  # config errors before any state
     with repo.lock(), sigterm_as_interrupt():
         run_dir.mkdir(parents=True, exist_ok=True)
         cache = repo.common_dir / "bisector" / "measurements.jsonl"
@@ -195,8 +197,6 @@ def run_bisection(
             journal.write("start", good=good, bad=bad, command=options.resume_command)
         else:
             journal.write("resume", command=options.resume_command)
-        context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
-        backend = backend or create_backend(options.backend, context)
         session = BisectSession(repo, run_dir / "worktrees" / "bisect")
         bisection = _Bisection(
             options=options,
