@@ -270,6 +270,8 @@ def _bisect(b: _Bisection, session: BisectSession, strategy: Strategy, state: Se
         for slot, commit in enumerate(picks):
             verdict = b.verdict(commit, state.threshold, slot=slot)
             state.verdicts[commit] = verdict
+            tree = b.repo.tree_of(commit)
+            state.values[commit] = [m.value for m in b.journal.for_tree(tree)]
             session.mark(commit, verdict)
             b.journal.write("verdict", commit=commit, verdict=verdict)
             b.progress.note(f"{commit[:12]} is {verdict}")

@@ -191,3 +191,12 @@ def test_1024_linear_commits_within_the_log2_bound(tmp_path: Path) -> None:
     assert report.culprit is not None and report.culprit["commit"] == built.mainline[611]
     assert report.data["range_size"] == n
     assert len(report.evaluations) <= math.ceil(math.log2(n)) + 2 + 2
+
+
+def test_pathspec_limits_the_candidates(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _step(30, 17))
+    report = _run(built, write_local_config(tmp_path), paths=["value"])
+    assert report.culprit is not None and report.culprit["commit"] == built.mainline[17]
+    assert report.data["range_size"] == 1  # only the commit that changed `value`
+    phases = [e["phase"] for e in report.evaluations]
+    assert phases.count("bisect") == 1  # that one commit; the other 28 are never built
