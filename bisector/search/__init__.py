@@ -11,15 +11,18 @@ Public API:
 from __future__ import annotations
 
 from bisector.search.decide import Decision, DecisionRule, MajorityRule, calibrate_threshold
+from bisector.search.evaluator import Evaluator
 from bisector.search.measure import Measurement, evaluate_candidate
 from bisector.search.options import RunOptions
+from bisector.search.plan import Plan, plan_bisection
 from bisector.search.report import Report
-from bisector.search.runner import Plan, plan_bisection, run_bisection
+from bisector.search.runner import run_bisection
 from bisector.search.strategy import GitBisectStrategy, SearchState, Strategy
 
 __all__ = [
     "Decision",
     "DecisionRule",
+    "Evaluator",
     "GitBisectStrategy",
     "MajorityRule",
     "Measurement",

@@ -99,6 +99,14 @@ class Journal:
         """Measurements usable for a verdict; confirmation uses only its own fresh runs."""
         return [m for m in self.by_tree.get(tree, []) if (m.phase == "confirm") == confirm]
 
+    def unfinished(self) -> list[dict[str, Any]]:
+        """`begin` records of evaluations a crash cut short (no measurement, no cleanup)."""
+        closed = {
+            r["measurement"].get("eval_dir") for r in self.records if r.get("type") == "measurement"
+        }
+        closed |= {r.get("eval_dir") for r in self.records if r.get("type") == "cleaned"}
+        return [r for r in self.records if r.get("type") == "begin" and r["eval_dir"] not in closed]
+
     def last(self, kind: str) -> dict[str, Any] | None:
         for record in reversed(self.records):
             if record.get("type") == kind:

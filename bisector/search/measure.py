@@ -35,6 +35,7 @@ class Measurement:
     duration_s: float = 0.0
     logs: list[str] = field(default_factory=list)
     launch_attempts: int = 0
+    eval_dir: str = ""
     teardown_error: str | None = None
     started_at: float = 0.0
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
@@ -73,6 +74,7 @@ def evaluate_candidate(
 ) -> Measurement:
     """Evaluate `candidate` once; teardown runs on every path once launch was attempted."""
     m = Measurement(candidate.commit, tree, phase, started_at=time.time())
+    m.eval_dir = str(candidate.eval_dir)
     start = time.monotonic()
     launched = False
 

@@ -8,74 +8,26 @@ and started again with the same command repeats no finished measurement.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import json
 import math
 import signal
 import statistics
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from types import FrameType
 
-from bisector.backends.base import Backend, BackendContext, Candidate
+from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
 from bisector.errors import BisectorError, InfraError
-from bisector.gitrepo import BisectSession, GitRepo
-from bisector.logs import Scores, metric_value
+from bisector.gitrepo import BisectSession
 from bisector.search.decide import DecisionRule, MajorityRule, calibrate_threshold
+from bisector.search.evaluator import Evaluator
 from bisector.search.journal import Journal
-from bisector.search.measure import Measurement, evaluate_candidate
+from bisector.search.measure import Measurement
 from bisector.search.options import RunOptions
+from bisector.search.plan import default_run_dir, open_range
 from bisector.search.progress import PlainProgress, Progress
 from bisector.search.report import Report, build_report
 from bisector.search.strategy import GitBisectStrategy, SearchState, Strategy
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What --dry-run prints."""
-
-    good: str
-    bad: str
-    range_size: int
-    expected_evaluations: int
-    estimate_s: float | None  # total wall time, None without [run] estimate
-    commands: list[str] = field(default_factory=list)
-    run_dir: Path = Path()
-
-
-def _open(options: RunOptions) -> tuple[GitRepo, str, str]:
-    repo = GitRepo(options.repo)
-    good, bad = repo.resolve(options.good), repo.resolve(options.bad)
-    repo.check_range(good, bad)
-    metric_value(Scores(), options.metric)  # unknown metric: one clear error before any work
-    return repo, good, bad
-
-
-def default_run_dir(repo: GitRepo, options: RunOptions, good: str, bad: str) -> Path:
-    question = [options.metric, options.threshold, options.first_parent, list(options.paths)]
-    key = options.fingerprint() + json.dumps([*question, options.repeats], default=str)
-    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-    return repo.common_dir / "bisector" / "runs" / f"{good[:12]}-{bad[:12]}-{digest}"
-
-
-def expected_evaluations(range_size: int, runs_per_commit: int) -> int:
-    steps = math.ceil(math.log2(range_size)) if range_size > 1 else 0
-    return (2 + steps + 2) * runs_per_commit
-
-
-def plan_bisection(options: RunOptions, backend: Backend | None = None) -> Plan:
-    repo, good, bad = _open(options)
-    run_dir = options.run_dir or default_run_dir(repo, options, good, bad)
-    size = len(repo.rev_list(good, bad, first_parent=options.first_parent, paths=options.paths))
-    evaluations = expected_evaluations(size, MajorityRule(options.repeats).planned_runs())
-    context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
-    backend = backend or create_backend(options.backend, context)
-    sample = Candidate(bad, run_dir / "worktrees" / "slot-0", run_dir / "evals" / "001")
-    total = evaluations * options.estimate_s if options.estimate_s else None
-    return Plan(good, bad, size, evaluations, total, backend.plan(sample), run_dir)
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -95,84 +47,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-class _Bisection:
-    def __init__(
-        self,
-        *,
-        options: RunOptions,
-        repo: GitRepo,
-        journal: Journal,
-        backend: Backend,
-        rule: DecisionRule,
-        progress: Progress,
-        run_dir: Path,
-    ) -> None:
-        self.options = options
-        self.repo = repo
-        self.journal = journal
-        self.backend = backend
-        self.rule = rule
-        self.progress = progress
-        self.run_dir = run_dir
-        self.used: dict[str, Measurement] = {}  # every measurement a verdict rested on
-        self.verdicts: dict[str, str] = {}
-        self.reasons: dict[str, str] = {}
-        self.slot_worktrees: set[Path] = set()
-        self.steps_left: int | None = None
-
-    def measure(self, commit: str, tree: str, phase: str, slot: int = 0) -> Measurement:
-        worktree = self.run_dir / "worktrees" / f"slot-{slot}"
-        self.slot_worktrees.add(worktree)
-        self.repo.add_worktree(worktree, commit)
-        eval_dir = self.run_dir / "evals" / f"{len(self.journal.own) + 1:03d}-{commit[:12]}"
-        candidate = Candidate(commit, worktree, eval_dir, slot)
-        self.progress.status(f"{phase}: evaluating", commit, self.steps_left)
-        m = evaluate_candidate(
-            self.backend,
-            candidate,
-            metric=self.options.metric,
-            tree=tree,
-            phase=phase,
-            launch_attempts=self.options.launch_attempts,
-            retry_wait_s=self.options.retry_wait_s,
-        )
-        self.journal.add(m)
-        shown = "no value" if m.value is None else f"{self.options.metric}={m.value:g}"
-        why = f" ({m.reason})" if m.reason else ""
-        self.progress.note(f"measured {commit[:12]} [{phase}]: {shown}{why} in {m.duration_s:g}s")
-        return m
-
-    def runs(self, commit: str, tree: str, phase: str) -> list[Measurement]:
-        found = self.journal.for_tree(tree, confirm=phase == "confirm")
-        for m in found:
-            self.used[m.id] = m
-        return found
-
-    def measure_n(self, commit: str, phase: str, n: int) -> list[Measurement]:
-        """At least `n` runs of `commit` (fewer measured when the journal has some)."""
-        tree = self.repo.tree_of(commit)
-        found = self.runs(commit, tree, phase)
-        while len(found) < n:
-            m = self.measure(commit, tree, phase)
-            self.used[m.id] = m
-            found.append(m)
-        return found
-
-    def verdict(self, commit: str, threshold: float, phase: str = "bisect", slot: int = 0) -> str:
-        tree = self.repo.tree_of(commit)
-        while True:
-            found = self.runs(commit, tree, phase)
-            decision = self.rule.decide([m.value for m in found], threshold)
-            if decision.verdict is not None:
-                reason = decision.reason
-                if decision.verdict == "skip" and found:
-                    reason = found[-1].reason or reason
-                if phase != "confirm":
-                    self.verdicts[commit], self.reasons[commit] = decision.verdict, reason
-                return decision.verdict
-            self.measure(commit, tree, phase, slot)  # journaled; the next pass sees it
-
-
 def run_bisection(
     options: RunOptions,
     *,
@@ -182,7 +56,7 @@ def run_bisection(
     progress: Progress | None = None,
 ) -> Report:
     """The whole `bisector run`; raises BisectorError for anything the user must fix."""
-    repo, good, bad = _open(options)
+    repo, good, bad = open_range(options)
     run_dir = options.run_dir or default_run_dir(repo, options, good, bad)
     progress = progress or PlainProgress(estimate_s=options.estimate_s)
     rule = rule or MajorityRule(options.repeats)
@@ -198,7 +72,7 @@ def run_bisection(
         else:
             journal.write("resume", command=options.resume_command)
         session = BisectSession(repo, run_dir / "worktrees" / "bisect")
-        bisection = _Bisection(
+        bisection = Evaluator(
             options=options,
             repo=repo,
             journal=journal,
@@ -214,6 +88,7 @@ def run_bisection(
                 raise BisectorError(
                     f"backend {options.backend} could not start: {exc.reason}"
                 ) from None
+            bisection.clean_up_after_crash()
             report = _search(bisection, session, strategy, good, bad)
         except KeyboardInterrupt:
             journal.write("interrupted")
@@ -241,7 +116,7 @@ def _endpoint_value(runs: list[Measurement], which: str, commit: str) -> float:
     return float(statistics.median(values))
 
 
-def _threshold(b: _Bisection, good: str, bad: str) -> tuple[float, str, float, float]:
+def _threshold(b: Evaluator, good: str, bad: str) -> tuple[float, str, float, float]:
     runs_good = b.measure_n(good, "endpoint", b.options.repeats)
     runs_bad = b.measure_n(bad, "endpoint", b.options.repeats)
     good_value = _endpoint_value(runs_good, "good", good)
@@ -260,7 +135,7 @@ def _threshold(b: _Bisection, good: str, bad: str) -> tuple[float, str, float, f
     return threshold, how, good_value, bad_value
 
 
-def _bisect(b: _Bisection, session: BisectSession, strategy: Strategy, state: SearchState) -> None:
+def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: SearchState) -> None:
     while not session.done:
         remaining = len(session.remaining())
         b.steps_left = math.ceil(math.log2(remaining)) if remaining > 1 else 0
@@ -280,7 +155,7 @@ def _bisect(b: _Bisection, session: BisectSession, strategy: Strategy, state: Se
 
 
 def _search(
-    b: _Bisection, session: BisectSession, strategy: Strategy, good: str, bad: str
+    b: Evaluator, session: BisectSession, strategy: Strategy, good: str, bad: str
 ) -> Report:
     threshold, how, good_value, bad_value = _threshold(b, good, bad)
     b.progress.note(f"threshold {threshold:g} ({how})")

@@ -171,3 +171,23 @@ def test_interrupt_tears_down_prints_resume_and_resumes(tmp_path: Path, signum: 
     result = _cli(*_args(built, driver))
     assert result.returncode == 0, result.stderr
     assert f"culprit: {built.mainline[5]}" in result.stdout
+
+
+def test_cluster_left_up_by_kill_9_is_torn_down_on_resume(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(8, 5))
+    driver = write_local_config(tmp_path)
+    hang = driver.tools / f"hang-{built.mainline[-1]}"
+    driver.switch(hang.name)
+    process = subprocess.Popen(bisector_argv(*_args(built, driver)), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    _wait_for((driver.tools / "hanging").exists)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    hang.unlink()
+    before = driver.calls("teardowns")
+    assert built.mainline[-1] not in before  # SIGKILL: no teardown could run
+    result = _cli(*_args(built, driver))
+    assert result.returncode == 0, result.stderr
+    assert "left up by a killed run" in result.stderr
+    assert driver.calls("teardowns")[len(before)] == built.mainline[-1]  # first thing done
+    assert any(r["type"] == "cleaned" for r in _journal(built))
