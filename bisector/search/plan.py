@@ -51,7 +51,7 @@ def expected_evaluations(range_size: int, runs_per_commit: int) -> int:
 
 def plan_bisection(options: RunOptions, backend: Backend | None = None) -> Plan:
     repo, good, bad = open_range(options)
-    run_dir = options.run_dir or default_run_dir(repo, options, good, bad)
+    run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
     size = len(repo.rev_list(good, bad, first_parent=options.first_parent, paths=options.paths))
     evaluations = expected_evaluations(size, MajorityRule(options.repeats).planned_runs())
     context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)

@@ -55,12 +55,9 @@ def render_markdown(data: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_svg(data: dict[str, Any]) -> str:
+def plot_figure(data: dict[str, Any]) -> Any:
     """The metric along the range: one point per measurement, threshold line, culprit marked."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # a bare Figure needs no GUI backend
 
     position = {commit: i for i, commit in enumerate(data.get("range", []))}
     fig = Figure(figsize=(9, 3.6))
@@ -91,6 +88,11 @@ def plot_svg(data: dict[str, Any]) -> str:
     ax.set_ylabel(data["metric"])
     ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
+    return fig
+
+
+def plot_svg(data: dict[str, Any]) -> str:
+    fig = plot_figure(data)
     out = io.StringIO()
     fig.savefig(out, format="svg")
     svg = out.getvalue()

@@ -57,7 +57,8 @@ def run_bisection(
 ) -> Report:
     """The whole `bisector run`; raises BisectorError for anything the user must fix."""
     repo, good, bad = open_range(options)
-    run_dir = options.run_dir or default_run_dir(repo, options, good, bad)
+    # Absolute: backend commands run inside the candidate's worktree, not here.
+    run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
     progress = progress or PlainProgress(estimate_s=options.estimate_s)
     rule = rule or MajorityRule(options.repeats)
     strategy = strategy or GitBisectStrategy()

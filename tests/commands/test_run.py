@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -67,6 +68,19 @@ def test_run_prints_the_culprit_and_status_shows_it(tmp_path: Path) -> None:
     status = _cli("status", "--repo", str(built.path))
     assert status.returncode == 0
     assert "finished" in status.stdout and built.mainline[6] in status.stdout
+
+
+def test_relative_run_dir_from_another_directory(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 2))
+    driver = write_local_config(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    args = _args(built, driver, "--run-dir", "myrun")
+    result = subprocess.run(
+        bisector_argv(*args), cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "myrun" / "report.json").is_file()
+    assert len(list((tmp_path / "myrun" / "evals").glob("*/logs/kube-apiserver.log"))) >= 4
 
 
 def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:

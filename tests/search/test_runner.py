@@ -15,6 +15,7 @@ from bisector.errors import BisectorError
 from bisector.search import RunOptions, run_bisection
 from bisector.search.progress import PlainProgress
 from bisector.search.report import Report
+from tests.helpers.backend import FileValueBackend
 from tests.helpers.checkout import snapshot
 from tests.helpers.local_backend import LocalDriver, write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
@@ -200,3 +201,43 @@ def test_pathspec_limits_the_candidates(tmp_path: Path) -> None:
     assert report.data["range_size"] == 1  # only the commit that changed `value`
     phases = [e["phase"] for e in report.evaluations]
     assert phases.count("bisect") == 1  # that one commit; the other 28 are never built
+
+
+def _run_in_process(built: BuiltRepo, backend: FileValueBackend, **overrides: object) -> Report:
+    options = RunOptions.from_config(
+        load_config(write_local_config(built.path.parent / "cfg").config),
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        overrides=overrides,
+    )
+    return run_bisection(options, backend=backend, progress=PlainProgress(io.StringIO()))
+
+
+def test_confirmation_that_disagrees_is_reported_unconfirmed(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _step(16, 9))
+    culprit = built.mainline[9]
+
+    def flips_on_second_run(commit: str, nth: int, value: int) -> int | None:
+        return GOOD if commit == culprit and nth == 2 else value
+
+    backend = FileValueBackend(flips_on_second_run)
+    report = _run_in_process(built, backend)
+    assert report.culprit is not None and report.culprit["commit"] == culprit
+    assert report.culprit["confirmed"] is False
+    assert report.culprit["confirmation"][culprit] == "good"
+    assert ("close", "") in backend.steps
+
+
+def test_no_data_mid_range_is_skip_with_reason(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _step(16, 9))
+    silent = built.mainline[8]
+    backend = FileValueBackend(lambda c, _n, v: None if c == silent else v)
+    report = _run_in_process(built, backend)
+    assert report.data["verdicts"].get(silent) in (None, "skip")
+    skipped = [e for e in report.evaluations if e["commit"] == silent]
+    assert all(e["verdict"] == "skip" and "no data" in e["reason"] for e in skipped)
+    assert skipped  # git's first midpoint of 1..15 is 8
+    # the culprit's parent cannot be measured, so git cannot tell 8 from 9: both are named
+    assert report.culprit is None
+    assert set(report.data["candidates"]) == {silent, built.mainline[9]}
