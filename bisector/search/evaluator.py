@@ -47,6 +47,7 @@ class Evaluator:
         self.reasons: dict[str, str] = {}
         self.slot_worktrees: set[Path] = set()
         self.steps_left: int | None = None
+        self.slots = 1  # commits a strategy may ask for per round
 
     def measure(self, commit: str, tree: str, phase: str, slot: int = 0) -> Measurement:
         worktree = self.run_dir / "worktrees" / f"slot-{slot}"

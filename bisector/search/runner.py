@@ -54,8 +54,14 @@ def run_bisection(
     strategy: Strategy | None = None,
     rule: DecisionRule | None = None,
     progress: Progress | None = None,
+    slots: int = 1,
 ) -> Report:
-    """The whole `bisector run`; raises BisectorError for anything the user must fix."""
+    """The whole `bisector run`; raises BisectorError for anything the user must fix.
+
+    `backend`, `strategy` and `rule` replace the configured/default ones (demo, benchmarks,
+    tests); `slots` is how many commits the strategy may ask for per round. Slots are
+    evaluated one after another here; running them concurrently is issue 5's job.
+    """
     repo, good, bad = open_range(options)
     # Absolute: backend commands run inside the candidate's worktree, not here.
     run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
@@ -82,6 +88,7 @@ def run_bisection(
             progress=progress,
             run_dir=run_dir,
         )
+        bisection.slots = max(1, slots)
         try:
             try:
                 backend.setup()
@@ -140,7 +147,7 @@ def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: Sea
     while not session.done:
         remaining = len(session.remaining())
         b.steps_left = math.ceil(math.log2(remaining)) if remaining > 1 else 0
-        picks = strategy.choose(state, 1)
+        picks = strategy.choose(state, b.slots)
         if not picks:
             return
         for slot, commit in enumerate(picks):
