@@ -15,7 +15,7 @@ import pytest
 from bisector.gitrepo import GitRepo
 from tests.helpers.checkout import snapshot
 from tests.helpers.local_backend import LocalDriver, bisector_argv, write_local_config
-from tests.helpers.repo import BuiltRepo, build_repo
+from tests.helpers.repo import PR, BuiltRepo, build_repo
 
 
 def _values(n: int, at: int) -> list[int]:
@@ -133,6 +133,18 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     assert "estimated wall time: 5h00m" in result.stdout
     assert "launch.sh" in result.stdout
     assert driver.calls("launches") == []
+    paths = _cli(*_args(built, driver, "--dry-run", "--repeats", "3", "--", "value"))
+    assert paths.returncode == 0, paths.stderr
+    assert "1 commits" in paths.stdout  # only the commit that changed `value`
+    assert "expected evaluations: 8" in paths.stdout  # flag beats file: (2 + 0 + 2) x 2 runs
+
+
+def test_first_parent_flag_counts_merges_only(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 3), prs=[PR(at=3, values=[2, 40, 40])])
+    driver = write_local_config(tmp_path)
+    everything = _cli(*_args(built, driver, "--dry-run"))
+    merges = _cli(*_args(built, driver, "--dry-run", "--first-parent"))
+    assert "8 commits" in everything.stdout and "5 commits" in merges.stdout
 
 
 def _journal(built: BuiltRepo) -> list[dict[str, object]]:
