@@ -241,3 +241,16 @@ def test_no_data_mid_range_is_skip_with_reason(tmp_path: Path) -> None:
     # the culprit's parent cannot be measured, so git cannot tell 8 from 9: both are named
     assert report.culprit is None
     assert set(report.data["candidates"]) == {silent, built.mainline[9]}
+
+
+def test_an_endpoint_error_loses_nothing(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _step(8, 3))
+    driver = write_local_config(tmp_path)
+    with pytest.raises(BisectorError, match="do not separate"):
+        _run(built, driver, threshold=100.0)
+    endpoints_measured = len(driver.calls("collected"))
+    assert endpoints_measured == 2
+    report = _run(built, driver, threshold=10.0)  # another question, same measurements
+    assert report.culprit is not None and report.culprit["commit"] == built.mainline[3]
+    assert sum(e["cached"] for e in report.evaluations) == 2
+    assert len(driver.calls("collected")) == endpoints_measured + len(report.evaluations) - 2
