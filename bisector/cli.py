@@ -65,6 +65,63 @@ def doctor_cmd(
     return doctor(backend, config)
 
 
+@app.command("run")
+def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
+    good: Annotated[str, typer.Option(help="A commit that scores good.")],
+    bad: Annotated[str, typer.Option(help="A later commit that scores bad.")],
+    paths: Annotated[
+        list[str] | None, typer.Argument(help="Only commits touching these paths (after --).")
+    ] = None,
+    config: Annotated[Path | None, typer.Option(help="TOML config file.")] = None,
+    repo: Annotated[Path, typer.Option(help="The repository to bisect.")] = Path(),
+    run_dir: Annotated[
+        Path | None, typer.Option(help="Journal, logs and report (default: inside .git).")
+    ] = None,
+    backend: Annotated[str | None, typer.Option(help="sim, local, kind or gce.")] = None,
+    metric: Annotated[str | None, typer.Option(help="Metric the verdict is about.")] = None,
+    threshold: Annotated[
+        float | None, typer.Option(help="Bad at or above this (default: calibrated).")
+    ] = None,
+    warmup: Annotated[str | None, typer.Option(help="Wait after launch, e.g. 5m.")] = None,
+    repeats: Annotated[int | None, typer.Option(help="Runs per commit (majority vote).")] = None,
+    first_parent: Annotated[
+        bool | None, typer.Option("--first-parent", help="Follow only merges (PRs).")
+    ] = None,
+    launch_attempts: Annotated[
+        int | None, typer.Option(help="Launch tries before a commit is skipped.")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
+) -> int:
+    """Bisect GOOD..BAD: exit 0 culprit confirmed, 3 inconclusive, 2 bad input, 130 interrupted."""
+    from bisector.commands.run import build_options, run
+
+    overrides: dict[str, object] = {
+        "backend": backend,
+        "metric": metric,
+        "threshold": threshold,
+        "warmup": warmup,
+        "repeats": repeats,
+        "first_parent": first_parent,
+        "launch_attempts": launch_attempts,
+        "paths": paths or None,
+    }
+    options = build_options(
+        good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, overrides=overrides
+    )
+    return run(options, is_dry_run=dry_run)
+
+
+@app.command("status")
+def status_cmd(
+    repo: Annotated[Path, typer.Option(help="The repository whose runs to show.")] = Path(),
+    run_dir: Annotated[Path | None, typer.Option(help="Show only this run directory.")] = None,
+) -> int:
+    """Progress of the bisections of a repository."""
+    from bisector.commands.status import status
+
+    return status(repo, run_dir)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to one line on stderr and an exit code."""
     try:

@@ -1,20 +1,13 @@
-"""The one table of available backends."""
+"""The one table of available backends.
+
+Factories import their backend lazily so `bisector score` does not pay for the
+imports of every backend.
+"""
 
 from __future__ import annotations
 
 from bisector.backends.base import Backend, BackendContext, BackendFactory
 from bisector.errors import ConfigError
-
-BACKENDS: dict[str, BackendFactory] = {}
-
-
-def create_backend(name: str, context: BackendContext) -> Backend:
-    try:
-        factory = BACKENDS[name]
-    except KeyError:
-        known = ", ".join(sorted(BACKENDS)) or "none"
-        raise ConfigError(f"unknown backend {name!r}; choose one of: {known}") from None
-    return factory(context)
 
 
 def _gce(context: BackendContext) -> Backend:
@@ -29,5 +22,23 @@ def _kind(context: BackendContext) -> Backend:
     return KindBackend(context)
 
 
-BACKENDS["gce"] = _gce
-BACKENDS["kind"] = _kind
+def _local(context: BackendContext) -> Backend:
+    from bisector.backends.local import LocalBackend
+
+    return LocalBackend(context)
+
+
+BACKENDS: dict[str, BackendFactory] = {
+    "gce": _gce,
+    "kind": _kind,
+    "local": _local,
+}
+
+
+def create_backend(name: str, context: BackendContext) -> Backend:
+    try:
+        factory = BACKENDS[name]
+    except KeyError:
+        known = ", ".join(sorted(BACKENDS)) or "none"
+        raise ConfigError(f"unknown backend {name!r}; choose one of: {known}") from None
+    return factory(context)

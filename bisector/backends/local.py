@@ -1,0 +1,86 @@
+"""`local`: the user's own shell commands, run in the candidate's worktree.
+
+Config (`[backends.local]`): `launch` and `collect` are required, `build` and
+`teardown` optional, `timeout` (a duration) bounds each command. Every command
+gets BISECTOR_COMMIT, BISECTOR_WORKTREE, BISECTOR_RUN_DIR, BISECTOR_SLOT and
+BISECTOR_LOG (the file `collect` must write the apiserver log to).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bisector import proc
+from bisector.backends.base import BackendContext, Candidate
+from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+
+_KEYS = ("build", "launch", "collect", "teardown", "timeout")
+LOG_NAME = "kube-apiserver.log"
+
+
+class LocalBackend:
+    name = "local"
+
+    def __init__(self, context: BackendContext) -> None:
+        section = context.section
+        section.check_keys(_KEYS)
+        self.context = context
+        self.build_cmd = section.opt_str("build")
+        self.launch_cmd = section.get_str("launch")
+        self.collect_cmd = section.get_str("collect")
+        self.teardown_cmd = section.opt_str("teardown")
+        self.timeout_s = section.get_duration("timeout", "1h")
+
+    def _env(self, candidate: Candidate) -> dict[str, str]:
+        return {
+            "BISECTOR_COMMIT": candidate.commit,
+            "BISECTOR_WORKTREE": str(candidate.worktree),
+            "BISECTOR_RUN_DIR": str(self.context.run_dir),
+            "BISECTOR_SLOT": str(candidate.slot),
+            "BISECTOR_LOG": str(candidate.log_dir / LOG_NAME),
+        }
+
+    def _run(self, step: str, script: str, candidate: Candidate, error: type[InfraError]) -> None:
+        try:
+            proc.run(
+                ["bash", "-c", script],
+                cwd=candidate.worktree,
+                env=self._env(candidate),
+                timeout=self.timeout_s,
+            )
+        except proc.CommandError as exc:
+            raise error(f"{step} failed: {exc}") from None
+
+    def setup(self) -> None:
+        """Nothing shared across candidates."""
+
+    def build(self, candidate: Candidate) -> None:
+        if self.build_cmd:
+            self._run("build", self.build_cmd, candidate, BuildError)
+
+    def launch(self, candidate: Candidate) -> None:
+        self._run("launch", self.launch_cmd, candidate, LaunchError)
+
+    def warmup(self, candidate: Candidate) -> None:
+        time.sleep(self.context.warmup_s)
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        self._run("collect", self.collect_cmd, candidate, CollectError)
+        log = candidate.log_dir / LOG_NAME
+        if not log.is_file():
+            raise CollectError(f"collect did not write the log to $BISECTOR_LOG ({log})")
+        return [log]
+
+    def teardown(self, candidate: Candidate) -> None:
+        if self.teardown_cmd:
+            self._run("teardown", self.teardown_cmd, candidate, InfraError)
+
+    def close(self) -> None:
+        """Nothing shared across candidates."""
+
+    def plan(self, candidate: Candidate) -> list[str]:
+        steps = [self.build_cmd, self.launch_cmd, f"sleep {self.context.warmup_s:g}"]
+        steps += [self.collect_cmd, self.teardown_cmd]
+        return [s for s in steps if s]

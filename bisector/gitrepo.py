@@ -1,0 +1,243 @@
+"""All git work of the tool: resolving revisions, tool-owned worktrees, `git bisect`, the lock.
+
+The user's checkout is never touched. Candidates are checked out into worktrees
+the tool owns, and the bisect session itself runs in a tool-owned worktree with
+`--no-checkout`: refs/bisect/* and BISECT_* files are per-worktree in git, so
+the user's HEAD, index, files and any bisect they have in progress stay as they were.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from bisector.errors import BisectorError
+
+_FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
+_ONLY_SKIPPED = "only 'skip'ped commits left to test"
+_HASH_LINE = re.compile(r"^([0-9a-f]{40})$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    tree: str
+    subject: str
+    author: str
+    date: str
+    parents: tuple[str, ...]
+
+    @property
+    def is_merge(self) -> bool:
+        return len(self.parents) > 1
+
+
+def _git_error(exc: git.GitCommandError) -> str:
+    return str(exc.stderr or exc.stdout or exc).strip().removeprefix("stderr: ").strip("'\" \n")
+
+
+class GitRepo:
+    """One repository, opened from any path inside it."""
+
+    def __init__(self, path: Path | str) -> None:
+        try:
+            self.repo = git.Repo(path, search_parent_directories=True)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise BisectorError(
+                f"{path} is not a git repository; run bisector inside a checkout or pass --repo"
+            ) from None
+        if self.repo.bare:
+            raise BisectorError(f"{path} is a bare repository; pass a checkout with --repo")
+        self.root = Path(self.repo.working_tree_dir or path)
+        self.common_dir = Path(self.repo.common_dir)
+
+    def git(self, *args: str, cwd: Path | None = None) -> str:
+        cmd = git.Git(str(cwd or self.root))
+        return str(cmd.execute(["git", *args]))
+
+    def resolve(self, rev: str) -> str:
+        """Full hash of the commit `rev` names."""
+        try:
+            return self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
+        except git.GitCommandError:
+            raise BisectorError(
+                f"unknown revision {rev!r} in {self.root}; pass a commit hash, tag or branch "
+                "that exists (git fetch may be needed)"
+            ) from None
+
+    def is_ancestor(self, older: str, newer: str) -> bool:
+        try:
+            self.git("merge-base", "--is-ancestor", older, newer)
+        except git.GitCommandError:
+            return False
+        return True
+
+    def check_range(self, good: str, bad: str) -> None:
+        if good == bad:
+            raise BisectorError(
+                f"good and bad are the same commit {good[:12]}; pass a good commit older than bad"
+            )
+        if not self.is_ancestor(good, bad):
+            raise BisectorError(
+                f"good {good[:12]} is not an ancestor of bad {bad[:12]}; pass a good commit "
+                "from the history of the bad one"
+            )
+
+    def info(self, commit: str) -> CommitInfo:
+        out = self.git("show", "-s", "--format=%H%n%T%n%P%n%an <%ae>%n%aI%n%s", commit)
+        full, tree, parents, author, date, subject = (out.split("\n") + [""] * 6)[:6]
+        return CommitInfo(full, tree, subject, author, date, tuple(parents.split()))
+
+    def tree_of(self, commit: str) -> str:
+        return self.git("rev-parse", f"{commit}^{{tree}}").strip()
+
+    def rev_list(
+        self, good: str, bad: str, *, first_parent: bool = False, paths: tuple[str, ...] = ()
+    ) -> list[str]:
+        """Commits in good..bad, oldest first."""
+        args = ["rev-list", "--reverse"]
+        if first_parent:
+            args.append("--first-parent")
+        args += [bad, f"^{good}"]
+        if paths:
+            args += ["--", *paths]
+        return self.git(*args).split()
+
+    # -- tool-owned worktrees -------------------------------------------------
+
+    def add_worktree(self, path: Path, commit: str, *, checkout: bool = True) -> None:
+        """A detached worktree at `path` on `commit`; reuses (and cleans) one already there."""
+        if (path / ".git").is_file():
+            # A run killed by SIGKILL may leave git's lock behind; we hold the repository
+            # lock, so no other process of ours can be using this worktree.
+            gitdir = (path / ".git").read_text(encoding="utf-8").removeprefix("gitdir:").strip()
+            (Path(gitdir) / "index.lock").unlink(missing_ok=True)
+            self.git("checkout", "--detach", "--force", "--quiet", commit, cwd=path)
+            self.git("clean", "-fdxq", cwd=path)
+            return
+        if path.exists():
+            shutil.rmtree(path)
+        self.git("worktree", "prune")
+        args = ["worktree", "add", "--detach", "--force"]
+        if not checkout:
+            args.append("--no-checkout")
+        self.git(*args, str(path), commit)
+
+    def remove_worktree(self, path: Path) -> None:
+        with contextlib.suppress(git.GitCommandError):
+            self.git("worktree", "remove", "--force", str(path))
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+        with contextlib.suppress(git.GitCommandError):
+            self.git("worktree", "prune")
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Only one `bisector run` per repository at a time."""
+        path = self.common_dir / "bisector.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = Path(path).read_text(encoding="utf-8").strip() or "another process"
+                raise BisectorError(
+                    f"a bisect is already running on {self.root} ({holder}); wait for it to "
+                    "finish or stop it, then retry"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, f"pid {os.getpid()}".encode())
+            yield
+        finally:
+            os.close(fd)
+
+
+class BisectSession:
+    """`git bisect` in a worktree the tool owns; verdicts for any commit, in any order."""
+
+    def __init__(self, repo: GitRepo, worktree: Path) -> None:
+        self.repo = repo
+        self.worktree = worktree
+        self.first_bad: str | None = None
+        self.only_skipped_left = False
+        self.possible_culprits: list[str] = []
+
+    def start(
+        self, good: str, bad: str, *, first_parent: bool = False, paths: tuple[str, ...] = ()
+    ) -> None:
+        # A fresh session every time: after a crash the journal replays the verdicts.
+        self.first_bad = None
+        self.only_skipped_left = False
+        self.possible_culprits = []
+        self.repo.remove_worktree(self.worktree)
+        self.repo.add_worktree(self.worktree, bad, checkout=False)
+        args = ["start", "--no-checkout"]
+        if first_parent:
+            args.append("--first-parent")
+        args += [bad, good]
+        if paths:
+            args += ["--", *paths]
+        self._bisect(*args)
+
+    def _bisect(self, *args: str) -> str:
+        try:
+            out = self.repo.git("bisect", *args, cwd=self.worktree)
+        except git.GitCommandError as exc:
+            if _ONLY_SKIPPED not in str(exc.stdout):  # git exits 2 when only skips are left
+                raise BisectorError(f"git bisect {args[0]} failed: {_git_error(exc)}") from None
+            out = str(exc.stdout)
+        match = _FIRST_BAD.search(out)
+        if match:
+            self.first_bad = match.group(1)
+        if _ONLY_SKIPPED in out:
+            self.only_skipped_left = True
+            self.possible_culprits = _HASH_LINE.findall(out)
+        return out
+
+    def mark(self, commit: str, verdict: str) -> None:
+        """Feed a verdict ('good', 'bad' or 'skip') to git bisect."""
+        if verdict not in ("good", "bad", "skip"):
+            raise ValueError(verdict)
+        self._bisect(verdict, commit)
+
+    @property
+    def done(self) -> bool:
+        return self.first_bad is not None or self.only_skipped_left
+
+    def next_commit(self) -> str | None:
+        """git bisect's own pick (BISECT_HEAD), or None once it has concluded."""
+        if self.done:
+            return None
+        try:
+            return self.repo.git("rev-parse", "--verify", "BISECT_HEAD", cwd=self.worktree).strip()
+        except git.GitCommandError:
+            return None
+
+    def remaining(self) -> list[str]:
+        """Commits git bisect still considers possible culprits (incl. the current bad)."""
+        if self.only_skipped_left:
+            return list(self.possible_culprits)
+        try:
+            out = self.repo.git("bisect", "visualize", "--format=%H", cwd=self.worktree)
+        except git.GitCommandError:
+            return []
+        return out.split()
+
+    def log(self) -> str:
+        try:
+            return self.repo.git("bisect", "log", cwd=self.worktree)
+        except git.GitCommandError:
+            return ""
+
+    def close(self) -> None:
+        # Removing the worktree drops its refs/bisect and BISECT_* with it; `bisect
+        # reset` would check files out first, which is slow on a big repository.
+        self.repo.remove_worktree(self.worktree)

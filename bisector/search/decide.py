@@ -1,0 +1,75 @@
+"""From measurements to verdicts: the threshold, and the rule for repeated runs."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from bisector.errors import BisectorError
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: str | None  # "good", "bad", "skip"; None: measure again
+    reason: str = ""
+
+
+class DecisionRule(Protocol):
+    """Turns a commit's values so far (None = a run without data) into a verdict or 'more'."""
+
+    def decide(self, values: Sequence[float | None], threshold: float) -> Decision: ...
+
+    def planned_runs(self) -> int:
+        """Runs per commit when nothing is ambiguous (for --dry-run estimates)."""
+        ...
+
+
+@dataclass(frozen=True)
+class MajorityRule:
+    """Up to `repeats` runs; stop once a majority agrees; runs without data do not vote.
+
+    After `repeats` runs without a majority, the median of the values decides;
+    with no value at all the commit is *skip*, carrying the last run's reason.
+    """
+
+    repeats: int = 1
+
+    def planned_runs(self) -> int:
+        return (self.repeats // 2) + 1
+
+    def decide(self, values: Sequence[float | None], threshold: float) -> Decision:
+        valid = [v for v in values if v is not None]
+        bad = sum(v >= threshold for v in valid)
+        good = len(valid) - bad
+        need = self.repeats // 2 + 1
+        if bad >= need:
+            return Decision("bad", f"{bad} of {len(values)} runs at or above {threshold:g}")
+        if good >= need:
+            return Decision("good", f"{good} of {len(values)} runs below {threshold:g}")
+        if len(values) < self.repeats:
+            return Decision(None)
+        if not valid:
+            return Decision("skip", "no run produced data")
+        median = statistics.median(valid)
+        verdict = "bad" if median >= threshold else "good"
+        return Decision(verdict, f"no majority; median {median:g} vs {threshold:g}")
+
+
+def calibrate_threshold(good: float, bad: float) -> tuple[float, str]:
+    """A threshold between the endpoints' values, and a sentence saying how it was set."""
+    if bad <= good:
+        raise BisectorError(
+            f"the bad endpoint does not score worse than the good one (good {good:g}, "
+            f"bad {bad:g}); check the range and the metric"
+        )
+    if good > 0 and bad / good >= 10:
+        value = math.sqrt(good * bad)
+        return value, (
+            f"calibrated: geometric mean of good {good:g} and bad {bad:g} "
+            f"(they differ {bad / good:.0f}x)"
+        )
+    value = (good + bad) / 2
+    return value, f"calibrated: midpoint of good {good:g} and bad {bad:g}"

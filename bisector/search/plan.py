@@ -1,0 +1,61 @@
+"""Opening and checking a bisection's inputs, and the plan `--dry-run` prints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bisector.backends.base import Backend, BackendContext, Candidate
+from bisector.backends.registry import create_backend
+from bisector.gitrepo import GitRepo
+from bisector.logs import Scores, metric_value
+from bisector.search.decide import MajorityRule
+from bisector.search.options import RunOptions
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What --dry-run prints."""
+
+    good: str
+    bad: str
+    range_size: int
+    expected_evaluations: int
+    estimate_s: float | None  # total wall time, None without [run] estimate
+    commands: list[str] = field(default_factory=list)
+    run_dir: Path = Path()
+
+
+def open_range(options: RunOptions) -> tuple[GitRepo, str, str]:
+    repo = GitRepo(options.repo)
+    good, bad = repo.resolve(options.good), repo.resolve(options.bad)
+    repo.check_range(good, bad)
+    metric_value(Scores(), options.metric)  # unknown metric: one clear error before any work
+    return repo, good, bad
+
+
+def default_run_dir(repo: GitRepo, options: RunOptions, good: str, bad: str) -> Path:
+    question = [options.metric, options.threshold, options.first_parent, list(options.paths)]
+    key = options.fingerprint() + json.dumps([*question, options.repeats], default=str)
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+    return repo.common_dir / "bisector" / "runs" / f"{good[:12]}-{bad[:12]}-{digest}"
+
+
+def expected_evaluations(range_size: int, runs_per_commit: int) -> int:
+    steps = math.ceil(math.log2(range_size)) if range_size > 1 else 0
+    return (2 + steps + 2) * runs_per_commit
+
+
+def plan_bisection(options: RunOptions, backend: Backend | None = None) -> Plan:
+    repo, good, bad = open_range(options)
+    run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
+    size = len(repo.rev_list(good, bad, first_parent=options.first_parent, paths=options.paths))
+    evaluations = expected_evaluations(size, MajorityRule(options.repeats).planned_runs())
+    context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
+    backend = backend or create_backend(options.backend, context)
+    sample = Candidate(bad, run_dir / "worktrees" / "slot-0", run_dir / "evals" / "001")
+    total = evaluations * options.estimate_s if options.estimate_s else None
+    return Plan(good, bad, size, evaluations, total, backend.plan(sample), run_dir)

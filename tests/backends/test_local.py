@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import Backend, BackendContext, Candidate
+from bisector.backends.registry import create_backend
+from bisector.config import Section
+from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
+
+
+def _backend(tmp_path: Path, **commands: str) -> tuple[Backend, Candidate]:
+    section = Section({"launch": "true", "collect": "true", **commands}, "c.toml", "backends.local")
+    backend = create_backend("local", BackendContext(section, tmp_path / "run"))
+    worktree = tmp_path / "wt"
+    worktree.mkdir(exist_ok=True)
+    return backend, Candidate("c" * 40, worktree, tmp_path / "run" / "evals" / "001", slot=2)
+
+
+def test_commands_run_in_the_worktree_with_the_environment(tmp_path: Path) -> None:
+    collect = (
+        'printf "%s %s %s %s %s" "$PWD" "$BISECTOR_COMMIT" "$BISECTOR_WORKTREE" '
+        '"$BISECTOR_RUN_DIR" "$BISECTOR_SLOT" > "$BISECTOR_LOG"'
+    )
+    backend, candidate = _backend(tmp_path, collect=collect)
+    logs = backend.collect(candidate)
+    assert logs == [candidate.log_dir / "kube-apiserver.log"]
+    pwd, commit, worktree, run_dir, slot = logs[0].read_text().split()
+    assert Path(pwd).resolve() == candidate.worktree.resolve()
+    assert (commit, worktree, run_dir, slot) == (
+        candidate.commit,
+        str(candidate.worktree),
+        str(tmp_path / "run"),
+        "2",
+    )
+
+
+@pytest.mark.parametrize(
+    ("step", "error"), [("build", BuildError), ("launch", LaunchError), ("collect", CollectError)]
+)
+def test_failing_commands_raise_the_step_error(
+    tmp_path: Path, step: str, error: type[Exception]
+) -> None:
+    backend, candidate = _backend(tmp_path, **{step: "echo broken >&2; exit 3"})
+    with pytest.raises(error, match="broken"):
+        getattr(backend, step)(candidate)
+
+
+def test_collect_that_writes_no_log_is_a_collect_error(tmp_path: Path) -> None:
+    backend, candidate = _backend(tmp_path)
+    with pytest.raises(CollectError, match="BISECTOR_LOG"):
+        backend.collect(candidate)
+
+
+def test_optional_steps_and_plan(tmp_path: Path) -> None:
+    backend, candidate = _backend(tmp_path)
+    backend.build(candidate)
+    backend.teardown(candidate)
+    assert backend.plan(candidate) == ["true", "sleep 0", "true"]
+
+
+def test_config_errors_name_the_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"backends\.local\.launch` is missing"):
+        create_backend("local", BackendContext(Section({}, "c.toml", "backends.local"), tmp_path))
+    section = Section({"launch": "x", "collect": "y", "lanch": "z"}, "c.toml", "backends.local")
+    with pytest.raises(ConfigError, match="lanch"):
+        create_backend("local", BackendContext(section, tmp_path))

@@ -1,0 +1,219 @@
+"""`bisector run` and `bisector status` as a user runs them: a real process, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from bisector.gitrepo import GitRepo
+from tests.helpers.checkout import snapshot
+from tests.helpers.local_backend import LocalDriver, bisector_argv, write_local_config
+from tests.helpers.repo import PR, BuiltRepo, build_repo
+
+
+def _values(n: int, at: int) -> list[int]:
+    return [2] * at + [40] * (n - at)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(bisector_argv(*args), capture_output=True, text=True, check=False)
+
+
+def _args(built: BuiltRepo, driver: LocalDriver, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--repo",
+        str(built.path),
+        "--config",
+        str(driver.config),
+        "--good",
+        built.mainline[0],
+        "--bad",
+        built.mainline[-1],
+        *extra,
+    ]
+
+
+def _wait_for(predicate: object, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if callable(predicate) and predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+def _assert_one_line_exit_2(result: subprocess.CompletedProcess[str], needle: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("bisector: error: ")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert needle in result.stderr
+
+
+def test_run_prints_the_culprit_and_status_shows_it(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(10, 6))
+    driver = write_local_config(tmp_path)
+    result = _cli(*_args(built, driver))
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[6]}" in result.stdout
+    assert "threshold" in result.stderr  # plain progress lines when not on a terminal
+    status = _cli("status", "--repo", str(built.path))
+    assert status.returncode == 0
+    assert "finished" in status.stdout and built.mainline[6] in status.stdout
+
+
+def test_relative_run_dir_from_another_directory(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 2))
+    driver = write_local_config(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    args = _args(built, driver, "--run-dir", "myrun")
+    result = subprocess.run(
+        bisector_argv(*args), cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "myrun" / "report.json").is_file()
+    assert len(list((tmp_path / "myrun" / "evals").glob("*/logs/kube-apiserver.log"))) >= 4
+
+
+def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 3))
+    driver = write_local_config(tmp_path)
+    before = snapshot(built.path)
+    base = ["run", "--repo", str(built.path), "--config", str(driver.config)]
+    good, bad = built.mainline[0], built.mainline[-1]
+    _assert_one_line_exit_2(_cli(*base, "--good", "nope", "--bad", bad), "unknown revision 'nope'")
+    _assert_one_line_exit_2(_cli(*base, "--good", bad, "--bad", "HEAD"), "same commit")
+    _assert_one_line_exit_2(_cli(*base, "--good", bad, "--bad", good), "not an ancestor")
+    not_repo = ["run", "--repo", str(tmp_path / "tools"), "--config", str(driver.config)]
+    not_repo += ["--good", "a", "--bad", "b"]
+    _assert_one_line_exit_2(_cli(*not_repo), "not a git repository")
+    with GitRepo(built.path).lock():
+        _assert_one_line_exit_2(_cli(*base, "--good", good, "--bad", bad), "already running")
+    assert snapshot(built.path) == before
+
+
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        ('[run]\nbackend = "local"\nrepeats = "three"\n', "run.repeats`: expected a whole number"),
+        ('[run]\nbackend = "local"\nwarmpu = "1s"\n', "run.warmpu` is not a known setting"),
+        ('[run]\nbackend = "local"\n[backends.local]\ncollect = "x"\n', "launch` is missing"),
+        ('[run]\nbackend = "nosuch"\n', "unknown backend 'nosuch'"),
+        ("[run\n", "not valid TOML"),
+    ],
+)
+def test_config_errors_name_file_and_key(tmp_path: Path, config: str, needle: str) -> None:
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    path = tmp_path / "bad.toml"
+    path.write_text(config)
+    result = _cli(
+        "run", "--repo", str(built.path), "--config", str(path),
+        "--good", built.mainline[0], "--bad", built.mainline[-1],
+    )  # fmt: skip
+    _assert_one_line_exit_2(result, needle)
+    if "TOML" not in needle:
+        assert str(path) in result.stderr
+
+
+def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(65, 30))
+    driver = write_local_config(tmp_path, run={"estimate": "30m"})
+    result = _cli(*_args(built, driver, "--dry-run"))
+    assert result.returncode == 0, result.stderr
+    assert "64 commits" in result.stdout
+    assert "expected evaluations: 10" in result.stdout  # 2 endpoints + 6 steps + 2 confirm
+    assert "estimated wall time: 5h00m" in result.stdout
+    assert "launch.sh" in result.stdout
+    assert driver.calls("launches") == []
+    paths = _cli(*_args(built, driver, "--dry-run", "--repeats", "3", "--", "value"))
+    assert paths.returncode == 0, paths.stderr
+    assert "1 commits" in paths.stdout  # only the commit that changed `value`
+    assert "expected evaluations: 8" in paths.stdout  # flag beats file: (2 + 0 + 2) x 2 runs
+
+
+def test_first_parent_flag_counts_merges_only(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 3), prs=[PR(at=3, values=[2, 40, 40])])
+    driver = write_local_config(tmp_path)
+    everything = _cli(*_args(built, driver, "--dry-run"))
+    merges = _cli(*_args(built, driver, "--dry-run", "--first-parent"))
+    assert "8 commits" in everything.stdout and "5 commits" in merges.stdout
+
+
+def _journal(built: BuiltRepo) -> list[dict[str, object]]:
+    (run_dir,) = (built.path / ".git" / "bisector" / "runs").iterdir()
+    lines = (run_dir / "journal.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_kill_9_then_same_command_resumes_without_repeating(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(64, 41))
+    driver = write_local_config(tmp_path)
+    args = _args(built, driver)
+    process = subprocess.Popen(bisector_argv(*args), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    _wait_for(lambda: len(driver.calls("collected")) >= 4)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    time.sleep(0.3)  # let an orphaned step of the killed run finish
+    measured_before = sum(r["type"] == "measurement" for r in _journal(built))
+    assert measured_before >= 3
+    result = _cli(*args)
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[41]}" in result.stdout
+    journal = _journal(built)
+    measurements = [r["measurement"] for r in journal if r["type"] == "measurement"]
+    per_commit = Counter((m["commit"], m["phase"]) for m in measurements)  # type: ignore[index]
+    assert max(per_commit.values()) == 1, per_commit
+    assert any(r["type"] == "resume" for r in journal)
+    # at most the one measurement in flight at the kill is measured twice
+    assert len(driver.calls("collected")) <= len(measurements) + 1
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_tears_down_prints_resume_and_resumes(tmp_path: Path, signum: int) -> None:
+    built = build_repo(tmp_path / "repo", _values(8, 5))
+    driver = write_local_config(tmp_path)
+    driver.switch(f"hang-{built.mainline[-1]}")
+    before = snapshot(built.path)
+    process = subprocess.Popen(bisector_argv(*_args(built, driver)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)  # fmt: skip
+    _wait_for((driver.tools / "hanging").exists)
+    process.send_signal(signum)
+    _out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert "Resume with: bisector run" in err
+    assert "Traceback" not in err
+    assert built.mainline[-1] in driver.calls("teardowns")
+    assert snapshot(built.path) == before  # tool worktrees removed, user state as it was
+    (driver.tools / f"hang-{built.mainline[-1]}").unlink()
+    result = _cli(*_args(built, driver))
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[5]}" in result.stdout
+
+
+def test_cluster_left_up_by_kill_9_is_torn_down_on_resume(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(8, 5))
+    driver = write_local_config(tmp_path)
+    hang = driver.tools / f"hang-{built.mainline[-1]}"
+    driver.switch(hang.name)
+    process = subprocess.Popen(bisector_argv(*_args(built, driver)), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    _wait_for((driver.tools / "hanging").exists)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    hang.unlink()
+    before = driver.calls("teardowns")
+    assert built.mainline[-1] not in before  # SIGKILL: no teardown could run
+    result = _cli(*_args(built, driver))
+    assert result.returncode == 0, result.stderr
+    assert "left up by a killed run" in result.stderr
+    assert driver.calls("teardowns")[len(before)] == built.mainline[-1]  # first thing done
+    assert any(r["type"] == "cleaned" for r in _journal(built))

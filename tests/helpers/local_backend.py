@@ -1,0 +1,101 @@
+"""A `local` backend driver for repositories made by `build_repo`.
+
+`write_local_config` writes scripts and a config whose commands read the
+candidate's `value` file: build fails where `BROKEN` exists; collect writes
+`value` node PATCH 409 lines plus a few 200s (so a good commit still has data).
+Every step appends the commit to a file under `tools/` so tests can count calls.
+Switches (files under `tools/` a test may create at any time):
+    flaky         the first launch of each commit fails
+    hang-<sha>    launch of that commit sleeps for a minute (to interrupt it)
+    nodata        collect writes an empty log
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFLICT = (
+    "I0602 05:51:10.000001       7 wrap.go:42] PATCH /api/v1/nodes/hollow-node-1/status: "
+    "(3.1ms) 409 [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.240.0.5:34862]"
+)
+WRITE = (
+    "I0602 05:51:11.000002       7 wrap.go:42] PATCH /api/v1/nodes/hollow-node-2/status: "
+    "(2.0ms) 200 [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.240.0.6:34863]"
+)
+
+_BUILD = 'echo "$BISECTOR_COMMIT" >> "$T/built.txt"; test ! -e BROKEN\n'
+_LAUNCH = """echo "$BISECTOR_COMMIT" >> "$T/launches.txt"
+if [ -e "$T/hang-$BISECTOR_COMMIT" ]; then echo started > "$T/hanging"; sleep 60; fi
+if [ -e "$T/flaky" ] && ! grep -qx "$BISECTOR_COMMIT" "$T/launched-once.txt" 2>/dev/null; then
+  echo "$BISECTOR_COMMIT" >> "$T/launched-once.txt"; echo "cluster did not come up" >&2; exit 1
+fi
+"""
+_COLLECT = """echo "$BISECTOR_COMMIT" >> "$T/collected.txt"
+if [ -e "$T/nodata" ]; then : > "$BISECTOR_LOG"; exit 0; fi
+n=$(cat value)
+{{ yes '{conflict}' | head -n "$n"; yes '{write}' | head -n 3; }} > "$BISECTOR_LOG"
+"""
+_TEARDOWN = 'echo "$BISECTOR_COMMIT" >> "$T/teardowns.txt"\n'
+
+
+@dataclass(frozen=True)
+class LocalDriver:
+    config: Path
+    tools: Path
+
+    def calls(self, step: str) -> list[str]:
+        """Commits `step` (built, launches, collected, teardowns) ran for, in order."""
+        path = self.tools / f"{step}.txt"
+        return path.read_text().split() if path.exists() else []
+
+    def switch(self, name: str) -> None:
+        (self.tools / name).write_text("on\n")
+
+
+def write_local_config(
+    directory: Path, *, run: dict[str, object] | None = None, teardown: bool = True
+) -> LocalDriver:
+    """Scripts plus `bisector.toml` for the local backend, in `directory`."""
+    tools = directory / "tools"
+    tools.mkdir(parents=True, exist_ok=True)
+    scripts = {
+        "build": _BUILD,
+        "launch": _LAUNCH,
+        "collect": _COLLECT.format(conflict=CONFLICT, write=WRITE),
+        "teardown": _TEARDOWN,
+    }
+    lines = ["[run]", 'backend = "local"', 'metric = "conflicts"', 'warmup = "0s"']
+    lines += [f"{key} = {_toml(value)}" for key, value in (run or {}).items()]
+    lines += ["", "[backends.local]"]
+    for step, body in scripts.items():
+        if step == "teardown" and not teardown:
+            continue
+        script = tools / f"{step}.sh"
+        script.write_text(f"set -eu\nT={_quote(str(tools))}\n{body}")
+        lines.append(f"{step} = {_toml(f'bash {_quote(str(script))}')}")
+    config = directory / "bisector.toml"
+    config.write_text("\n".join(lines) + "\n")
+    return LocalDriver(config, tools)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+def bisector_argv(*args: str) -> list[str]:
+    """argv running the CLI in a subprocess (the environment carries PYTHONPATH)."""
+    return [sys.executable, "-m", "bisector", *args]

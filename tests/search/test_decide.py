@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bisector.errors import BisectorError
+from bisector.search.decide import MajorityRule, calibrate_threshold
+
+
+def test_single_run_rule() -> None:
+    rule = MajorityRule(1)
+    assert rule.decide([10.0], 5).verdict == "bad"
+    assert rule.decide([5.0], 5).verdict == "bad"  # at the threshold counts as bad
+    assert rule.decide([4.0], 5).verdict == "good"
+    assert rule.decide([None], 5).verdict == "skip"
+    assert rule.decide([], 5).verdict is None
+
+
+def test_majority_of_three_stops_early_and_ignores_skips() -> None:
+    rule = MajorityRule(3)
+    assert rule.decide([9.0], 5).verdict is None
+    assert rule.decide([9.0, 9.0], 5).verdict == "bad"
+    assert rule.decide([9.0, 1.0], 5).verdict is None
+    assert rule.decide([9.0, 1.0, 1.0], 5).verdict == "good"
+    assert rule.decide([None, 9.0, 1.0], 5).reason.startswith("no majority")
+    assert rule.decide([None, None, None], 5).verdict == "skip"
+    assert rule.planned_runs() == 2
+
+
+def test_calibration() -> None:
+    value, how = calibrate_threshold(4449, 1_549_982)
+    assert value == pytest.approx(math.sqrt(4449 * 1_549_982))
+    assert "geometric mean" in how
+    value, how = calibrate_threshold(100, 150)
+    assert value == 125 and "midpoint" in how
+    assert calibrate_threshold(0, 40)[0] == 20
+    with pytest.raises(BisectorError, match="good 50, bad 40"):
+        calibrate_threshold(50, 40)

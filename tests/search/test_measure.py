@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import Candidate
+from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from bisector.search.measure import Measurement, evaluate_candidate
+from tests.helpers.local_backend import CONFLICT, WRITE
+
+
+class FakeBackend:
+    """Records each step; fails the ways a test asks for."""
+
+    name = "fake"
+
+    def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
+        self.launch_failures = launch_failures
+        self.fail = fail
+        self.lines = lines or (CONFLICT + "\n") * 5 + WRITE + "\n"
+        self.steps: list[str] = []
+
+    def setup(self) -> None: ...
+    def close(self) -> None: ...
+    def plan(self, candidate: Candidate) -> list[str]:
+        return []
+
+    def build(self, candidate: Candidate) -> None:
+        self.steps.append("build")
+        if self.fail == "build":
+            raise BuildError("make failed")
+
+    def launch(self, candidate: Candidate) -> None:
+        self.steps.append("launch")
+        if self.launch_failures:
+            self.launch_failures -= 1
+            raise LaunchError("no cluster")
+
+    def warmup(self, candidate: Candidate) -> None:
+        self.steps.append("warmup")
+        if self.fail == "interrupt":
+            raise KeyboardInterrupt
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        self.steps.append("collect")
+        if self.fail == "collect":
+            raise CollectError("scp failed")
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        log = candidate.log_dir / "apiserver.log"
+        log.write_text(self.lines)
+        return [log]
+
+    def teardown(self, candidate: Candidate) -> None:
+        self.steps.append("teardown")
+        if self.fail == "teardown":
+            raise InfraError("delete failed")
+
+
+def _candidate(tmp_path: Path) -> Candidate:
+    return Candidate("a" * 40, tmp_path, tmp_path / "eval")
+
+
+def test_measures_the_metric(tmp_path: Path) -> None:
+    backend = FakeBackend()
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", tree="t")
+    assert m.value == 5 and m.reason is None
+    assert backend.steps == ["build", "launch", "warmup", "collect", "teardown"]
+    assert Measurement.from_dict(m.to_dict()) == m
+
+
+def test_launch_is_retried_with_teardown_between(tmp_path: Path) -> None:
+    backend = FakeBackend(launch_failures=2)
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", launch_attempts=3)
+    assert m.value == 5 and m.launch_attempts == 3
+    assert backend.steps[:5] == ["build", "launch", "teardown", "launch", "teardown"]
+    assert backend.steps[-1] == "teardown"
+
+
+def test_launch_failing_every_attempt_is_skip(tmp_path: Path) -> None:
+    backend = FakeBackend(launch_failures=5)
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", launch_attempts=2)
+    assert m.value is None and m.reason == "launch: no cluster"
+    assert backend.steps.count("launch") == 2
+
+
+def test_build_failure_is_skip_without_launch(tmp_path: Path) -> None:
+    backend = FakeBackend(fail="build")
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    assert m.value is None and m.reason == "build: make failed"
+    assert backend.steps == ["build"]
+
+
+@pytest.mark.parametrize("fail", ["collect", "nodata"])
+def test_collect_failure_and_empty_log_are_skip(tmp_path: Path, fail: str) -> None:
+    backend = FakeBackend(fail=fail if fail == "collect" else "", lines="no requests\n")
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    assert m.value is None and m.reason is not None
+    assert ("collect" if fail == "collect" else "no data") in m.reason
+    assert backend.steps[-1] == "teardown"
+
+
+def test_teardown_runs_on_interrupt(tmp_path: Path) -> None:
+    backend = FakeBackend(fail="interrupt")
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    assert backend.steps[-1] == "teardown"
+
+
+def test_teardown_failure_is_recorded_not_raised(tmp_path: Path) -> None:
+    backend = FakeBackend(fail="teardown")
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    assert m.value == 5 and m.teardown_error == "delete failed"

@@ -1,0 +1,115 @@
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bisector.errors import BisectorError
+from bisector.gitrepo import BisectSession, GitRepo
+from tests.helpers.checkout import snapshot
+from tests.helpers.repo import PR, build_repo
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_resolve_and_range_checks(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", [1, 2, 3])
+    repo = GitRepo(tmp_path / "r")
+    assert repo.resolve("HEAD") == built.mainline[-1]
+    assert repo.resolve(built.mainline[0][:8]) == built.mainline[0]
+    with pytest.raises(BisectorError, match="unknown revision 'nope'"):
+        repo.resolve("nope")
+    with pytest.raises(BisectorError, match="same commit"):
+        repo.check_range(built.mainline[1], built.mainline[1])
+    with pytest.raises(BisectorError, match="not an ancestor"):
+        repo.check_range(built.mainline[2], built.mainline[0])
+    repo.check_range(built.mainline[0], built.mainline[2])
+
+
+def test_not_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(BisectorError, match="not a git repository"):
+        GitRepo(tmp_path)
+
+
+def test_lock_refuses_a_second_holder(tmp_path: Path) -> None:
+    build_repo(tmp_path / "r", [1, 2])
+    first, second = GitRepo(tmp_path / "r"), GitRepo(tmp_path / "r")
+    with first.lock(), pytest.raises(BisectorError, match="already running"), second.lock():
+        pass
+    with second.lock():  # released once the first holder is done
+        pass
+
+
+def test_session_finds_first_bad_without_touching_the_user_bisect(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", list(range(10)))
+    path = tmp_path / "r"
+    _git(path, "bisect", "start", built.mainline[-1], built.mainline[0])
+    before = snapshot(path)
+    repo = GitRepo(path)
+    session = BisectSession(repo, tmp_path / "session")
+    session.start(built.mainline[0], built.mainline[-1])
+    while (commit := session.next_commit()) is not None:
+        session.mark(commit, "bad" if built.value(commit) >= 6 else "good")
+    assert session.first_bad == built.mainline[6]
+    assert "git bisect good" in session.log()
+    session.close()
+    assert not (tmp_path / "session").exists()
+    assert snapshot(path) == before
+    assert "git bisect start" in _git(path, "bisect", "log")
+
+
+def test_first_parent_stops_at_the_merge_and_skip_is_accepted(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", [1, 1, 1, 9, 9], prs=[PR(at=3, values=[1, 9], number=7)])
+    repo = GitRepo(tmp_path / "r")
+    session = BisectSession(repo, tmp_path / "s")
+    session.start(built.mainline[0], built.mainline[-1], first_parent=True)
+    seen = []
+    while (commit := session.next_commit()) is not None:
+        seen.append(commit)
+        verdict = "skip" if commit == built.mainline[1] else None
+        session.mark(commit, verdict or ("bad" if built.value(commit) >= 5 else "good"))
+    assert session.first_bad == built.mainline[3]
+    assert not set(seen) & set(built.pr_commits[7])
+    assert repo.info(built.mainline[3]).is_merge
+    session.close()
+
+
+def test_only_skipped_left(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", [1, 1, 9])
+    session = BisectSession(GitRepo(tmp_path / "r"), tmp_path / "s")
+    session.start(built.mainline[0], built.mainline[2])
+    commit = session.next_commit()
+    assert commit == built.mainline[1]
+    session.mark(commit, "skip")
+    assert session.done and session.first_bad is None
+    assert set(session.remaining()) == {built.mainline[1], built.mainline[2]}
+    session.close()
+
+
+def test_worktree_reuse_cleans_and_survives_a_stale_lock(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", [1, 2])
+    repo = GitRepo(tmp_path / "r")
+    wt = tmp_path / "wt"
+    repo.add_worktree(wt, built.mainline[0])
+    (wt / "junk").write_text("x")
+    gitdir = Path((wt / ".git").read_text().removeprefix("gitdir:").strip())
+    (gitdir / "index.lock").write_text("")
+    repo.add_worktree(wt, built.mainline[1])
+    assert (wt / "value").read_text() == "2\n"
+    assert not (wt / "junk").exists()
+    repo.remove_worktree(wt)
+    assert _git(tmp_path / "r", "worktree", "list").count("\n") == 1
+
+
+def test_rev_list_pathspec_and_first_parent(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", [1, 2, 3, 4], prs=[PR(at=2, values=[5, 6])])
+    repo = GitRepo(tmp_path / "r")
+    good, bad = built.mainline[0], built.mainline[-1]
+    assert repo.rev_list(good, bad, first_parent=True) == built.mainline[1:]
+    assert len(repo.rev_list(good, bad)) == 5
+    assert repo.rev_list(good, bad, paths=("BROKEN",)) == []
