@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from bisector.backends.base import Backend, BackendContext, BackendFactory
+from bisector.backends.sim import SimBackend
 from bisector.errors import ConfigError
 
-BACKENDS: dict[str, BackendFactory] = {}
+BACKENDS: dict[str, BackendFactory] = {
+    "sim": SimBackend,
+}
 
 
 def create_backend(name: str, context: BackendContext) -> Backend:
