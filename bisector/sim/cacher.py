@@ -65,7 +65,6 @@ class NodeCacher:
         self._kb = 0.0
         self._ob = 0.0
         self._buf_t = 0.0
-        self.forced_closes = 0
         self._stalls = sorted(stalls or [])
         self._stall_i = 0
 
@@ -126,7 +125,6 @@ class NodeCacher:
             if wait >= self._block_timeout:
                 blocked += self._block_timeout
                 self.close_marks.append((start + blocked, self.kubelets))
-                self.forced_closes += self.kubelets
                 kb = 0.0
             else:
                 blocked += wait
@@ -138,7 +136,6 @@ class NodeCacher:
             if wait >= self._block_timeout:
                 blocked += self._block_timeout
                 self.close_marks.append((start + blocked, OTHER_WATCHERS))
-                self.forced_closes += OTHER_WATCHERS
                 ob = 0.0
             else:
                 blocked += wait

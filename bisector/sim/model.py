@@ -146,7 +146,7 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
             ):
                 _emit_marks(cacher, t, stamp, out, summary)
             if close_marks and close_marks[0][0] <= t:
-                _emit_closes(cacher, t, stamp, out)
+                _emit_closes(cacher, t, stamp, out, summary)
             c += 1
             if c == TABLE:
                 c = 0
@@ -254,7 +254,7 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
                 background.tick(t, cacher.kubelets, stamp, out)
                 heapreplace(heap, (t + 1.0, code))
         _emit_marks(cacher, end, stamp, out, summary)
-        _emit_closes(cacher, end, stamp, out)
+        _emit_closes(cacher, end, stamp, out, summary)
     summary.node_patches = patches
     summary.conflicts = conflicts
     summary.status_updates = status_ok
@@ -262,7 +262,6 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
     summary.node_writes = cacher.events
     summary.hwm = cacher.hwm
     summary.saturated_at_s = cacher.saturated_at
-    summary.forced_closes = cacher.forced_closes
     summary.lines = sink.written
     return summary
 
@@ -299,7 +298,9 @@ def _emit_marks(
         per_minute[minute] = max(per_minute[minute], lag)
 
 
-def _emit_closes(cacher: NodeCacher, t: float, stamp: Stamp, out: list[str]) -> None:
+def _emit_closes(
+    cacher: NodeCacher, t: float, stamp: Stamp, out: list[str], summary: SimSummary
+) -> None:
     closes = cacher.close_marks
     while closes and closes[0][0] <= t:
         when, count = closes.popleft()
@@ -308,3 +309,4 @@ def _emit_closes(cacher: NodeCacher, t: float, stamp: Stamp, out: list[str]) -> 
             "*api.Node\n"
         )
         out.extend([line] * count)
+        summary.forced_closes += count
