@@ -25,7 +25,7 @@ CACHER_GO = "staging/src/k8s.io/apiserver/pkg/storage/cacher.go"
 SELECTOR_GO = "staging/src/k8s.io/apimachinery/pkg/fields/selector.go"
 CULPRIT_PR = 46588
 CULPRIT_SUBJECT = "Optimize selector for single-matching items"
-START_EPOCH = 1495274400  # 2017-05-20 10:00 UTC
+START_EPOCH = 1495706400  # 2017-05-25 10:00 UTC: the range spans the end of May into June
 
 _USERS = (
     "liggitt",

@@ -6,6 +6,14 @@ duration, seed, noise). build = read and validate the profile (missing or
 invalid: BuildError, hence skip); launch = create the simulated master's disk;
 warmup = run the model for the simulated duration, which writes the master's
 kube-apiserver.log; collect = move that log into the candidate's log dir.
+
+`[backends.sim]` keys (each may also come from the CLI through BackendContext.options):
+profile  path of the profile inside the candidate's tree (default hack/kubemark-sim.toml)
+nodes    hollow nodes (default 5000)
+duration simulated cluster time the log covers (default: the run's warmup)
+noise    sigma of the per-run cost jitter, also the rate of rare dispatcher stalls (0)
+seed     base seed; each evaluation derives its own from it, the commit and its dir
+ramp     how long the hollow nodes take to register (default 60s, at most duration/2)
 """
 
 from __future__ import annotations
