@@ -9,7 +9,7 @@ import pytest
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.registry import BACKENDS, create_backend
 from bisector.backends.sim import SimBackend
-from bisector.config import Section
+from bisector.config import Section, load_config
 from bisector.errors import BuildError, CollectError, ConfigError
 from bisector.sim import SimProfile, render_profile
 from tests.sim.helpers import read_log
@@ -137,3 +137,15 @@ def test_seed_differs_per_evaluation_but_is_reproducible(tmp_path: Path) -> None
     one, two = candidate(tmp_path, None, "eval-1"), candidate(tmp_path, None, "eval-2")
     assert backend.run_seed(one) != backend.run_seed(two)
     assert backend.run_seed(one) == make_backend(tmp_path).run_seed(one)
+
+
+def test_default_config_selects_a_working_sim_backend(tmp_path: Path) -> None:
+    root = load_config(Path(__file__).parents[2] / "configs" / "default.toml")
+    run = root.table("run")
+    assert run.get_str("backend") == "sim" and run.get_str("metric") == "conflicts"
+    section = root.table("backends").table("sim")
+    context = BackendContext(section=section, run_dir=tmp_path, warmup_s=run.get_duration("warmup"))
+    backend = create_backend(run.get_str("backend"), context)
+    assert isinstance(backend, SimBackend)
+    assert backend.profile_path == "hack/kubemark-sim.toml"
+    assert backend.duration_s == 300.0 and backend.nodes == 5000
