@@ -70,15 +70,19 @@ class NodeCacher:
 
     def commit(self, t: float, node: int, watch_delay: float) -> None:
         """Node `node` was written at `t`: schedule its event through the cacher."""
+        # Hot path (once per node write): plain comparisons instead of max() calls.
         k = self.events + 1  # events are numbered from 1, like the incident's log
         self.events = k
         mask = self._mask
         starts = self._starts
+        capacity = self.capacity
         ready = t + watch_delay
-        ready = max(ready, self._push_prev)
+        if ready < self._push_prev:  # noqa: PLR1730
+            ready = self._push_prev
         # Events up to k-C-1 were taken out before p_{k-1} <= ready.
         received = self._received
-        received = max(received, k - 1 - self.capacity)
+        if received < k - 1 - capacity:  # noqa: PLR1730
+            received = k - 1 - capacity
         while received < k - 1 and starts[(received + 1) & mask] <= ready:
             received += 1
         self._received = received
@@ -86,21 +90,36 @@ class NodeCacher:
         if queued > self.hwm:
             self.hwm = queued
             self.hwm_marks.append((ready, queued))
-            if queued >= self.capacity and self.saturated_at is None:
+            if queued >= capacity and self.saturated_at is None:
                 self.saturated_at = ready
         push = ready
-        if k > self.capacity:
-            freed = starts[(k - self.capacity) & mask]
-            push = max(push, freed)
+        if k > capacity:
+            freed = starts[(k - capacity) & mask]
+            if freed > push:  # noqa: PLR1730
+                push = freed
         self._push_prev = push
         self.last_push[node] = push
         start = push if push > self._finish_prev else self._finish_prev
         if self._stall_i < len(self._stalls):
             start = self._apply_stalls(start)
         starts[k & mask] = start
-        offered = 1 + OTHER_WATCHERS if self.indexed else self.kubelets + OTHER_WATCHERS
-        finish = start + self.base_s + self.per_watcher_s * offered
-        finish += self._offer_to_buffers(start)
+        if self.indexed:
+            finish = start + self.base_s + self.per_watcher_s * (1 + OTHER_WATCHERS)
+            kubelet_share = 1.0 / self.kubelets if self.kubelets else 1.0
+        else:
+            finish = start + self.base_s + self.per_watcher_s * (self.kubelets + OTHER_WATCHERS)
+            kubelet_share = 1.0
+        # Watcher buffers: drain since the last event, then add this one.
+        elapsed = start - self._buf_t
+        self._buf_t = start
+        kb = self._kb - elapsed * self._kb_drain
+        kb = (kb if kb > 0.0 else 0.0) + kubelet_share
+        ob = self._ob - elapsed * self._ob_drain
+        ob = (ob if ob > 0.0 else 0.0) + 1.0
+        if kb > self._kb_cap or ob > self._ob_cap:
+            finish += self._block_on_full_buffers(start, kb, ob)
+        else:
+            self._kb, self._ob = kb, ob
         self._finish_prev = finish
         if k % 100 == 0:
             self.dispatch_marks.append((start, k, start - t))
@@ -113,13 +132,9 @@ class NodeCacher:
             start = start + length if self._finish_prev > at else max(start, at + length)
         return start
 
-    def _offer_to_buffers(self, start: float) -> float:
+    def _block_on_full_buffers(self, start: float, kb: float, ob: float) -> float:
         """Time the dispatcher blocks on full watcher buffers; force-closes stuck ones."""
-        elapsed = start - self._buf_t
-        self._buf_t = start
         blocked = 0.0
-        kubelet_share = 1.0 / max(self.kubelets, 1) if self.indexed else 1.0
-        kb = max(0.0, self._kb - elapsed * self._kb_drain) + kubelet_share
         if kb > self._kb_cap:
             wait = (kb - self._kb_cap) / self._kb_drain
             if wait >= self._block_timeout:
@@ -129,8 +144,6 @@ class NodeCacher:
             else:
                 blocked += wait
                 kb = self._kb_cap
-        self._kb = kb
-        ob = max(0.0, self._ob - elapsed * self._ob_drain) + 1.0
         if ob > self._ob_cap:
             wait = (ob - self._ob_cap) / self._ob_drain
             if wait >= self._block_timeout:
@@ -140,5 +153,5 @@ class NodeCacher:
             else:
                 blocked += wait
                 ob = self._ob_cap
-        self._ob = ob
+        self._kb, self._ob = kb, ob
         return blocked

@@ -230,7 +230,20 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
             if kind == NPD:
                 commit(t, i, watch_delays[c])
                 patches += 1
-                out += (f"I{stamp(t)}wrap.go:42] ", patch_head[i], patch_lat[c], npd_tail[i])
+                us = int(t * 1e6)
+                sec = us // 1_000_000
+                if sec != cur_sec:
+                    cur_sec, pre = sec, "I" + prefix(sec)
+                us -= sec * 1_000_000
+                out += (
+                    pre,
+                    D3[us // 1000],
+                    D3[us % 1000],
+                    WRAP,
+                    patch_head[i],
+                    patch_lat[c],
+                    npd_tail[i],
+                )
                 heapreplace(heap, (t + npd_period * (0.98 + 0.04 * rng.random()), code))
             elif kind == REGISTER:
                 commit(t, i, watch_delays[c])
