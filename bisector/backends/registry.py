@@ -22,6 +22,12 @@ def _kind(context: BackendContext) -> Backend:
     return KindBackend(context)
 
 
+def _sim(context: BackendContext) -> Backend:
+    from bisector.backends.sim import SimBackend
+
+    return SimBackend(context)
+
+
 def _local(context: BackendContext) -> Backend:
     from bisector.backends.local import LocalBackend
 
@@ -32,6 +38,7 @@ BACKENDS: dict[str, BackendFactory] = {
     "gce": _gce,
     "kind": _kind,
     "local": _local,
+    "sim": _sim,
 }
 
 

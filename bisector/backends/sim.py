@@ -1,0 +1,136 @@
+"""The `sim` backend: evaluates a commit on the built-in kubemark simulator.
+
+The candidate's tree decides what the apiserver does (its profile file, the
+analogue of the cacher code); the run decides the cluster (nodes, simulated
+duration, seed, noise). build = read and validate the profile (missing or
+invalid: BuildError, hence skip); launch = create the simulated master's disk;
+warmup = run the model for the simulated duration, which writes the master's
+kube-apiserver.log; collect = move that log into the candidate's log dir.
+
+`[backends.sim]` keys (each may also come from the CLI through BackendContext.options):
+profile  path of the profile inside the candidate's tree (default hack/kubemark-sim.toml)
+nodes    hollow nodes (default 5000)
+duration simulated cluster time the log covers (default: the run's warmup)
+noise    sigma of the per-run cost jitter, also the rate of rare dispatcher stalls (0)
+seed     base seed; each evaluation derives its own from it, the commit and its dir
+ramp     how long the hollow nodes take to register (default 60s, at most duration/2)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+
+from bisector.backends.base import BackendContext, Candidate
+from bisector.durations import format_duration
+from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
+from bisector.sim import ProfileError, RunParams, SimProfile, SimSummary, load_profile, simulate
+
+DEFAULT_PROFILE = "hack/kubemark-sim.toml"
+KEYS = ("profile", "nodes", "duration", "noise", "seed", "ramp")
+LOG_NAME = "kube-apiserver.log"
+
+
+class SimBackend:
+    name = "sim"
+
+    def __init__(self, context: BackendContext) -> None:
+        section = context.section.with_overrides(
+            {k: v for k, v in context.options.items() if k in KEYS}
+        )
+        section.check_keys(KEYS)
+        self.profile_path = section.get_str("profile", DEFAULT_PROFILE)
+        self.nodes = section.get_int("nodes", 5000)
+        self.duration_s = section.get_duration("duration", context.warmup_s)
+        self.noise = section.get_float("noise", 0.0)
+        self.seed = section.get_int("seed", context.seed)
+        self.ramp_s = section.get_duration("ramp", 60.0)
+        where = f"{section.file}: [{section.path or 'backends.sim'}]"
+        if self.nodes < 1:
+            raise ConfigError(f"{where} nodes must be at least 1, got {self.nodes}")
+        if self.duration_s <= 0:
+            raise ConfigError(
+                f"{where} needs a simulated duration: set `duration` there or `warmup` in [run]"
+            )
+        if self.noise < 0:
+            raise ConfigError(f"{where} noise must be zero or more, got {self.noise}")
+        self._profiles: dict[Path, SimProfile] = {}
+        self.summaries: dict[Path, SimSummary] = {}
+
+    def _master(self, candidate: Candidate) -> Path:
+        """Where the simulated master keeps its log while it "runs"."""
+        return candidate.eval_dir / "sim-master"
+
+    def run_seed(self, candidate: Candidate) -> int:
+        """Deterministic per run seed, commit and evaluation (repeats differ under noise)."""
+        text = f"{self.seed}:{candidate.commit}:{candidate.eval_dir.name}"
+        return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+
+    def params(self, candidate: Candidate) -> RunParams:
+        return RunParams(
+            nodes=self.nodes,
+            duration_s=self.duration_s,
+            seed=self.run_seed(candidate),
+            noise=self.noise,
+            ramp_s=min(self.ramp_s, self.duration_s / 2),
+            git_version=f"v1.7.0-beta.0+{candidate.commit[:14]}",
+            commit=candidate.commit,
+        )
+
+    def setup(self) -> None:
+        """Nothing is shared between candidates."""
+
+    def build(self, candidate: Candidate) -> None:
+        try:
+            profile = load_profile(candidate.worktree / self.profile_path)
+        except ProfileError as exc:
+            raise BuildError(f"{exc} (the sim backend's build)") from None
+        self._profiles[candidate.eval_dir] = profile
+
+    def launch(self, candidate: Candidate) -> None:
+        if candidate.eval_dir not in self._profiles:
+            raise LaunchError(f"no built profile for {candidate.commit[:12]}: build first")
+        master = self._master(candidate)
+        shutil.rmtree(master, ignore_errors=True)
+        master.mkdir(parents=True)
+
+    def warmup(self, candidate: Candidate) -> None:
+        master = self._master(candidate)
+        if not master.is_dir():
+            raise LaunchError("the simulated cluster was not launched")
+        summary = simulate(
+            self._profiles[candidate.eval_dir], self.params(candidate), master / LOG_NAME
+        )
+        self.summaries[candidate.eval_dir] = summary
+        (candidate.eval_dir / "sim-summary.json").write_text(
+            json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8"
+        )
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        source = self._master(candidate) / LOG_NAME
+        if not source.is_file():
+            raise CollectError(f"the simulated master has no {LOG_NAME}: warmup did not run")
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        target = candidate.log_dir / LOG_NAME
+        shutil.move(source, target)
+        return [target]
+
+    def teardown(self, candidate: Candidate) -> None:
+        shutil.rmtree(self._master(candidate), ignore_errors=True)
+        self._profiles.pop(candidate.eval_dir, None)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    def plan(self, candidate: Candidate) -> list[str]:
+        profile = candidate.worktree / self.profile_path
+        noise = f", noise {self.noise:g}" if self.noise else ""
+        return [
+            f"build: read the simulator profile {profile} (missing or invalid: skip)",
+            f"launch+warmup: simulate {self.nodes} hollow nodes for "
+            f"{format_duration(self.duration_s)} of cluster time (seed {self.seed}{noise})",
+            f"collect: write {candidate.log_dir / LOG_NAME}",
+        ]

@@ -1,0 +1,16 @@
+"""A kubemark simulator: the apiserver's node path as a discrete-event model."""
+
+from __future__ import annotations
+
+from bisector.sim.model import RunParams, SimSummary, simulate
+from bisector.sim.profile import ProfileError, SimProfile, load_profile, render_profile
+
+__all__ = [
+    "ProfileError",
+    "RunParams",
+    "SimProfile",
+    "SimSummary",
+    "load_profile",
+    "render_profile",
+    "simulate",
+]

@@ -1,0 +1,151 @@
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.registry import BACKENDS, create_backend
+from bisector.backends.sim import SimBackend
+from bisector.config import Section, load_config
+from bisector.errors import BuildError, CollectError, ConfigError
+from bisector.sim import SimProfile, render_profile
+from tests.sim.helpers import read_log
+
+COMMIT = "f93a270edcefc3780247ae89eea02cd13b81237b"
+
+
+def make_backend(tmp_path: Path, warmup_s: float = 30.0, **section: object) -> SimBackend:
+    data = {"nodes": 200, "ramp": "5s", **section}
+    context = BackendContext(
+        section=Section(data, "bisector.toml", "backends.sim"),
+        run_dir=tmp_path / "run",
+        warmup_s=warmup_s,
+        seed=4,
+    )
+    backend = create_backend("sim", context)
+    assert isinstance(backend, SimBackend)
+    return backend
+
+
+def candidate(tmp_path: Path, profile: str | None, name: str = "eval-1") -> Candidate:
+    tree = tmp_path / "tree"
+    (tree / "hack").mkdir(parents=True, exist_ok=True)
+    if profile is not None:
+        (tree / "hack" / "kubemark-sim.toml").write_text(profile)
+    return Candidate(commit=COMMIT, worktree=tree, eval_dir=tmp_path / "run" / name)
+
+
+def evaluate(backend: SimBackend, cand: Candidate) -> list[Path]:
+    backend.build(cand)
+    backend.launch(cand)
+    try:
+        backend.warmup(cand)
+        return backend.collect(cand)
+    finally:
+        backend.teardown(cand)
+
+
+def test_registered_as_sim() -> None:
+    assert BACKENDS["sim"] is SimBackend
+
+
+def test_evaluation_writes_the_apiserver_log(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path)
+    cand = candidate(tmp_path, render_profile(SimProfile()))
+    logs = evaluate(backend, cand)
+    assert logs == [cand.log_dir / "kube-apiserver.log"]
+    counts = read_log(logs[0])
+    assert counts.bad_lines == [] and counts.node_patches > 0
+    summary = json.loads((cand.eval_dir / "sim-summary.json").read_text())
+    assert summary["conflicts"] == counts.conflicts
+    assert summary["duration_s"] == 30.0  # the run's warmup is the simulated time
+    assert f"kubernetes/{COMMIT[:7]}" in logs[0].read_text()
+    assert not (cand.eval_dir / "sim-master").exists()
+
+
+def test_profile_in_the_tree_decides_the_outcome(tmp_path: Path) -> None:
+    slow = SimProfile(dispatch_per_watcher_us=2000.0)
+    backend = make_backend(tmp_path, warmup_s=60.0)
+    good = evaluate(backend, candidate(tmp_path, render_profile(slow), "good"))
+
+    bad = evaluate(
+        backend, candidate(tmp_path, render_profile(replace(slow, trigger_index=False)), "bad")
+    )
+    assert read_log(bad[0]).conflicts > 100 * max(read_log(good[0]).conflicts, 1)
+
+
+@pytest.mark.parametrize("profile", [None, "trigger_index = maybe\n", "incoming_capacity = -3\n"])
+def test_missing_or_invalid_profile_is_a_build_failure(tmp_path: Path, profile: str | None) -> None:
+    backend = make_backend(tmp_path)
+    with pytest.raises(BuildError, match=r"kubemark-sim\.toml"):
+        backend.build(candidate(tmp_path, profile))
+
+
+def test_profile_path_is_configurable(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path, profile="sim/profile.toml")
+    cand = candidate(tmp_path, render_profile(SimProfile()))
+    with pytest.raises(BuildError, match=r"sim/profile\.toml"):
+        backend.build(cand)
+    (cand.worktree / "sim").mkdir()
+    (cand.worktree / "sim" / "profile.toml").write_text("trigger_index = true\n")
+    backend.build(cand)
+
+
+def test_collect_without_a_run_is_a_collect_error(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path)
+    cand = candidate(tmp_path, render_profile(SimProfile()))
+    backend.build(cand)
+    backend.launch(cand)
+    with pytest.raises(CollectError):
+        backend.collect(cand)
+
+
+@pytest.mark.parametrize(
+    ("section", "warmup", "message"),
+    [
+        ({"nodse": 3}, 30.0, "not a known setting"),
+        ({"nodes": 0}, 30.0, "nodes must be at least 1"),
+        ({}, 0.0, "set `duration`"),
+        ({"noise": -1}, 30.0, "noise"),
+        ({"duration": "soon"}, 30.0, "duration"),
+    ],
+)
+def test_bad_settings_are_config_errors(
+    tmp_path: Path, section: dict[str, object], warmup: float, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        make_backend(tmp_path, warmup_s=warmup, **section)
+
+
+def test_options_override_the_section_and_plan_describes_the_run(tmp_path: Path) -> None:
+    context = BackendContext(
+        section=Section({"nodes": 200, "duration": "5m"}, "b.toml", "backends.sim"),
+        run_dir=tmp_path,
+        options={"nodes": 1234, "unrelated": "x"},
+    )
+    backend = SimBackend(context)
+    plan = "\n".join(backend.plan(candidate(tmp_path, None)))
+    assert "1234 hollow nodes" in plan and "5m00s" in plan
+    assert "hack/kubemark-sim.toml" in plan
+
+
+def test_seed_differs_per_evaluation_but_is_reproducible(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path)
+    one, two = candidate(tmp_path, None, "eval-1"), candidate(tmp_path, None, "eval-2")
+    assert backend.run_seed(one) != backend.run_seed(two)
+    assert backend.run_seed(one) == make_backend(tmp_path).run_seed(one)
+
+
+def test_default_config_selects_a_working_sim_backend(tmp_path: Path) -> None:
+    root = load_config(Path(__file__).parents[2] / "configs" / "default.toml")
+    run = root.table("run")
+    assert run.get_str("backend") == "sim" and run.get_str("metric") == "conflicts"
+    section = root.table("backends").table("sim")
+    context = BackendContext(section=section, run_dir=tmp_path, warmup_s=run.get_duration("warmup"))
+    backend = create_backend(run.get_str("backend"), context)
+    assert isinstance(backend, SimBackend)
+    assert backend.profile_path == "hack/kubemark-sim.toml"
+    assert backend.duration_s == 300.0 and backend.nodes == 5000
