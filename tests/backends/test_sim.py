@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.registry import BACKENDS, create_backend
+from bisector.backends.registry import create_backend
 from bisector.backends.sim import SimBackend
 from bisector.config import Section, load_config
 from bisector.errors import BuildError, CollectError, ConfigError
@@ -48,8 +48,9 @@ def evaluate(backend: SimBackend, cand: Candidate) -> list[Path]:
         backend.teardown(cand)
 
 
-def test_registered_as_sim() -> None:
-    assert BACKENDS["sim"] is SimBackend
+def test_registered_as_sim(tmp_path: Path) -> None:
+    context = BackendContext(Section({"nodes": 10, "duration": "1m"}), tmp_path)
+    assert isinstance(create_backend("sim", context), SimBackend)
 
 
 def test_evaluation_writes_the_apiserver_log(tmp_path: Path) -> None:
