@@ -72,7 +72,7 @@ CACHER_HWM = re.compile(
 )
 FORCED_CLOSE_MARK = b"watcher close due to unresponsiveness"
 FORCED_CLOSE = re.compile(
-    _MSG_START + rb"Forcing (?:(\S+) )?watcher close due to unresponsiveness(?:: ([^\s,.\"]+))?"
+    _MSG_START + rb"Forcing (?:(\S+) )?watcher close due to unresponsiveness(?:: ([^\s,\"]+))?"
 )
 # The incident's patch logged `AAA: dispatching event nr N`; bisector's instrumentation
 # patch logs `bisector: dispatched node event nr N`. Both are accepted.

@@ -282,5 +282,7 @@ def _cacher_hwm(chunk: bytes, s: ScanSettings, out: Partial) -> None:
 def _forced_closes(chunk: bytes, s: ScanSettings, out: Partial) -> None:
     for match, t in _dated(p.FORCED_CLOSE, chunk, s):
         if _in_window(t, s):
-            kind = (match.group(1) or match.group(2) or b"?").decode("utf-8", "replace")
+            kind = (
+                (match.group(1) or match.group(2) or b"?").rstrip(b".").decode("utf-8", "replace")
+            )
             out.forced_closes[kind] = out.forced_closes.get(kind, 0) + 1
