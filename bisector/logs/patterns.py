@@ -65,18 +65,16 @@ def for_prefix(body: bytes, prefix: bytes) -> re.Pattern[bytes]:
 # Rare cacher-side messages, all logged from these files: a chunk without either name
 # is not searched for them. Matches are dated from their line start.
 CACHER_FILES = (b"cacher.go:", b"cache_watcher.go:")
-_MSG_START = rb'(?:\] |"msg":")'
 CACHER_HWM_MARK = b"objects queued in incoming channel"
-CACHER_HWM = re.compile(
-    _MSG_START + rb"cacher \(([^)\n]+)\): (\d+) objects queued in incoming channel"
-)
+# Each starts with a literal, so the regex engine skips ahead fast; the scanner checks that
+# the match starts the message of a real log line (after `] `, or `"msg":"` in JSON).
+CACHER_HWM = re.compile(rb"cacher \(([^)\n]+)\): (\d+) objects queued in incoming channel")
 FORCED_CLOSE_MARK = b"watcher close due to unresponsiveness"
 FORCED_CLOSE = re.compile(
-    _MSG_START + rb"Forcing (?:(\S+) )?watcher close due to unresponsiveness(?:: ([^\s,\"]+))?"
+    rb"Forcing (?:(\S+) )?watcher close due to unresponsiveness(?:: ([^\s,\"]+))?"
 )
 # The incident's patch logged `AAA: dispatching event nr N`; bisector's instrumentation
 # patch logs `bisector: dispatched node event nr N`. Both are accepted.
 DISPATCH_MARKS = (b"dispatching event nr ", b"dispatched node event nr ")
-DISPATCH = re.compile(
-    _MSG_START + rb"(?:AAA: |bisector: )?dispatch(?:ing|ed) (?:node )?event nr (\d+)"
-)
+DISPATCH = re.compile(rb"dispatch(?:ing|ed) (?:node )?event nr (\d+)")
+DISPATCH_LEADS = (b"", b"AAA: ", b"bisector: ")

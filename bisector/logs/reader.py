@@ -23,40 +23,59 @@ PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
 
 
-def iter_chunks(stream: IO[bytes], chunk_size: int) -> Iterator[bytes]:
-    """Whole lines in blocks of about `chunk_size`; a line straddling a block is carried over."""
+def _read_after(stream: IO[bytes], head: bytes, size: int) -> bytearray:
+    """A buffer holding b"\\n", `head`, then up to `size` bytes read straight into it."""
+    buf = bytearray(1 + len(head) + size)
+    buf[0] = 10
+    buf[1 : 1 + len(head)] = head
+    with memoryview(buf) as whole, whole[1 + len(head) :] as free:
+        n = stream.readinto(free)  # type: ignore[attr-defined]
+    del buf[1 + len(head) + (n or 0) :]
+    return buf
+
+
+def iter_chunks(stream: IO[bytes], chunk_size: int) -> Iterator[bytearray]:
+    """Whole lines in blocks of about `chunk_size`, each led by b"\\n" (see scan_chunk).
+
+    Bytes are read straight into the block (no copies of 16 MiB strings); a line
+    straddling two reads is carried into the next block.
+    """
     carry = b""
     while True:
-        block = stream.read(chunk_size)
-        if not block:
+        buf = _read_after(stream, carry, chunk_size)
+        if len(buf) == 1 + len(carry):  # end of input
             if carry:
-                yield carry
+                yield buf  # a truncated last line
             return
-        data = carry + block if carry else block
-        cut = data.rfind(b"\n") + 1
-        if cut == 0:  # one line longer than a chunk: keep reading
-            carry = data
+        cut = buf.rfind(b"\n") + 1
+        if cut <= 1:  # one line longer than a chunk: keep reading
+            carry = bytes(buf[1:])
             continue
-        yield data[:cut]
-        carry = data[cut:]
+        carry = bytes(buf[cut:])
+        del buf[cut:]
+        yield buf
 
 
-def _range_chunks(path: str, start: int, end: int, chunk_size: int) -> Iterator[bytes]:
-    """Lines whose first byte lies in [start, end) of a plain file."""
+def _range_chunks(path: str, start: int, end: int, chunk_size: int) -> Iterator[bytearray]:
+    """Lines whose first byte lies in [start, end) of a plain file, in led blocks."""
     with Path(path).open("rb") as handle:
         if start > 0:
             handle.seek(start - 1)
             handle.readline()  # the line owning byte start-1 belongs to the previous range
         pos = handle.tell()
         while pos < end:
-            block = handle.read(min(chunk_size, end - pos))
-            if not block:
+            buf = _read_after(handle, b"", min(chunk_size, end - pos))
+            if len(buf) == 1:
                 return
-            pos += len(block)
-            if not block.endswith(b"\n"):
-                block += handle.readline()  # finish the line (past `end` if it straddles it)
-                pos = handle.tell()
-            yield block
+            if buf[-1] != 10:
+                cut = buf.rfind(b"\n") + 1
+                if pos + len(buf) - 1 >= end or cut <= 1:
+                    buf += handle.readline()  # finish the line (past `end` if it straddles it)
+                else:
+                    handle.seek(cut - len(buf), 1)  # re-read the partial line next time
+                    del buf[cut:]
+            pos = handle.tell()
+            yield buf
 
 
 def _scan_range(task: tuple[str, int, int, int, ScanSettings]) -> Partial:
@@ -77,7 +96,7 @@ def _scan_stream(source: Source, settings: ScanSettings, chunk_size: int) -> Par
     return out
 
 
-def _check_looks_like_text(spec: str, head: bytes) -> None:
+def _check_looks_like_text(spec: str, head: bytes | bytearray) -> None:
     if b"\x00" in head[:4096]:
         raise BisectorError(
             f"{spec} is not a log (binary data); pass the kube-apiserver log file(s)"

@@ -90,13 +90,16 @@ def _in_window(t: float, s: ScanSettings) -> bool:
     return (s.since is None or t >= s.since) and (s.until is None or t < s.until)
 
 
-def scan_chunk(body: bytes, s: ScanSettings, out: Partial) -> None:
-    """Add the counts of `body` (whole lines, maybe a truncated tail) to `out`."""
-    if not body:
+def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
+    """Add the counts of `chunk` to `out`.
+
+    `chunk` is b"\\n" then whole lines (the last may be a truncated tail at end of input):
+    the leading newline lets every pattern anchor on line starts.
+    """
+    if len(chunk) <= 1:
         return
-    chunk = b"\n" + body
-    newlines = int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == 10))
-    out.lines += newlines + (0 if body.endswith(b"\n") else 1)
+    newlines = int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)) - 1
+    out.lines += newlines + (0 if chunk[-1] == 10 else 1)
     _edges(chunk, s, out)
     prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
     from_cacher = any(name in chunk for name in p.CACHER_FILES)
@@ -117,11 +120,11 @@ def scan_chunk(body: bytes, s: ScanSettings, out: Partial) -> None:
     if from_cacher and p.FORCED_CLOSE_MARK in chunk:
         _forced_closes(chunk, s, out)
     if has_dispatch:
-        for match, t in _dated(p.DISPATCH, chunk, s):
+        for match, t in _dated(p.DISPATCH, chunk, s, p.DISPATCH_LEADS):
             out.dispatches.append((int(match.group(1)), t))
 
 
-def _edges(chunk: bytes, s: ScanSettings, out: Partial) -> None:
+def _edges(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     """First and last timestamped line of the chunk."""
     if out.first_ts is None:
         start = 1
@@ -130,7 +133,7 @@ def _edges(chunk: bytes, s: ScanSettings, out: Partial) -> None:
                 out.first_ts = t
                 break
             start = chunk.find(b"\n", start) + 1 or len(chunk)
-    end = len(chunk) - (1 if chunk.endswith(b"\n") else 0)
+    end = len(chunk) - (1 if chunk[-1] == 10 else 0)
     while end > 0:
         start = chunk.rfind(b"\n", 0, end) + 1
         if (t := line_seconds(chunk, start, s.reference)) is not None:
@@ -139,7 +142,7 @@ def _edges(chunk: bytes, s: ScanSettings, out: Partial) -> None:
         end = start - 1
 
 
-def _fast_node_writes(chunk: bytes, out: Partial) -> bool:
+def _fast_node_writes(chunk: bytes | bytearray, out: Partial) -> bool:
     """Counts without timestamps (none needed: no window, no dispatch lines in the chunk).
 
     False when the chunk has no old-style node writes (the format may differ).
@@ -163,7 +166,7 @@ def _fast_node_writes(chunk: bytes, out: Partial) -> bool:
 
 
 def _node_writes(
-    chunk: bytes, prefix: str, s: ScanSettings
+    chunk: bytes | bytearray, prefix: str, s: ScanSettings
 ) -> tuple[np.ndarray, list[bytes], list[bytes]]:
     rows = _PATTERNS["old_node", prefix].findall(chunk)
     if not rows and p.NEW_FORMAT_MARK in chunk:
@@ -211,7 +214,7 @@ def _count_node_writes(
     out.write_times.frombytes(times[success].astype(np.float64).tobytes())
 
 
-def _json_requests(chunk: bytes, prefix: str) -> list[tuple[float, str, str, int]]:
+def _json_requests(chunk: bytes | bytearray, prefix: str) -> list[tuple[float, str, str, int]]:
     found = []
     for row in _PATTERNS["json", prefix].findall(chunk):
         line = row[-1] if isinstance(row, tuple) else row
@@ -225,7 +228,7 @@ def _json_requests(chunk: bytes, prefix: str) -> list[tuple[float, str, str, int
     return found
 
 
-def _any_requests(chunk: bytes, prefix: str, s: ScanSettings, out: Partial) -> None:
+def _any_requests(chunk: bytes | bytearray, prefix: str, s: ScanSettings, out: Partial) -> None:
     if not s.extra:
         out.has_requests = bool(
             _PATTERNS["old_any", prefix].search(chunk)
@@ -255,22 +258,30 @@ def _any_requests(chunk: bytes, prefix: str, s: ScanSettings, out: Partial) -> N
 
 
 def _dated(
-    pattern: re.Pattern[bytes], chunk: bytes, s: ScanSettings
+    pattern: re.Pattern[bytes],
+    chunk: bytes | bytearray,
+    s: ScanSettings,
+    leads: tuple[bytes, ...] = (b"",),
 ) -> list[tuple[re.Match[bytes], float]]:
-    """Matches that start a message of a real log line (not quoted text), with their time."""
+    """Matches that start the message of a real log line (not quoted text), with their time."""
     found = []
     for match in pattern.finditer(chunk):
         start = chunk.rfind(b"\n", 0, match.start()) + 1
         t = line_seconds(chunk, start, s.reference)
         if t is None:
             continue  # a continuation line quoting the message
-        if chunk[match.start()] == ord("]") and chunk.find(b"] ", start) != match.start():
-            continue  # the message text quotes another log line
+        msg = chunk.find(b"] ", start, match.start())
+        if msg >= 0:
+            msg += 2
+        elif (msg := chunk.find(b'"msg":"', start, match.start())) >= 0:
+            msg += 7
+        if msg < 0 or chunk[msg : match.start()] not in leads:
+            continue  # the message quotes the text somewhere inside
         found.append((match, t))
     return found
 
 
-def _cacher_hwm(chunk: bytes, s: ScanSettings, out: Partial) -> None:
+def _cacher_hwm(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     for match, t in _dated(p.CACHER_HWM, chunk, s):
         kind, value = match.group(1).decode("utf-8", "replace"), int(match.group(2))
         if value >= SATURATED:
@@ -279,7 +290,7 @@ def _cacher_hwm(chunk: bytes, s: ScanSettings, out: Partial) -> None:
             out.cacher_hwm[kind] = max(value, out.cacher_hwm.get(kind, 0))
 
 
-def _forced_closes(chunk: bytes, s: ScanSettings, out: Partial) -> None:
+def _forced_closes(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     for match, t in _dated(p.FORCED_CLOSE, chunk, s):
         if _in_window(t, s):
             kind = (

@@ -115,9 +115,19 @@ class _GzipErrors:
         try:
             return self._inner.read(size)
         except _BAD_GZIP as exc:
-            raise BisectorError(
-                f"{self._spec} is a corrupt or truncated gzip file ({exc}); fetch it again"
-            ) from None
+            raise self._error(exc) from None
+
+    def readinto(self, buffer: memoryview) -> int:
+        try:
+            n: int = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+        except _BAD_GZIP as exc:
+            raise self._error(exc) from None
+        return n
+
+    def _error(self, exc: BaseException) -> BisectorError:
+        return BisectorError(
+            f"{self._spec} is a corrupt or truncated gzip file ({exc}); fetch it again"
+        )
 
 
 def _peek(stream: IO[bytes], size: int) -> bytes:

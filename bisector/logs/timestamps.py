@@ -70,7 +70,7 @@ def cri_seconds(stamp: bytes, zone: bytes) -> float:
     return (parsed - _EPOCH_UTC).total_seconds() + (float("0." + frac) if frac else 0.0)
 
 
-def line_seconds(data: bytes, start: int, reference: date) -> float | None:
+def line_seconds(data: bytes | bytearray, start: int, reference: date) -> float | None:
     """Timestamp of the log line starting at `start`, or None for a continuation line."""
     if match := _CRI_LINE.match(data, start):
         return cri_seconds(match.group(1), match.group(2))
