@@ -6,8 +6,8 @@ lines of 5000 hollow kubelets: node GET + status PATCH every 10 s, a share of th
 `logging error output`, cacher high-water marks; `--dispatch` adds the incident's
 `AAA: dispatching event nr N` lines), then times
 
-    plain: python -m bisector score LOG --json   vs  grep "v1\\/nodes" LOG | grep PATCH | grep " 409 " | wc -l
-    gzip:  python -m bisector score LOG.gz --json vs  zcat LOG.gz | grep ... | wc -l
+    plain: bisector score LOG --json vs grep "v1\\/nodes" LOG | grep PATCH | grep " 409 " | wc -l
+    gzip:  bisector score LOG.gz --json vs zcat LOG.gz | grep ... | wc -l
 
 and prints wall times, ratios (target <= 1.0), the scorer's peak RSS (target <= 200 MiB)
 and checks its count equals the exact count the generator wrote. Files go to a temp

@@ -132,3 +132,15 @@ def test_config_adds_request_metrics(capsys: pytest.CaptureFixture[str], tmp_pat
     code, _, err = _run(capsys, str(path), *args)
     assert code == 2
     assert "bisector.toml" in err and "statuses" in err
+
+
+def test_sample_log_shipped_with_the_package(capsys: pytest.CaptureFixture[str]) -> None:
+    sample = Path(__file__).resolve().parents[2] / "bisector" / "data" / "sample-kube-apiserver.log"
+    code, out, _ = _run(
+        capsys, str(sample), "--json", "--metric", "conflicts", "--threshold", "500"
+    )
+    metrics = json.loads(out)["metrics"]
+    assert code == 0
+    assert metrics["conflicts"] == 175  # the 504's quoted "PATCH ... 409" is not one
+    assert metrics["node_writes"] == 1625
+    assert metrics["cacher_hwm"] == {"*api.Node": 100}
