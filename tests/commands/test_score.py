@@ -144,3 +144,15 @@ def test_sample_log_shipped_with_the_package(capsys: pytest.CaptureFixture[str])
     assert metrics["conflicts"] == 175  # the 504's quoted "PATCH ... 409" is not one
     assert metrics["node_writes"] == 1625
     assert metrics["cacher_hwm"] == {"*api.Node": 100}
+
+
+def test_window_on_stdin_starts_at_the_first_line_read() -> None:
+    lines = [request("wrap42", i, "PATCH", "/api/v1/nodes/n/status", 409) for i in range(120)]
+    result = subprocess.run(
+        [sys.executable, "-m", "bisector", "score", "-", "--since", "30s", "--json"],
+        input=text(lines),
+        capture_output=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["metrics"]["conflicts"] == 90
