@@ -19,8 +19,9 @@ Scalars used for verdicts (higher is worse; None -> skip):
     user-defined request metrics        -> the count
 
 Layout: sources.py (paths, -, gzip by content, gs://, https://), reader.py (time order,
-chunks, parallel ranges), patterns.py + scanner.py (one read, exact counts),
-timestamps.py (years for glog headers), metrics.py (the `metrics` object), definitions.py.
+parallel byte ranges / blocks), chunks.py (led blocks of whole lines), patterns.py +
+scanner.py + cacher.py (one read, exact counts into a partial.Partial), timestamps.py
+(years for glog headers), metrics.py (the `metrics` object), definitions.py (user metrics).
 """
 
 from __future__ import annotations

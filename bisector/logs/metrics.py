@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from bisector.errors import BisectorError
-from bisector.logs.scanner import Partial
+from bisector.logs.partial import Partial
 from bisector.logs.timestamps import iso
 
 METRIC_NAMES = (

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import json
 import re
-from array import array
 from collections import Counter
-from dataclasses import dataclass, field
-from datetime import date
 
 import numpy as np
 
+from bisector.logs import cacher
 from bisector.logs import patterns as p
-from bisector.logs.definitions import RequestMetric
+from bisector.logs.partial import Partial, ScanSettings, in_window
 from bisector.logs.timestamps import cri_text_seconds, glog_seconds, line_seconds
 
-SATURATED = 100  # capacity of the cacher's incoming channel
 _NODE_URI = re.compile(p.NODE_URI_TEXT)
 _CRI_START = re.compile(p.CRI_STAMP + rb" \S+ [FP] ")
 _PATTERNS = {
@@ -36,58 +33,6 @@ _PATTERNS = {
     )
     for prefix_name, prefix in (("plain", p.PLAIN), ("cri", p.CRI))
 }
-
-
-@dataclass(frozen=True)
-class ScanSettings:
-    reference: date  # supplies the year glog headers lack
-    since: float | None = None  # absolute epoch seconds
-    until: float | None = None
-    extra: tuple[RequestMetric, ...] = ()
-    # Keep every node write's time (dispatch lag); otherwise chunks without dispatch lines
-    # take the faster path that counts without dating.
-    need_times: bool = False
-
-
-@dataclass
-class Partial:
-    lines: int = 0
-    first_ts: float | None = None
-    last_ts: float | None = None
-    has_requests: bool = False
-    conflicts: int = 0
-    node_writes: int = 0
-    write_times: array[float] = field(default_factory=lambda: array("d"))
-    cacher_hwm: dict[str, int] = field(default_factory=dict)
-    cacher_full_at: dict[str, float] = field(default_factory=dict)
-    forced_closes: dict[str, int] = field(default_factory=dict)
-    dispatches: list[tuple[int, float]] = field(default_factory=list)
-    extra: dict[str, int] = field(default_factory=dict)
-
-    def merge(self, later: Partial) -> None:
-        """Append the partial of the input that follows this one."""
-        self.lines += later.lines
-        if self.first_ts is None:
-            self.first_ts = later.first_ts
-        if later.last_ts is not None:
-            self.last_ts = later.last_ts
-        self.has_requests |= later.has_requests
-        self.conflicts += later.conflicts
-        self.node_writes += later.node_writes
-        self.write_times.extend(later.write_times)
-        for kind, value in later.cacher_hwm.items():
-            self.cacher_hwm[kind] = max(value, self.cacher_hwm.get(kind, 0))
-        for kind, at in later.cacher_full_at.items():
-            self.cacher_full_at.setdefault(kind, at)
-        for kind, n in later.forced_closes.items():
-            self.forced_closes[kind] = self.forced_closes.get(kind, 0) + n
-        self.dispatches.extend(later.dispatches)
-        for name, n in later.extra.items():
-            self.extra[name] = self.extra.get(name, 0) + n
-
-
-def _in_window(t: float, s: ScanSettings) -> bool:
-    return (s.since is None or t >= s.since) and (s.until is None or t < s.until)
 
 
 def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
@@ -116,12 +61,11 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     if not out.has_requests or s.extra:
         _any_requests(chunk, prefix, s, out)
     if from_cacher and p.CACHER_HWM_MARK in chunk:
-        _cacher_hwm(chunk, s, out)
+        cacher.cacher_hwm(chunk, s, out)
     if from_cacher and p.FORCED_CLOSE_MARK in chunk:
-        _forced_closes(chunk, s, out)
+        cacher.forced_closes(chunk, s, out)
     if has_dispatch:
-        for match, t in _dated(p.DISPATCH, chunk, s, p.DISPATCH_LEADS):
-            out.dispatches.append((int(match.group(1)), t))
+        cacher.dispatches(chunk, s, out)
 
 
 def _edges(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
@@ -252,48 +196,6 @@ def _any_requests(chunk: bytes | bytearray, prefix: str, s: ScanSettings, out: P
     out.has_requests |= bool(rows)
     for metric in s.extra:
         n = sum(
-            1 for t, verb, uri, code in rows if _in_window(t, s) and metric.matches(verb, uri, code)
+            1 for t, verb, uri, code in rows if in_window(t, s) and metric.matches(verb, uri, code)
         )
         out.extra[metric.name] = out.extra.get(metric.name, 0) + n
-
-
-def _dated(
-    pattern: re.Pattern[bytes],
-    chunk: bytes | bytearray,
-    s: ScanSettings,
-    leads: tuple[bytes, ...] = (b"",),
-) -> list[tuple[re.Match[bytes], float]]:
-    """Matches that start the message of a real log line (not quoted text), with their time."""
-    found = []
-    for match in pattern.finditer(chunk):
-        start = chunk.rfind(b"\n", 0, match.start()) + 1
-        t = line_seconds(chunk, start, s.reference)
-        if t is None:
-            continue  # a continuation line quoting the message
-        msg = chunk.find(b"] ", start, match.start())
-        if msg >= 0:
-            msg += 2
-        elif (msg := chunk.find(b'"msg":"', start, match.start())) >= 0:
-            msg += 7
-        if msg < 0 or chunk[msg : match.start()] not in leads:
-            continue  # the message quotes the text somewhere inside
-        found.append((match, t))
-    return found
-
-
-def _cacher_hwm(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
-    for match, t in _dated(p.CACHER_HWM, chunk, s):
-        kind, value = match.group(1).decode("utf-8", "replace"), int(match.group(2))
-        if value >= SATURATED:
-            out.cacher_full_at.setdefault(kind, t)
-        if _in_window(t, s):
-            out.cacher_hwm[kind] = max(value, out.cacher_hwm.get(kind, 0))
-
-
-def _forced_closes(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
-    for match, t in _dated(p.FORCED_CLOSE, chunk, s):
-        if _in_window(t, s):
-            kind = (
-                (match.group(1) or match.group(2) or b"?").rstrip(b".").decode("utf-8", "replace")
-            )
-            out.forced_closes[kind] = out.forced_closes.get(kind, 0) + 1
