@@ -44,7 +44,7 @@ NEW_NODE_WRITE = (
 # the speed of its literal prefix; matches inside continuation lines (stack traces,
 # `logging error output:`) are found separately by CONTINUATION and subtracted.
 FAST_OLD_NODE_WRITE = re.compile(
-    rb"\] (" + WRITE_VERBS + rb") " + _OLD_NODE_URI + rb": \([^)\n]*\) (\d+)(?=\s)"
+    rb"\] (P(?:ATCH|OST|UT)) " + _OLD_NODE_URI + rb": \([^)\n]*\) (\d+)(?=\s)"
 )
 CONTINUATION = re.compile(rb"\n(?![IWEF]\d{4} \d\d:)([^\n]+)")
 # Any request line (groups: time, verb, URI, status), for "is there request logging at
@@ -62,9 +62,9 @@ def for_prefix(body: bytes, prefix: bytes) -> re.Pattern[bytes]:
     return re.compile(prefix + body)
 
 
-# Rare cacher-side messages, all logged from these files: a chunk without either name
-# is not searched for them. Matches are dated from their line start.
-CACHER_FILES = (b"cacher.go:", b"cache_watcher.go:")
+# Rare cacher-side messages, all logged from cacher.go or cache_watcher.go: a chunk
+# without the text `cache` is not searched for them. Matches are dated from their line.
+CACHER_FILES_MARK = b"cache"
 CACHER_HWM_MARK = b"objects queued in incoming channel"
 # Each starts with a literal, so the regex engine skips ahead fast; the scanner checks that
 # the match starts the message of a real log line (after `] `, or `"msg":"` in JSON).

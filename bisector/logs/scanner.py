@@ -47,7 +47,7 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     out.lines += newlines + (0 if chunk[-1] == 10 else 1)
     _edges(chunk, s, out)
     prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
-    from_cacher = any(name in chunk for name in p.CACHER_FILES)
+    from_cacher = p.CACHER_FILES_MARK in chunk
     has_dispatch = from_cacher and any(mark in chunk for mark in p.DISPATCH_MARKS)
     if prefix == "plain" and not (
         has_dispatch or s.need_times or s.since is not None or s.until is not None
