@@ -173,17 +173,3 @@ def test_year_comes_from_mtime_across_new_year(tmp_path: Path) -> None:
 
 def test_request_builder_sanity() -> None:
     assert request("wrap42", 0, "PATCH", "/x", 409).startswith("I0602 05:51:10.000000")
-
-
-def test_large_gzip_is_scanned_by_workers_like_one_reader(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from bisector.logs import reader
-
-    path = tmp_path / "kube-apiserver.log"
-    path.write_bytes(gzip.compress(LOG * 50))
-    single = score_logs([path], workers=1, chunk_size=500)
-    monkeypatch.setattr(reader, "PARALLEL_MIN_BYTES", 0)
-    parallel = score_logs([path], workers=2, chunk_size=500)
-    assert parallel.metrics == single.metrics
-    _check(parallel, factor=50)
