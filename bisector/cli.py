@@ -26,18 +26,30 @@ def _root() -> None:
 
 
 @app.command("score")
-def score_cmd(
+def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
-        list[str], typer.Argument(help="Log files of one run: paths, .gz, -, gs://, https://")
+        list[str],
+        typer.Argument(
+            help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://"
+        ),
     ],
     metric: Annotated[str | None, typer.Option(help="Metric the verdict is about.")] = None,
     threshold: Annotated[float | None, typer.Option(help="Bad at or above this value.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Ignore what precedes this long after the first line (5m).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Ignore what follows this long after the first line (35m).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    config: Annotated[
+        Path | None, typer.Option(help="TOML file whose [metrics.NAME] tables add metrics.")
+    ] = None,
 ) -> int:
     """Score kube-apiserver logs; exit 0 good, 1 bad, 125 no data, 2 bad input."""
     from bisector.commands.score import score
 
-    return score(logs, metric, threshold, as_json)
+    return score(logs, metric, threshold, as_json, since=since, until=until, config=config)
 
 
 @app.command("cleanup")
