@@ -72,7 +72,7 @@ def find_regression(
 def bisect_argv(found: RegressionRange, *, extra: Sequence[str] = ()) -> list[str]:
     """The `bisector run` command line for the commits between the two runs."""
     good, bad = found.good_commit, found.bad_commit
-    if good is None or bad is None:
+    if not good or not bad:
         raise ValueError("range without commits")
     return ["bisector", "run", "--good", good, "--bad", bad, "--metric", found.metric, *extra]
 
