@@ -142,7 +142,7 @@ def _date(epoch: float | None) -> str:
 
 
 def _number(value: float) -> str:
-    return f"{value:.0f}" if value == int(value) else f"{value:.3f}"
+    return f"{value:.0f}" if value == int(value) else f"{value:.6g}"
 
 
 def _result(score: RunScore, latest: int | None) -> str:

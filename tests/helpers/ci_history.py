@@ -161,7 +161,7 @@ def write_run(client: Any, bucket: str, job: str, run: CiRun) -> None:
         upload_log_set(client, bucket, f"{prefix}artifacts/{run.master}/", lines, run.files)
         # Never the apiserver audit log, never other components' logs.
         store.blob(f"{prefix}artifacts/{run.master}/kube-apiserver-audit.log").upload_from_string(
-            "".join(apiserver_log(run.conflicts * 10 + 999, start=run.start_time))
+            "".join(apiserver_log(999, node_writes=0, start=run.start_time))
         )
         store.blob(f"{prefix}artifacts/{run.master}/kube-scheduler.log").upload_from_string(
             "I0520 05:51:00.000000       7 scheduler.go:1] up\n"
@@ -171,7 +171,7 @@ def write_run(client: Any, bucket: str, job: str, run: CiRun) -> None:
                 client,
                 bucket,
                 f"{prefix}artifacts/{BASE_MASTER}/",
-                apiserver_log(run.conflicts * 3 + 5000, start=run.start_time),
+                apiserver_log(run.conflicts * 3 + 700, node_writes=0, start=run.start_time),
                 1,
             )
     for name, data in run.extra.items():
