@@ -135,7 +135,7 @@ def test_bisect_starts_the_run_command(
         return 7
 
     monkeypatch.setattr(history_cmd, "start_bisection", fake_start)
-    code, out, err = _history(
+    code, _, err = _history(
         capsys,
         shared_cache,
         "--bisect",
@@ -196,7 +196,7 @@ def test_start_bisection_goes_through_the_cli(monkeypatch: pytest.MonkeyPatch) -
 def test_bad_input_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], shared_cache: Path, args: list[str], message: str
 ) -> None:
-    code, out, err = _history(capsys, shared_cache, *args)
+    code, _, err = _history(capsys, shared_cache, *args)
     assert code == 2
     assert re.fullmatch(rf"bisector: error: .*{message}.*\n", err)
     assert "Traceback" not in err
@@ -206,6 +206,8 @@ def test_bad_input_is_one_line_and_exit_2(
 def test_cli_in_a_subprocess(shared_cache: Path) -> None:
     argv = [sys.executable, "-m", "bisector", "history", "--job", JOB, "--bucket", BUCKET]
     env_args = ["--runs", "442..447", "--cache-dir", str(shared_cache)]
-    done = subprocess.run([*argv, *env_args], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*argv, *env_args], check=False, capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert f"bisector run --good {GOOD_2017} --bad {BAD_2017}" in done.stdout

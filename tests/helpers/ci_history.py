@@ -14,6 +14,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -203,8 +204,10 @@ def write_job_history(
     """Write every run and `latest-build.txt` (the newest finished run unless given)."""
     ensure_bucket(client, bucket)
     written = list(runs)
-    for run in written:
-        write_run(client, bucket, job, run)
+    # A few uploads at once: a history of 20 runs is ~200 objects.
+    with ThreadPoolExecutor(4) as pool:
+        for done in [pool.submit(write_run, client, bucket, job, run) for run in written]:
+            done.result()
     finished = [r.run for r in written if r.result is not None]
     latest = latest_build if latest_build is not None else max(finished, default=None)
     if latest is not None:
