@@ -86,7 +86,13 @@ def history(options: HistoryOptions) -> int:
             f"{latest if latest is not None else 'unknown'}"
         )
         typer.echo(render_table(scored, options.metric, found, latest))
-        typer.echo(render_range(found, options.metric, argv))
+        if all(s.value(options.metric) is None for s in scored):
+            typer.echo(
+                f"no run has data for {options.metric}: logs missing, or without the lines it "
+                "needs (request lines need the apiserver at --v=3)"
+            )
+        else:
+            typer.echo(render_range(found, options.metric, argv))
     if options.bisect:
         if argv is None:
             typer.echo("--bisect: nothing to bisect", err=True)

@@ -101,6 +101,10 @@ def test_no_step_among_good_runs_and_a_given_threshold(
     code, out, _ = _history(capsys, shared_cache, "--runs", "427..442")
     assert "no regression in conflicts" in out
     assert "bisector run" not in out
+    code, out, _ = _history(capsys, shared_cache, "--runs", "443..445")
+    assert (code, out.count("no logs")) == (0, 3)
+    assert "no run has data for conflicts" in out
+    assert "bisector run" not in out
     # With a threshold of 80, run 442 (86) is bad too: the step moves before it.
     code, out, _ = _history(capsys, shared_cache, "--threshold", "80", "--json")
     assert json.loads(out)["range"]["good_run"] == 440
