@@ -122,6 +122,63 @@ def status_cmd(
     return status(repo, run_dir)
 
 
+@app.command("history")
+def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
+    job: Annotated[str, typer.Option(help="CI job, e.g. ci-kubernetes-kubemark-gce-scale.")],
+    bucket: Annotated[
+        str, typer.Option(help="kubernetes-ci-logs; kubernetes-jenkins before the move.")
+    ] = "kubernetes-ci-logs",
+    runs: Annotated[str | None, typer.Option(help="Runs A..B (inclusive).")] = None,
+    last: Annotated[int | None, typer.Option(help="Only the last N runs.")] = None,
+    metric: Annotated[str, typer.Option(help="Metric to track.")] = "conflicts",
+    threshold: Annotated[
+        float | None, typer.Option(help="Bad at or above this (default: change point).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    bisect: Annotated[
+        bool, typer.Option("--bisect", help="Start `bisector run` on the range found.")
+    ] = False,
+    master: Annotated[
+        str | None, typer.Option(help="artifacts/ directory of the master (default: guessed).")
+    ] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Score cache (default ~/.cache/bisector/history).")
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Score every run again.")] = False,
+    workers: Annotated[int, typer.Option(help="Runs scored at once.")] = 4,
+    config: Annotated[
+        Path | None, typer.Option(help="Config passed on to `bisector run` (--bisect).")
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option(help="Repository passed on to `bisector run` (--bisect).")
+    ] = None,
+) -> int:
+    """Score past CI runs from GCS; print the regression range and the bisect command."""
+    from bisector.commands.history import HistoryOptions, history
+
+    run_args = [
+        *(["--config", str(config)] if config else []),
+        *(["--repo", str(repo)] if repo else []),
+    ]
+    return history(
+        HistoryOptions(
+            job=job,
+            bucket=bucket,
+            runs=runs,
+            last=last,
+            metric=metric,
+            threshold=threshold,
+            as_json=as_json,
+            bisect=bisect,
+            master=master,
+            cache_dir=cache_dir,
+            use_cache=not no_cache,
+            workers=max(1, workers),
+            run_args=run_args,
+        )
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to one line on stderr and an exit code."""
     try:

@@ -1,0 +1,286 @@
+"""One chunk of log text in, partial counts out; partials of consecutive chunks merge.
+
+A chunk is whole lines (the last one may be a truncated tail at end of input)
+and is scanned with compiled byte patterns that find only the lines that
+matter, never decoding the rest. Counts respect the measured window; the
+timestamps of all successful node writes are kept (8 bytes each) because the
+dispatch lag pairs the Nth dispatch with the Nth write of the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+
+import numpy as np
+
+from bisector.logs import patterns as p
+from bisector.logs.definitions import RequestMetric
+from bisector.logs.timestamps import cri_text_seconds, glog_seconds, line_seconds
+
+SATURATED = 100  # capacity of the cacher's incoming channel
+_NODE_URI = re.compile(p.NODE_URI_TEXT)
+_CRI_START = re.compile(p.CRI_STAMP + rb" \S+ [FP] ")
+_PATTERNS = {
+    (name, prefix_name): p.for_prefix(body, prefix)
+    for name, body in (
+        ("old_node", p.OLD_NODE_WRITE),
+        ("new_node", p.NEW_NODE_WRITE),
+        ("old_any", p.OLD_ANY_REQUEST),
+        ("new_any", p.NEW_ANY_REQUEST),
+        ("json", p.JSON_HTTP),
+    )
+    for prefix_name, prefix in (("plain", p.PLAIN), ("cri", p.CRI))
+}
+
+
+@dataclass(frozen=True)
+class ScanSettings:
+    reference: date  # supplies the year glog headers lack
+    since: float | None = None  # absolute epoch seconds
+    until: float | None = None
+    extra: tuple[RequestMetric, ...] = ()
+    # Keep every node write's time (dispatch lag); otherwise chunks without dispatch lines
+    # take the faster path that counts without dating.
+    need_times: bool = False
+
+
+@dataclass
+class Partial:
+    lines: int = 0
+    first_ts: float | None = None
+    last_ts: float | None = None
+    has_requests: bool = False
+    conflicts: int = 0
+    node_writes: int = 0
+    write_times: array[float] = field(default_factory=lambda: array("d"))
+    cacher_hwm: dict[str, int] = field(default_factory=dict)
+    cacher_full_at: dict[str, float] = field(default_factory=dict)
+    forced_closes: dict[str, int] = field(default_factory=dict)
+    dispatches: list[tuple[int, float]] = field(default_factory=list)
+    extra: dict[str, int] = field(default_factory=dict)
+
+    def merge(self, later: Partial) -> None:
+        """Append the partial of the input that follows this one."""
+        self.lines += later.lines
+        if self.first_ts is None:
+            self.first_ts = later.first_ts
+        if later.last_ts is not None:
+            self.last_ts = later.last_ts
+        self.has_requests |= later.has_requests
+        self.conflicts += later.conflicts
+        self.node_writes += later.node_writes
+        self.write_times.extend(later.write_times)
+        for kind, value in later.cacher_hwm.items():
+            self.cacher_hwm[kind] = max(value, self.cacher_hwm.get(kind, 0))
+        for kind, at in later.cacher_full_at.items():
+            self.cacher_full_at.setdefault(kind, at)
+        for kind, n in later.forced_closes.items():
+            self.forced_closes[kind] = self.forced_closes.get(kind, 0) + n
+        self.dispatches.extend(later.dispatches)
+        for name, n in later.extra.items():
+            self.extra[name] = self.extra.get(name, 0) + n
+
+
+def _in_window(t: float, s: ScanSettings) -> bool:
+    return (s.since is None or t >= s.since) and (s.until is None or t < s.until)
+
+
+def scan_chunk(body: bytes, s: ScanSettings, out: Partial) -> None:
+    """Add the counts of `body` (whole lines, maybe a truncated tail) to `out`."""
+    if not body:
+        return
+    chunk = b"\n" + body
+    newlines = int(np.count_nonzero(np.frombuffer(body, dtype=np.uint8) == 10))
+    out.lines += newlines + (0 if body.endswith(b"\n") else 1)
+    _edges(chunk, s, out)
+    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
+    from_cacher = any(name in chunk for name in p.CACHER_FILES)
+    has_dispatch = from_cacher and any(mark in chunk for mark in p.DISPATCH_MARKS)
+    if prefix == "plain" and not (
+        has_dispatch or s.need_times or s.since is not None or s.until is not None
+    ):
+        fast = _fast_node_writes(chunk, out)
+    else:
+        fast = False
+    if not fast:
+        times, verbs, statuses = _node_writes(chunk, prefix, s)
+        _count_node_writes(times, verbs, statuses, s, out)
+    if not out.has_requests or s.extra:
+        _any_requests(chunk, prefix, s, out)
+    if from_cacher and p.CACHER_HWM_MARK in chunk:
+        _cacher_hwm(chunk, s, out)
+    if from_cacher and p.FORCED_CLOSE_MARK in chunk:
+        _forced_closes(chunk, s, out)
+    if has_dispatch:
+        for match, t in _dated(p.DISPATCH, chunk, s):
+            out.dispatches.append((int(match.group(1)), t))
+
+
+def _edges(chunk: bytes, s: ScanSettings, out: Partial) -> None:
+    """First and last timestamped line of the chunk."""
+    if out.first_ts is None:
+        start = 1
+        while start < len(chunk):
+            if (t := line_seconds(chunk, start, s.reference)) is not None:
+                out.first_ts = t
+                break
+            start = chunk.find(b"\n", start) + 1 or len(chunk)
+    end = len(chunk) - (1 if chunk.endswith(b"\n") else 0)
+    while end > 0:
+        start = chunk.rfind(b"\n", 0, end) + 1
+        if (t := line_seconds(chunk, start, s.reference)) is not None:
+            out.last_ts = t
+            return
+        end = start - 1
+
+
+def _fast_node_writes(chunk: bytes, out: Partial) -> bool:
+    """Counts without timestamps (none needed: no window, no dispatch lines in the chunk).
+
+    False when the chunk has no old-style node writes (the format may differ).
+    """
+    rows = p.FAST_OLD_NODE_WRITE.findall(chunk)
+    if not rows:
+        return False
+    counts = Counter(rows)
+    if quoted := p.CONTINUATION.findall(chunk):
+        counts.subtract(p.FAST_OLD_NODE_WRITE.findall(b"\n".join(quoted)))
+        counts = +counts
+        if not counts:  # only quoted text matched: the chunk is some other format
+            return False
+    out.has_requests = True
+    out.conflicts += counts[b"PATCH", b"409"] + counts[b"APPLY", b"409"]
+    writes = sum(n for (_, status), n in counts.items() if len(status) == 3 and status[:1] == b"2")
+    out.node_writes += writes
+    # Keep the write index right for dispatch lag; these writes' times are unknown (NaN).
+    out.write_times.frombytes(np.full(writes, np.nan).tobytes())
+    return True
+
+
+def _node_writes(
+    chunk: bytes, prefix: str, s: ScanSettings
+) -> tuple[np.ndarray, list[bytes], list[bytes]]:
+    rows = _PATTERNS["old_node", prefix].findall(chunk)
+    if not rows and p.NEW_FORMAT_MARK in chunk:
+        rows += _PATTERNS["new_node", prefix].findall(chunk)
+    times: np.ndarray
+    if rows and prefix == "plain":
+        stamps, verbs, statuses = (list(col) for col in zip(*rows, strict=True))
+        times = glog_seconds(stamps, s.reference)
+    elif rows:
+        _, _, verbs, statuses = (list(col) for col in zip(*rows, strict=True))
+        times = np.array([cri_text_seconds(row[0]) for row in rows])
+    else:
+        times, verbs, statuses = np.empty(0), [], []
+    if not rows and p.JSON_HTTP_MARK in chunk:
+        for t, verb, uri, status in _json_requests(chunk, prefix):
+            if verb.encode() in (b"PATCH", b"POST", b"PUT", b"APPLY") and _NODE_URI.match(uri):
+                times = np.append(times, t)
+                verbs.append(verb.encode())
+                statuses.append(str(status).encode())
+    if len(times) > 1 and not (np.diff(times) >= 0).all():
+        order = np.argsort(times, kind="stable")  # several formats in one chunk: keep time order
+        times = times[order]
+        verbs = [verbs[i] for i in order]
+        statuses = [statuses[i] for i in order]
+    return times, verbs, statuses
+
+
+def _count_node_writes(
+    times: np.ndarray, verbs: list[bytes], statuses: list[bytes], s: ScanSettings, out: Partial
+) -> None:
+    if not len(times):
+        return
+    out.has_requests = True
+    codes = np.array(statuses).astype(np.int64)
+    verb_arr = np.array(verbs)
+    conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
+    success = (codes >= 200) & (codes < 300)
+    window = np.ones(len(times), dtype=bool)
+    if s.since is not None:
+        window &= times >= s.since
+    if s.until is not None:
+        window &= times < s.until
+    out.conflicts += int((conflict & window).sum())
+    out.node_writes += int((success & window).sum())
+    out.write_times.frombytes(times[success].astype(np.float64).tobytes())
+
+
+def _json_requests(chunk: bytes, prefix: str) -> list[tuple[float, str, str, int]]:
+    found = []
+    for row in _PATTERNS["json", prefix].findall(chunk):
+        line = row[-1] if isinstance(row, tuple) else row
+        try:
+            entry = json.loads(line.decode("utf-8", "replace"))
+            found.append(
+                (float(entry["ts"]) / 1000.0, entry["verb"], entry["URI"], int(entry["resp"]))
+            )
+        except (ValueError, KeyError, TypeError):
+            continue  # not a request entry after all
+    return found
+
+
+def _any_requests(chunk: bytes, prefix: str, s: ScanSettings, out: Partial) -> None:
+    if not s.extra:
+        out.has_requests = bool(
+            _PATTERNS["old_any", prefix].search(chunk)
+            or (p.NEW_FORMAT_MARK in chunk and _PATTERNS["new_any", prefix].search(chunk))
+            or (p.JSON_HTTP_MARK in chunk and _json_requests(chunk, prefix))
+        )
+        return
+    rows: list[tuple[float, str, str, int]] = []
+    for name in ("old_any", "new_any"):
+        for row in _PATTERNS[name, prefix].findall(chunk):
+            stamp = row[0]
+            t = (
+                float(glog_seconds([stamp], s.reference)[0])
+                if prefix == "plain"
+                else cri_text_seconds(stamp)
+            )
+            verb, uri, status = row[-3].decode(), row[-2].decode("utf-8", "replace"), row[-1]
+            rows.append((t, verb, uri, int(status) if status.isdigit() else 0))
+    if p.JSON_HTTP_MARK in chunk:
+        rows += _json_requests(chunk, prefix)
+    out.has_requests |= bool(rows)
+    for metric in s.extra:
+        n = sum(
+            1 for t, verb, uri, code in rows if _in_window(t, s) and metric.matches(verb, uri, code)
+        )
+        out.extra[metric.name] = out.extra.get(metric.name, 0) + n
+
+
+def _dated(
+    pattern: re.Pattern[bytes], chunk: bytes, s: ScanSettings
+) -> list[tuple[re.Match[bytes], float]]:
+    """Matches that start a message of a real log line (not quoted text), with their time."""
+    found = []
+    for match in pattern.finditer(chunk):
+        start = chunk.rfind(b"\n", 0, match.start()) + 1
+        t = line_seconds(chunk, start, s.reference)
+        if t is None:
+            continue  # a continuation line quoting the message
+        if chunk[match.start()] == ord("]") and chunk.find(b"] ", start) != match.start():
+            continue  # the message text quotes another log line
+        found.append((match, t))
+    return found
+
+
+def _cacher_hwm(chunk: bytes, s: ScanSettings, out: Partial) -> None:
+    for match, t in _dated(p.CACHER_HWM, chunk, s):
+        kind, value = match.group(1).decode("utf-8", "replace"), int(match.group(2))
+        if value >= SATURATED:
+            out.cacher_full_at.setdefault(kind, t)
+        if _in_window(t, s):
+            out.cacher_hwm[kind] = max(value, out.cacher_hwm.get(kind, 0))
+
+
+def _forced_closes(chunk: bytes, s: ScanSettings, out: Partial) -> None:
+    for match, t in _dated(p.FORCED_CLOSE, chunk, s):
+        if _in_window(t, s):
+            kind = (match.group(1) or match.group(2) or b"?").decode("utf-8", "replace")
+            out.forced_closes[kind] = out.forced_closes.get(kind, 0) + 1
