@@ -51,7 +51,13 @@ def _check_run_table(job: JobConfig) -> None:
     from bisector.search import RunOptions
 
     assert job.bisect_config is not None
-    RunOptions.from_config(job.bisect_config, good="HEAD", bad="HEAD", overrides={})
+    try:
+        RunOptions.from_config(job.bisect_config, good="HEAD", bad="HEAD", overrides={})
+    except ConfigError as exc:
+        # RunOptions names keys as in a `bisector run` file (`run.backend`); here they
+        # live under the job's table.
+        where = job.bisect_config.path
+        raise ConfigError(str(exc).replace("key `run.", f"key `{where}.run.")) from None
 
 
 def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: Any, log: Log) -> int:

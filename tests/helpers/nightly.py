@@ -11,6 +11,7 @@ for a short simulated time (the lag runs away above ~4,300 nodes).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,14 +22,15 @@ from tests.helpers.ci_history import CiRun
 
 GOOD_CONFLICTS = (44, 52, 47, 58, 50, 61)
 BAD_CONFLICTS = (5200, 4900, 6100, 5600, 5800, 5300)
-SIM_DURATION = "60s"
-SIM_RAMP = "30s"
+SIM_DURATION = "20s"
+SIM_RAMP = "5s"
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def first_parent(demo: DemoRepo) -> list[str]:
     """Mainline commits, oldest first."""
-    return git.Repo(demo.path).git.rev_list("--first-parent", "--reverse", demo.bad).split()
+    out = git.Repo(demo.path).git.rev_list("--first-parent", "--reverse", demo.bad)
+    return str(out).split()
 
 
 def demo_ci_runs(demo: DemoRepo, *, first_run: int = 100) -> tuple[list[CiRun], str, str]:
@@ -96,3 +98,15 @@ def cli_env() -> dict[str, str]:
     """The inherited environment (STORAGE_EMULATOR_HOST included) with this tree importable."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return {**os.environ, "PYTHONPATH": path}
+
+
+def run_cli(config: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """`python -m bisector nightly --config CONFIG` as a real process; never raises on its code."""
+    return subprocess.run(
+        nightly_argv(config),
+        check=False,
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=timeout,
+    )

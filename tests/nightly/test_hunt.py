@@ -7,8 +7,10 @@ GCS emulator, a real git repository and the built-in simulator.
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,7 @@ import pytest
 from bisector.demo_repo import create_demo_repo
 from bisector.search.journal import read_lines
 from tests.helpers.ci_history import write_job_history
-from tests.helpers.nightly import cli_env, demo_ci_runs, nightly_argv, nightly_config
+from tests.helpers.nightly import cli_env, demo_ci_runs, nightly_argv, nightly_config, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -47,9 +49,7 @@ def test_first_nightly_names_the_culprit_and_the_second_does_nothing(
         upload=f"gs://{bucket}/bisector-reports",
     )
 
-    first = subprocess.run(
-        nightly_argv(config), capture_output=True, text=True, env=cli_env(), timeout=240
-    )
+    first = run_cli(config, timeout=240)
 
     assert first.returncode == 3, first.stderr
     report_dir = state / "reports" / job / f"{good[:12]}-{bad[:12]}"
@@ -78,10 +78,65 @@ def test_first_nightly_names_the_culprit_and_the_second_does_nothing(
     run_dir = next((state / "hunts").iterdir())
     measured = len(measurements(run_dir))
 
-    second = subprocess.run(
-        nightly_argv(config), capture_output=True, text=True, env=cli_env(), timeout=120
-    )
+    second = run_cli(config, timeout=120)
 
     assert second.returncode == 0, second.stderr
     assert "already hunted" in second.stderr
     assert len(measurements(run_dir)) == measured
+
+
+def wait_for_first_measurement(state: Path, proc: subprocess.Popen[str], timeout: float) -> Path:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        hunts = state / "hunts"
+        for run_dir in hunts.iterdir() if hunts.is_dir() else []:
+            if measurements(run_dir):
+                return run_dir
+        if proc.poll() is not None:
+            raise AssertionError(f"nightly ended early ({proc.returncode}): {proc.stderr}")
+        time.sleep(0.05)
+    raise AssertionError("no measurement journaled in time")
+
+
+def test_a_hunt_killed_mid_way_resumes_and_a_second_process_is_refused(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    demo = create_demo_repo(tmp_path / "kubernetes", seed=2, prs=12)
+    runs, _good, _bad = demo_ci_runs(demo)
+    bucket, job = "nightly-killed", "ci-kubernetes-kubemark-5000"
+    write_job_history(gcs_client, bucket, job, runs)
+    state = tmp_path / "state"
+    config = nightly_config(
+        tmp_path / "nightly.toml", bucket=bucket, job=job, repo=demo.path, state=state
+    )
+    first = subprocess.Popen(
+        nightly_argv(config),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=cli_env(),
+    )
+    try:
+        run_dir = wait_for_first_measurement(state, first, timeout=120)
+        concurrent = run_cli(config, timeout=60)
+        assert first.poll() is None, "the first nightly must still hold the lock"
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert concurrent.returncode == 5
+    assert "another bisector nightly is running" in concurrent.stderr
+    assert len(concurrent.stderr.strip().splitlines()) == 1
+    before = measurements(run_dir)
+    assert before
+
+    resumed = run_cli(config, timeout=240)
+
+    assert resumed.returncode == 3, resumed.stderr
+    assert "resuming the hunt" in resumed.stderr
+    after = measurements(run_dir)
+    assert [m["id"] for m in after[: len(before)]] == [m["id"] for m in before]
+    measured = [(m["commit"], m["phase"]) for m in after]
+    assert len(measured) == len(set(measured)), "no finished measurement was repeated"
+    data = json.loads(next((state / "reports" / job).glob("*/nightly.json")).read_text())
+    assert data["culprit"]["commit"] == demo.culprit
+    assert data["status"] == "found"
