@@ -36,7 +36,7 @@ def run_nightly(config_path: Path, *, log: Log = _log) -> int:
     cfg = load_nightly_config(config_path)
     for job in cfg.jobs:  # bad bisection tables fail now, not after a night of scoring
         if job.bisect_config is not None:
-            _check_run_table(job)
+            check_run_table(job)
     with nightly_lock(cfg.state_dir):
         store = NightlyStore(cfg.database)
         try:
@@ -47,7 +47,7 @@ def run_nightly(config_path: Path, *, log: Log = _log) -> int:
     return max(codes, default=EXIT_NOTHING)
 
 
-def _check_run_table(job: JobConfig) -> None:
+def check_run_table(job: JobConfig) -> None:
     from bisector.search import RunOptions
 
     assert job.bisect_config is not None

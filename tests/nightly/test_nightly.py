@@ -146,3 +146,15 @@ def test_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1
     assert str(config) in done.stderr and "nightly.jobs[0].metric" in done.stderr
+
+
+def test_the_example_config_is_valid() -> None:
+    from bisector.nightly.config import load_nightly_config
+    from bisector.nightly.runner import check_run_table
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_nightly_config(root / "configs" / "nightly.toml")
+    assert [j.name for j in cfg.jobs] == ["kubemark-5000", "gce-scale-performance"]
+    assert cfg.jobs[0].budget.evaluations == 12
+    assert cfg.jobs[1].bisect_config is None
+    check_run_table(cfg.jobs[0])
