@@ -19,7 +19,7 @@ from bisector.nightly.hunt import (
 )
 from bisector.nightly.report import build_data, write_report
 from bisector.nightly.series import Regression, find_new_step, update_series
-from bisector.nightly.store import HUNTING, NightlyStore, nightly_lock
+from bisector.nightly.store import HUNTING, Hunt, NightlyStore, nightly_lock
 
 EXIT_NOTHING = 0
 EXIT_FOUND = 3
@@ -87,6 +87,16 @@ def _handle(
             f"{regression.bad.run} already hunted ({hunt.status}); nothing new"
         )
         return EXIT_NOTHING
+    covering = _covering_hunt(store, job, regression)
+    if hunt is None and covering is not None:
+        # e.g. a run that was still going last night landed inside the range: the
+        # culprit is in the range already hunted.
+        log(
+            f"{job.name}: regression between runs {regression.good.run} and "
+            f"{regression.bad.run} lies inside runs {covering.good_run}..{covering.bad_run}, "
+            f"already hunted ({covering.status}); nothing new"
+        )
+        return EXIT_NOTHING
     if hunt is None:
         log(
             f"{job.name}: new regression between runs {regression.good.run} and "
@@ -135,6 +145,19 @@ def _handle(
     else:
         log(f"{job.name}: {result.status}: {result.reason}; report {report_dir}/nightly.md")
     return code
+
+
+def _covering_hunt(store: NightlyStore, job: JobConfig, regression: Regression) -> Hunt | None:
+    """A finished hunt of this job whose run range holds the regression's."""
+    for hunt in store.hunts(job.name):
+        if (
+            hunt.metric == job.metric
+            and hunt.status != HUNTING
+            and hunt.good_run <= regression.good.run
+            and regression.bad.run <= hunt.bad_run
+        ):
+            return hunt
+    return None
 
 
 def _upload(cfg: NightlyConfig, job: JobConfig, report_dir: Path, log: Log) -> None:

@@ -44,10 +44,13 @@ def test_a_lone_bad_run_triggers_nothing_and_a_later_step_is_reported_once(
     assert hunts(state) == []
     assert not (state / "reports").exists()
 
-    # Tonight two more bad runs land (and 208 finishes): a step, not noise.
-    more = [CiRun(208, commit_of(208), conflicts=5000)]
-    more += [CiRun(209, commit_of(209), conflicts=5300)]
-    write_job_history(gcs_client, bucket, job, more)
+    # 208 finishes bad: a lone bad run at the end is not a step yet.
+    write_job_history(gcs_client, bucket, job, [CiRun(208, commit_of(208), conflicts=5000)])
+    assert run_nightly(config, log=quiet) == 0
+    assert hunts(state) == []
+
+    # The next night a second bad run lands: a step, not noise.
+    write_job_history(gcs_client, bucket, job, [CiRun(209, commit_of(209), conflicts=5300)])
 
     assert run_nightly(config, log=quiet) == 4  # no backend: reported, not bisected
     assert hunts(state) == [("unbisected", 207, 208)]
@@ -158,3 +161,25 @@ def test_the_example_config_is_valid() -> None:
     assert cfg.jobs[0].budget.evaluations == 12
     assert cfg.jobs[1].bisect_config is None
     check_run_table(cfg.jobs[0])
+
+
+def test_a_narrower_range_inside_a_hunted_one_is_not_hunted_again(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    bucket, job = "nightly-narrower", "ci-kubernetes-kubemark-500"
+    runs = [CiRun(300 + k, commit_of(300 + k), conflicts=v) for k, v in enumerate((40, 50, 45))]
+    runs.append(CiRun(303, commit_of(303), conflicts=5000, result=None))  # still running
+    runs += [CiRun(304, commit_of(304), conflicts=5100), CiRun(305, commit_of(305), conflicts=4900)]
+    write_job_history(gcs_client, bucket, job, runs, latest_build=305)
+    state = tmp_path / "state"
+    config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=None, state=state)
+    assert run_nightly(config, log=quiet) == 4
+    assert hunts(state) == [("unbisected", 302, 304)]
+
+    write_job_history(gcs_client, bucket, job, [CiRun(303, commit_of(303), conflicts=5000)])
+    lines: list[str] = []
+
+    assert run_nightly(config, log=lines.append) == 0
+
+    assert hunts(state) == [("unbisected", 302, 304)]
+    assert any("inside runs 302..304" in line for line in lines)
