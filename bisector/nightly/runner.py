@@ -11,6 +11,7 @@ from bisector.ci import gcs
 from bisector.errors import EXIT_USAGE, BisectorError, ConfigError
 from bisector.nightly.config import JobConfig, NightlyConfig, load_nightly_config
 from bisector.nightly.hunt import (
+    FAILED,
     FOUND,
     UNBISECTED,
     HuntResult,
@@ -133,9 +134,15 @@ def _handle(
     write_report(report_dir, data, run_dir)
     if cfg.upload:
         _upload(cfg, job, report_dir, log)
+    status = result.status
+    if status == FAILED and not result.bisection.get("evaluations"):
+        # Nothing was measured (e.g. the checkout lacks the commits yet): try again
+        # the next night, reporting it each time, rather than giving the regression up.
+        status = HUNTING
+        log(f"{job.name}: the hunt could not start; it is tried again next night")
     store.update_hunt(
         hunt.id,
-        status=result.status,
+        status=status,
         culprit=result.culprit,
         reason=result.reason,
         report_dir=str(report_dir),

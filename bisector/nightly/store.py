@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -92,7 +93,10 @@ class NightlyStore:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            # Parallel bisection slots (issue 5) may record budget usage from their threads.
+            self.db = sqlite3.connect(
+                path, timeout=30, isolation_level=None, check_same_thread=False
+            )
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -108,6 +112,7 @@ class NightlyStore:
                 f"{path} is not a usable nightly database ({exc}); move it away and rerun"
             ) from None
         self.path = path
+        self._lock = threading.Lock()
 
     def close(self) -> None:
         self.db.close()
@@ -175,6 +180,10 @@ class NightlyStore:
         )
 
     def add_usage(self, hunt_id: int, *, evaluations: int = 0, cluster_s: float = 0.0) -> None:
+        with self._lock:
+            self._add_usage(hunt_id, evaluations, cluster_s)
+
+    def _add_usage(self, hunt_id: int, evaluations: int, cluster_s: float) -> None:
         self.db.execute(
             "UPDATE hunts SET evaluations=evaluations+?, cluster_s=cluster_s+?, updated=? "
             "WHERE id=?",

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 
 from bisector.demo_repo import create_demo_repo
@@ -183,3 +184,27 @@ def test_a_narrower_range_inside_a_hunted_one_is_not_hunted_again(
 
     assert hunts(state) == [("unbisected", 302, 304)]
     assert any("inside runs 302..304" in line for line in lines)
+
+
+def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    bucket, job = "nightly-stale-checkout", "ci-kubernetes-kubemark-100"
+    values = (40, 50, 45, 5000, 5100)
+    runs = [CiRun(400 + k, commit_of(400 + k), conflicts=v) for k, v in enumerate(values)]
+    write_job_history(gcs_client, bucket, job, runs)
+    checkout = tmp_path / "kubernetes"  # a checkout that has not fetched the CI commits yet
+    repo = git.Repo.init(checkout)
+    (checkout / "README.md").write_text("k\n")
+    repo.index.add(["README.md"])
+    repo.index.commit("initial")
+    state = tmp_path / "state"
+    config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=checkout, state=state)
+
+    for _night in range(2):
+        assert run_nightly(config, log=quiet) == 4
+        assert hunts(state) == [("hunting", 402, 403)]
+    data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
+    assert data["status"] == "failed"
+    assert commit_of(402)[:12] in data["reason"] or "revision" in data["reason"]
+    assert data["bisection"]["evaluations"] == []
