@@ -2,7 +2,7 @@
 
 `demo_ci_runs(demo)` makes one CI run per mainline merge: a few good runs
 (conflicts ~50) up to two merges before the culprit's PR, then bad runs
-(conflicts ~5,000) from the merge after it on, so the nightly's range is
+(conflicts ~500) from the merge after it on, so the nightly's range is
 `fp[good]..fp[bad]` around the culprit's merge. `nightly_config(...)` writes a
 nightly.toml bisecting that range with the sim backend at 5,000 hollow nodes
 for a short simulated time (the lag runs away above ~4,300 nodes).
@@ -21,7 +21,7 @@ from bisector.demo_repo import PROFILE_PATH, DemoRepo
 from tests.helpers.ci_history import CiRun
 
 GOOD_CONFLICTS = (44, 52, 47, 58, 50, 61)
-BAD_CONFLICTS = (5200, 4900, 6100, 5600, 5800, 5300)
+BAD_CONFLICTS = (520, 490, 610, 560, 580, 530)
 SIM_DURATION = "20s"
 SIM_RAMP = "5s"
 ROOT = Path(__file__).resolve().parents[2]

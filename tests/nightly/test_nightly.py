@@ -34,9 +34,9 @@ def test_a_lone_bad_run_triggers_nothing_and_a_later_step_is_reported_once(
     gcs_client: Any, tmp_path: Path
 ) -> None:
     bucket, job = "nightly-lone", "ci-kubernetes-e2e-gce-scale-performance"
-    values = [45, 52, 48, 4800, 50, 47, 55, 44]  # run 103 is noise
+    values = [45, 52, 48, 480, 50, 47, 55, 44]  # run 103 is noise
     runs = [CiRun(200 + k, commit_of(200 + k), conflicts=v) for k, v in enumerate(values)]
-    runs.append(CiRun(208, commit_of(208), conflicts=5000, result=None))  # still running
+    runs.append(CiRun(208, commit_of(208), conflicts=500, result=None))  # still running
     write_job_history(gcs_client, bucket, job, runs, latest_build=207)
     state = tmp_path / "state"
     config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=None, state=state)
@@ -46,12 +46,12 @@ def test_a_lone_bad_run_triggers_nothing_and_a_later_step_is_reported_once(
     assert not (state / "reports").exists()
 
     # 208 finishes bad: a lone bad run at the end is not a step yet.
-    write_job_history(gcs_client, bucket, job, [CiRun(208, commit_of(208), conflicts=5000)])
+    write_job_history(gcs_client, bucket, job, [CiRun(208, commit_of(208), conflicts=500)])
     assert run_nightly(config, log=quiet) == 0
     assert hunts(state) == []
 
     # The next night a second bad run lands: a step, not noise.
-    write_job_history(gcs_client, bucket, job, [CiRun(209, commit_of(209), conflicts=5300)])
+    write_job_history(gcs_client, bucket, job, [CiRun(209, commit_of(209), conflicts=530)])
 
     assert run_nightly(config, log=quiet) == 4  # no backend: reported, not bisected
     assert hunts(state) == [("unbisected", 207, 208)]
@@ -164,20 +164,21 @@ def test_the_example_config_is_valid() -> None:
     check_run_table(cfg.jobs[0])
 
 
+@pytest.mark.slow
 def test_a_narrower_range_inside_a_hunted_one_is_not_hunted_again(
     gcs_client: Any, tmp_path: Path
 ) -> None:
     bucket, job = "nightly-narrower", "ci-kubernetes-kubemark-500"
     runs = [CiRun(300 + k, commit_of(300 + k), conflicts=v) for k, v in enumerate((40, 50, 45))]
-    runs.append(CiRun(303, commit_of(303), conflicts=5000, result=None))  # still running
-    runs += [CiRun(304, commit_of(304), conflicts=5100), CiRun(305, commit_of(305), conflicts=4900)]
+    runs.append(CiRun(303, commit_of(303), conflicts=500, result=None))  # still running
+    runs += [CiRun(304, commit_of(304), conflicts=510), CiRun(305, commit_of(305), conflicts=490)]
     write_job_history(gcs_client, bucket, job, runs, latest_build=305)
     state = tmp_path / "state"
     config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=None, state=state)
     assert run_nightly(config, log=quiet) == 4
     assert hunts(state) == [("unbisected", 302, 304)]
 
-    write_job_history(gcs_client, bucket, job, [CiRun(303, commit_of(303), conflicts=5000)])
+    write_job_history(gcs_client, bucket, job, [CiRun(303, commit_of(303), conflicts=500)])
     lines: list[str] = []
 
     assert run_nightly(config, log=lines.append) == 0
@@ -186,11 +187,12 @@ def test_a_narrower_range_inside_a_hunted_one_is_not_hunted_again(
     assert any("inside runs 302..304" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
     gcs_client: Any, tmp_path: Path
 ) -> None:
     bucket, job = "nightly-stale-checkout", "ci-kubernetes-kubemark-100"
-    values = (40, 50, 45, 5000, 5100)
+    values = (40, 50, 45, 500, 510)
     runs = [CiRun(400 + k, commit_of(400 + k), conflicts=v) for k, v in enumerate(values)]
     write_job_history(gcs_client, bucket, job, runs)
     checkout = tmp_path / "kubernetes"  # a checkout that has not fetched the CI commits yet
