@@ -97,6 +97,9 @@ class NightlyStore:
             self.db = sqlite3.connect(
                 path, timeout=30, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise BisectorError(f"cannot open the nightly database {path}: {exc}") from None
+        try:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -108,6 +111,7 @@ class NightlyStore:
             self.db.executescript(SCHEMA)
             self.db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
         except sqlite3.DatabaseError as exc:
+            self.db.close()
             raise BisectorError(
                 f"{path} is not a usable nightly database ({exc}); move it away and rerun"
             ) from None
