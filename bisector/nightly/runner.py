@@ -66,10 +66,19 @@ def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: An
         stored = update_series(cfg, job, store, client, log)
         log(f"{job.name}: {stored} new run(s) scored")
         regression = find_new_step(cfg, job, store)
+        codes = [EXIT_NOTHING]
         if regression is None:
             log(f"{job.name}: no regression in {job.metric}")
-            return EXIT_NOTHING
-        return _handle(cfg, job, store, regression, log)
+        else:
+            codes.append(_handle(cfg, job, store, regression, log))
+        # A hunt a crash cut short resumes even when tonight's window no longer shows
+        # its step (e.g. the regression was reverted since): the culprit is still wanted.
+        for hunt in store.hunts(job.name):
+            if hunt.status == HUNTING and hunt.metric == job.metric and hunt.regression:
+                if regression is not None and regression.key == (hunt.good_commit, hunt.bad_commit):
+                    continue  # handled above (and, if still open, tried again next night)
+                codes.append(_handle(cfg, job, store, Regression.from_json(hunt.regression), log))
+        return max(codes)
     except ConfigError:
         raise
     except BisectorError as exc:  # this job's bucket or repository; the other jobs go on
@@ -111,6 +120,7 @@ def _handle(
         (good, regression.good.run),
         (bad, regression.bad.run),
         hunt_run_dir(cfg, job, good, bad),
+        regression=regression.to_json(),
     )
     why_not = regression.why_not_bisectable()
     if why_not is None and job.bisect_config is None:

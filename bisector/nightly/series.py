@@ -9,8 +9,9 @@ in the change point, and a range spanning it still holds the culprit.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from bisector.ci.cache import ScoreCache
@@ -38,6 +39,24 @@ class Regression:
                 "the step is noise or infrastructure, not code"
             )
         return None
+
+    def to_json(self) -> str:
+        """Stored with the hunt, so a hunt cut short resumes even if the step is gone."""
+        return json.dumps(
+            {
+                "step": asdict(self.step),
+                "runs": [asdict(r) for r in self.runs],
+                "good": self.good.run,
+                "bad": self.bad.run,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Regression:
+        data = json.loads(text)
+        runs = [StoredRun(**r) for r in data["runs"]]
+        by_run = {r.run: r for r in runs}
+        return cls(Step(**data["step"]), by_run[data["good"]], by_run[data["bad"]], runs)
 
     @property
     def key(self) -> tuple[str, str]:

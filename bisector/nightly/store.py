@@ -51,6 +51,7 @@ CREATE TABLE IF NOT EXISTS hunts (
     reason TEXT,
     evaluations INTEGER NOT NULL DEFAULT 0,
     cluster_s REAL NOT NULL DEFAULT 0,
+    regression TEXT,         -- the step, JSON: a hunt cut short resumes from it
     created REAL NOT NULL,
     updated REAL NOT NULL,
     UNIQUE (job, metric, good_commit, bad_commit)
@@ -85,6 +86,7 @@ class Hunt:
     reason: str | None
     evaluations: int
     cluster_s: float
+    regression: str | None
 
 
 class NightlyStore:
@@ -163,13 +165,33 @@ class NightlyStore:
         return [_hunt(r) for r in self.db.execute(query, (job,) if job else ())]
 
     def start_hunt(
-        self, job: str, metric: str, good: tuple[str, int], bad: tuple[str, int], run_dir: Path
+        self,
+        job: str,
+        metric: str,
+        good: tuple[str, int],
+        bad: tuple[str, int],
+        run_dir: Path,
+        *,
+        regression: str | None = None,
     ) -> Hunt:
         now = time.time()
         self.db.execute(
             "INSERT OR IGNORE INTO hunts (job, metric, good_commit, bad_commit, good_run, "
-            "bad_run, status, run_dir, created, updated) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            (job, metric, good[0], bad[0], good[1], bad[1], HUNTING, str(run_dir), now, now),
+            "bad_run, status, run_dir, regression, created, updated) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                job,
+                metric,
+                good[0],
+                bad[0],
+                good[1],
+                bad[1],
+                HUNTING,
+                str(run_dir),
+                regression,
+                now,
+                now,
+            ),
         )
         found = self.hunt(job, metric, good[0], bad[0])
         assert found is not None
@@ -217,6 +239,7 @@ def _hunt(row: tuple[Any, ...]) -> Hunt:
         reason=row[11],
         evaluations=int(row[12]),
         cluster_s=float(row[13]),
+        regression=row[14],
     )
 
 

@@ -206,6 +206,14 @@ def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
     for _night in range(2):
         assert run_nightly(config, log=quiet) == 4
         assert hunts(state) == [("hunting", 402, 403)]
+    # The regression is reverted: tonight's window shows no step, the open hunt goes on.
+    reverted = [CiRun(405 + k, commit_of(405 + k), conflicts=v) for k, v in enumerate((41, 43, 40))]
+    write_job_history(gcs_client, bucket, job, reverted)
+    lines: list[str] = []
+    assert run_nightly(config, log=lines.append) == 4
+    assert any("no regression" in line for line in lines)
+    assert any("resuming the hunt" in line for line in lines)
+    assert hunts(state) == [("hunting", 402, 403)]
     data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
     assert data["status"] == "failed"
     assert commit_of(402)[:12] in data["reason"] or "revision" in data["reason"]
