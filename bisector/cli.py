@@ -191,6 +191,16 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     )
 
 
+@app.command("nightly")
+def nightly_cmd(
+    config: Annotated[Path, typer.Option(help="Nightly config (see configs/nightly.toml).")],
+) -> int:
+    """Score new CI runs, hunt new regressions: exit 0 nothing new, 3 culprit, 4 not bisected."""
+    from bisector.commands.nightly import nightly
+
+    return nightly(config)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: maps every error to one line on stderr and an exit code."""
     try:

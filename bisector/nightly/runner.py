@@ -1,0 +1,189 @@
+"""The night's work over every configured job (see the package docstring)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bisector.ci import gcs
+from bisector.errors import EXIT_USAGE, BisectorError, ConfigError
+from bisector.nightly.config import JobConfig, NightlyConfig, load_nightly_config
+from bisector.nightly.hunt import (
+    FAILED,
+    FOUND,
+    UNBISECTED,
+    HuntResult,
+    bisect_hunt,
+    hunt_run_dir,
+)
+from bisector.nightly.report import build_data, write_report
+from bisector.nightly.series import Regression, find_new_step, update_series
+from bisector.nightly.store import HUNTING, Hunt, NightlyStore, nightly_lock
+
+EXIT_NOTHING = 0
+EXIT_FOUND = 3
+EXIT_UNBISECTED = 4
+
+Log = Callable[[str], None]
+
+
+def _log(line: str) -> None:
+    print(f"bisector nightly: {line}", file=sys.stderr, flush=True)
+
+
+def run_nightly(config_path: Path, *, log: Log = _log) -> int:
+    cfg = load_nightly_config(config_path)
+    for job in cfg.jobs:  # bad bisection tables fail now, not after a night of scoring
+        if job.bisect_config is not None:
+            check_run_table(job)
+    with nightly_lock(cfg.state_dir):
+        store = NightlyStore(cfg.database)
+        try:
+            client = gcs.client()
+            codes = [_one_job(cfg, job, store, client, log) for job in cfg.jobs]
+        finally:
+            store.close()
+    return max(codes, default=EXIT_NOTHING)
+
+
+def check_run_table(job: JobConfig) -> None:
+    from bisector.search import RunOptions
+
+    assert job.bisect_config is not None
+    try:
+        RunOptions.from_config(job.bisect_config, good="HEAD", bad="HEAD", overrides={})
+    except ConfigError as exc:
+        # RunOptions names keys as in a `bisector run` file (`run.backend`); here they
+        # live under the job's table.
+        where = job.bisect_config.path
+        raise ConfigError(str(exc).replace("key `run.", f"key `{where}.run.")) from None
+
+
+def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: Any, log: Log) -> int:
+    try:
+        stored = update_series(cfg, job, store, client, log)
+        log(f"{job.name}: {stored} new run(s) scored")
+        regression = find_new_step(cfg, job, store)
+        codes = [EXIT_NOTHING]
+        if regression is None:
+            log(f"{job.name}: no regression in {job.metric}")
+        else:
+            codes.append(_handle(cfg, job, store, regression, log))
+        # A hunt a crash cut short resumes even when tonight's window no longer shows
+        # its step (e.g. the regression was reverted since): the culprit is still wanted.
+        for hunt in store.hunts(job.name):
+            if hunt.status == HUNTING and hunt.metric == job.metric and hunt.regression:
+                if regression is not None and regression.key == (hunt.good_commit, hunt.bad_commit):
+                    continue  # handled above (and, if still open, tried again next night)
+                codes.append(_handle(cfg, job, store, Regression.from_json(hunt.regression), log))
+        return max(codes)
+    except ConfigError:
+        raise
+    except BisectorError as exc:  # this job's bucket or repository; the other jobs go on
+        log(f"{job.name}: error: {exc}")
+        return EXIT_USAGE
+
+
+def _handle(
+    cfg: NightlyConfig, job: JobConfig, store: NightlyStore, regression: Regression, log: Log
+) -> int:
+    good, bad = regression.key
+    hunt = store.hunt(job.name, job.metric, good, bad)
+    if hunt is not None and hunt.status != HUNTING:
+        log(
+            f"{job.name}: regression between runs {regression.good.run} and "
+            f"{regression.bad.run} already hunted ({hunt.status}); nothing new"
+        )
+        return EXIT_NOTHING
+    covering = _covering_hunt(store, job, regression)
+    if hunt is None and covering is not None:
+        # e.g. a run that was still going last night landed inside the range: the
+        # culprit is in the range already hunted.
+        log(
+            f"{job.name}: regression between runs {regression.good.run} and "
+            f"{regression.bad.run} lies inside runs {covering.good_run}..{covering.bad_run}, "
+            f"already hunted ({covering.status}); nothing new"
+        )
+        return EXIT_NOTHING
+    if hunt is None:
+        log(
+            f"{job.name}: new regression between runs {regression.good.run} and "
+            f"{regression.bad.run} ({good[:12]}..{bad[:12]})"
+        )
+    else:
+        log(f"{job.name}: resuming the hunt in {hunt.run_dir}")
+    hunt = store.start_hunt(
+        job.name,
+        job.metric,
+        (good, regression.good.run),
+        (bad, regression.bad.run),
+        hunt_run_dir(cfg, job, good, bad),
+        regression=regression.to_json(),
+    )
+    why_not = regression.why_not_bisectable()
+    if why_not is None and job.bisect_config is None:
+        why_not = "no backend configured for this job (add [nightly.jobs.run])"
+    if why_not is not None:
+        result = HuntResult(UNBISECTED, why_not)
+    else:
+        result = bisect_hunt(cfg, job, store, hunt)
+    code = EXIT_FOUND if result.status == FOUND else EXIT_UNBISECTED
+    report_dir = cfg.reports_dir / job.name / f"{good[:12]}-{bad[:12]}".replace(":", "")
+    data = build_data(
+        job=job,
+        regression=regression,
+        status=result.status,
+        exit_code=code,
+        reason=result.reason,
+        bisection=result.bisection,
+        used=store.usage(hunt.id),
+    )
+    run_dir = hunt.run_dir if hunt.run_dir.is_dir() else None
+    write_report(report_dir, data, run_dir)
+    if cfg.upload:
+        _upload(cfg, job, report_dir, log)
+    status = result.status
+    if status == FAILED and not result.bisection.get("evaluations"):
+        # Nothing was measured (e.g. the checkout lacks the commits yet): try again
+        # the next night, reporting it each time, rather than giving the regression up.
+        status = HUNTING
+        log(f"{job.name}: the hunt could not start; it is tried again next night")
+    store.update_hunt(
+        hunt.id,
+        status=status,
+        culprit=result.culprit,
+        reason=result.reason,
+        report_dir=str(report_dir),
+    )
+    if result.status == FOUND:
+        log(f"{job.name}: culprit {result.culprit}; report {report_dir}/nightly.md")
+    else:
+        log(f"{job.name}: {result.status}: {result.reason}; report {report_dir}/nightly.md")
+    return code
+
+
+def _covering_hunt(store: NightlyStore, job: JobConfig, regression: Regression) -> Hunt | None:
+    """A finished hunt of this job whose run range holds the regression's."""
+    for hunt in store.hunts(job.name):
+        if (
+            hunt.metric == job.metric
+            and hunt.status != HUNTING
+            and hunt.good_run <= regression.good.run
+            and regression.bad.run <= hunt.bad_run
+        ):
+            return hunt
+    return None
+
+
+def _upload(cfg: NightlyConfig, job: JobConfig, report_dir: Path, log: Log) -> None:
+    from bisector.upload import upload_run
+
+    destination = f"{cfg.upload.rstrip('/')}/{job.name}/{report_dir.name}" if cfg.upload else ""
+    try:
+        result = upload_run(report_dir, destination)
+    except BisectorError as exc:  # the local report stands either way
+        log(f"{job.name}: upload to {destination} failed: {exc}")
+        return
+    log(f"{job.name}: report uploaded to {destination} ({len(result.uploaded)} files)")

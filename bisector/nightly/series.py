@@ -1,0 +1,118 @@
+"""Tonight's CI runs: score the ones the database has not seen, then look for a new step.
+
+Only finished runs are stored: a run still going (no finished.json) is scored on
+a later night, and so is one whose logs could not be read (a transient GCS
+error must not become a permanent hole in the series). A run without logs, or
+whose log lacks the metric's lines, is stored with no value: it takes no part
+in the change point, and a range spanning it still holds the culprit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bisector.ci.cache import ScoreCache
+from bisector.ci.changepoint import Step, find_step
+from bisector.ci.runs import JobRef, list_runs, select_runs
+from bisector.ci.scoring import RunScore, ScoreSettings, score_runs
+from bisector.nightly.config import JobConfig, NightlyConfig
+from bisector.nightly.store import NightlyStore, StoredRun
+
+
+@dataclass(frozen=True)
+class Regression:
+    step: Step
+    good: StoredRun  # the last good run before the step
+    bad: StoredRun  # the first bad run after it
+    runs: list[StoredRun]  # the window the step was found in
+
+    def why_not_bisectable(self) -> str | None:
+        missing = [f"run {r.run}" for r in (self.good, self.bad) if not r.commit]
+        if missing:
+            return f"the metadata of {' and '.join(missing)} names no commit"
+        if self.good.commit == self.bad.commit:
+            return (
+                f"runs {self.good.run} and {self.bad.run} tested the same commit: "
+                "the step is noise or infrastructure, not code"
+            )
+        return None
+
+    def to_json(self) -> str:
+        """Stored with the hunt, so a hunt cut short resumes even if the step is gone."""
+        return json.dumps(
+            {
+                "step": asdict(self.step),
+                "runs": [asdict(r) for r in self.runs],
+                "good": self.good.run,
+                "bad": self.bad.run,
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Regression:
+        data = json.loads(text)
+        runs = [StoredRun(**r) for r in data["runs"]]
+        by_run = {r.run: r for r in runs}
+        return cls(Step(**data["step"]), by_run[data["good"]], by_run[data["bad"]], runs)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """What identifies the regression with the job: the two commits (or runs)."""
+        return (
+            self.good.commit or f"run:{self.good.run}",
+            self.bad.commit or f"run:{self.bad.run}",
+        )
+
+
+def _stored(score: RunScore, metric: str) -> StoredRun:
+    return StoredRun(
+        run=score.run,
+        commit=score.info.commit,
+        result=score.info.result,
+        started=score.info.started,
+        value=score.value(metric),
+        status=score.status(metric),
+    )
+
+
+def update_series(
+    cfg: NightlyConfig,
+    job: JobConfig,
+    store: NightlyStore,
+    client: Any,
+    log: Callable[[str], None],
+) -> int:
+    """Score the job's new finished runs into the database; returns how many were stored."""
+    ref = JobRef(job.bucket, job.job)
+    runs = select_runs(list_runs(client, ref), last=cfg.window)
+    known = store.known_runs(job.name, job.metric)
+    new = [r for r in runs if r not in known]
+    if not new:
+        return 0
+    cache = ScoreCache(cfg.state_dir / "score-cache")
+    scored = score_runs(client, ref, new, cache, ScoreSettings(master=job.master))
+    stored = 0
+    for score in scored:
+        if score.info.result is None:
+            log(f"{job.name}: run {score.run} has not finished; scored on a later night")
+            continue
+        if score.problem and score.problem.startswith("unreadable"):
+            log(f"{job.name}: run {score.run}: {score.problem}; retried on a later night")
+            continue
+        store.put_run(job.name, job.metric, _stored(score, job.metric))
+        stored += 1
+    return stored
+
+
+def find_new_step(cfg: NightlyConfig, job: JobConfig, store: NightlyStore) -> Regression | None:
+    """The latest good->bad step in the stored window; a lone bad run is no step."""
+    runs = store.series(job.name, job.metric, last=cfg.window)
+    step = find_step(
+        [r.value for r in runs], threshold=job.threshold, min_bad_runs=job.min_bad_runs
+    )
+    if step is None:
+        return None
+    return Regression(step, runs[step.last_good], runs[step.first_bad], runs)

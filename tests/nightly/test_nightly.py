@@ -1,0 +1,220 @@
+"""`bisector nightly` without a bisection: change points, idempotence, budget, lock, config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+
+from bisector.demo_repo import create_demo_repo
+from bisector.errors import BisectorError, ConfigError
+from bisector.nightly import run_nightly
+from bisector.nightly.store import EXIT_BUSY, NightlyStore, nightly_lock
+from tests.helpers.ci_history import CiRun, commit_of, write_job_history
+from tests.helpers.nightly import demo_ci_runs, nightly_config, run_cli
+
+
+def quiet(_line: str) -> None:
+    """Drop the nightly's progress lines."""
+
+
+def hunts(state: Path) -> list[tuple[str, int, int]]:
+    store = NightlyStore(state / "nightly.db")
+    try:
+        return [(h.status, h.good_run, h.bad_run) for h in store.hunts()]
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_lone_bad_run_triggers_nothing_and_a_later_step_is_reported_once(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    bucket, job = "nightly-lone", "ci-kubernetes-e2e-gce-scale-performance"
+    values = [45, 52, 48, 480, 50, 47, 55, 44]  # run 103 is noise
+    runs = [CiRun(200 + k, commit_of(200 + k), conflicts=v) for k, v in enumerate(values)]
+    runs.append(CiRun(208, commit_of(208), conflicts=500, result=None))  # still running
+    write_job_history(gcs_client, bucket, job, runs, latest_build=207)
+    state = tmp_path / "state"
+    config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=None, state=state)
+
+    assert run_nightly(config, log=quiet) == 0
+    assert hunts(state) == []
+    assert not (state / "reports").exists()
+
+    # 208 finishes bad: a lone bad run at the end is not a step yet.
+    write_job_history(gcs_client, bucket, job, [CiRun(208, commit_of(208), conflicts=500)])
+    assert run_nightly(config, log=quiet) == 0
+    assert hunts(state) == []
+
+    # The next night a second bad run lands: a step, not noise.
+    write_job_history(gcs_client, bucket, job, [CiRun(209, commit_of(209), conflicts=530)])
+
+    assert run_nightly(config, log=quiet) == 4  # no backend: reported, not bisected
+    assert hunts(state) == [("unbisected", 207, 208)]
+    report = next((state / "reports").glob("*/*/nightly.json"))
+    data = json.loads(report.read_text())
+    assert data["status"] == "unbisected"
+    assert "no backend" in data["reason"]
+    assert data["range"]["good_commit"] == commit_of(207)
+    assert data["range"]["bad_commit"] == commit_of(208)
+    assert [r["run"] for r in data["runs"]] == list(range(200, 210))
+    assert "<svg" in report.with_name("nightly.html").read_text()
+
+    assert run_nightly(config, log=quiet) == 0  # already reported
+
+
+@pytest.mark.slow
+def test_budget_exceeded_stops_the_hunt_and_reports_it(gcs_client: Any, tmp_path: Path) -> None:
+    demo = create_demo_repo(tmp_path / "kubernetes", seed=2, prs=12)
+    runs, good, bad = demo_ci_runs(demo)
+    bucket, job = "nightly-budget", "ci-kubernetes-kubemark-5000"
+    write_job_history(gcs_client, bucket, job, runs)
+    state = tmp_path / "state"
+    config = nightly_config(
+        tmp_path / "n.toml",
+        bucket=bucket,
+        job=job,
+        repo=demo.path,
+        state=state,
+        budget="evaluations = 2, cluster_hours = 10",
+    )
+
+    assert run_nightly(config, log=quiet) == 4
+
+    data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
+    assert data["status"] == "budget"
+    assert "budget of 2 evaluations used up" in data["reason"]
+    assert data["culprit"] is None
+    measured = data["bisection"]["evaluations"]
+    assert [(e["commit"], e["phase"]) for e in measured] == [
+        (good, "endpoint"),
+        (bad, "endpoint"),
+    ]
+    assert data["budget"]["used"]["evaluations"] == 2
+    assert 0 < data["budget"]["used"]["cluster_hours"] < 10
+    assert hunts(state)[0][0] == "budget"
+    assert run_nightly(config, log=quiet) == 0  # reported once, not hunted again
+
+
+def test_a_second_nightly_on_the_same_state_is_refused(gcs_client: Any, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    config = nightly_config(
+        tmp_path / "n.toml", bucket="nightly-lock", job="j", repo=None, state=state
+    )
+    with nightly_lock(state), pytest.raises(BisectorError) as caught:
+        run_nightly(config, log=quiet)
+    assert caught.value.exit_code == EXIT_BUSY
+    assert "another bisector nightly is running" in str(caught.value)
+
+
+BAD_CONFIGS = [
+    ("[nightly]\n", "nightly.jobs"),
+    ('[nightly]\nwindow = 2\n[[nightly.jobs]]\njob = "j"\n', "nightly.window"),
+    ('[nightly]\n[[nightly.jobs]]\njob = "j"\nmetric = "speed"\n', "nightly.jobs[0].metric"),
+    ('[nightly]\n[[nightly.jobs]]\njob = "j"\ntreshold = 5\n', "nightly.jobs[0].treshold"),
+    (
+        '[nightly]\n[[nightly.jobs]]\njob = "j"\nbudget = { evaluations = 0 }\n',
+        "nightly.jobs[0].budget.evaluations",
+    ),
+    (
+        '[nightly]\n[[nightly.jobs]]\njob = "j"\n[nightly.jobs.run]\nbackend = "sim"\n',
+        "nightly.jobs[0].repo",
+    ),
+    (
+        '[nightly]\n[[nightly.jobs]]\njob = "j"\nrepo = "."\n[nightly.jobs.run]\nbackend = "x"\n',
+        "nightly.jobs[0].run.backend",
+    ),
+    ('[nightly]\nupload = "s3://b"\n[[nightly.jobs]]\njob = "j"\n', "nightly.upload"),
+]
+
+
+@pytest.mark.parametrize(("text", "key"), BAD_CONFIGS)
+def test_bad_config_names_the_file_and_key(tmp_path: Path, text: str, key: str) -> None:
+    config = tmp_path / "nightly.toml"
+    config.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        run_nightly(config, log=quiet)
+    assert str(config) in str(caught.value)
+    assert f"`{key}`" in str(caught.value)
+    assert not (tmp_path / "nightly-state").exists(), "nothing is created for a bad config"
+
+
+def test_bad_config_exits_2_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "nightly.toml"
+    config.write_text('[nightly]\n[[nightly.jobs]]\njob = "j"\nmetric = 3\n')
+    done = run_cli(config)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1
+    assert str(config) in done.stderr and "nightly.jobs[0].metric" in done.stderr
+
+
+def test_the_example_config_is_valid() -> None:
+    from bisector.nightly.config import load_nightly_config
+    from bisector.nightly.runner import check_run_table
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_nightly_config(root / "configs" / "nightly.toml")
+    assert [j.name for j in cfg.jobs] == ["kubemark-5000", "gce-scale-performance"]
+    assert cfg.jobs[0].budget.evaluations == 12
+    assert cfg.jobs[1].bisect_config is None
+    check_run_table(cfg.jobs[0])
+
+
+@pytest.mark.slow
+def test_a_narrower_range_inside_a_hunted_one_is_not_hunted_again(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    bucket, job = "nightly-narrower", "ci-kubernetes-kubemark-500"
+    runs = [CiRun(300 + k, commit_of(300 + k), conflicts=v) for k, v in enumerate((40, 50, 45))]
+    runs.append(CiRun(303, commit_of(303), conflicts=500, result=None))  # still running
+    runs += [CiRun(304, commit_of(304), conflicts=510), CiRun(305, commit_of(305), conflicts=490)]
+    write_job_history(gcs_client, bucket, job, runs, latest_build=305)
+    state = tmp_path / "state"
+    config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=None, state=state)
+    assert run_nightly(config, log=quiet) == 4
+    assert hunts(state) == [("unbisected", 302, 304)]
+
+    write_job_history(gcs_client, bucket, job, [CiRun(303, commit_of(303), conflicts=500)])
+    lines: list[str] = []
+
+    assert run_nightly(config, log=lines.append) == 0
+
+    assert hunts(state) == [("unbisected", 302, 304)]
+    assert any("inside runs 302..304" in line for line in lines)
+
+
+@pytest.mark.slow
+def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    bucket, job = "nightly-stale-checkout", "ci-kubernetes-kubemark-100"
+    values = (40, 50, 45, 500, 510)
+    runs = [CiRun(400 + k, commit_of(400 + k), conflicts=v) for k, v in enumerate(values)]
+    write_job_history(gcs_client, bucket, job, runs)
+    checkout = tmp_path / "kubernetes"  # a checkout that has not fetched the CI commits yet
+    repo = git.Repo.init(checkout)
+    (checkout / "README.md").write_text("k\n")
+    repo.index.add(["README.md"])
+    repo.index.commit("initial")
+    state = tmp_path / "state"
+    config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=checkout, state=state)
+
+    for _night in range(2):
+        assert run_nightly(config, log=quiet) == 4
+        assert hunts(state) == [("hunting", 402, 403)]
+    # The regression is reverted: tonight's window shows no step, the open hunt goes on.
+    reverted = [CiRun(405 + k, commit_of(405 + k), conflicts=v) for k, v in enumerate((41, 43, 40))]
+    write_job_history(gcs_client, bucket, job, reverted)
+    lines: list[str] = []
+    assert run_nightly(config, log=lines.append) == 4
+    assert any("no regression" in line for line in lines)
+    assert any("resuming the hunt" in line for line in lines)
+    assert hunts(state) == [("hunting", 402, 403)]
+    data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
+    assert data["status"] == "failed"
+    assert commit_of(402)[:12] in data["reason"] or "revision" in data["reason"]
+    assert data["bisection"]["evaluations"] == []
