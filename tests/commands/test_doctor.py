@@ -78,7 +78,7 @@ def test_config_is_validated(
     fake: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "c.toml"
-    config.write_text('backend = "gce"\n[backends.gce]\nproject = "p"\nzoen = "x"\n')
+    config.write_text('[run]\nbackend = "gce"\n[backends.gce]\nproject = "p"\nzoen = "x"\n')
     assert doctor(None, config) == 1
     out = capsys.readouterr().out
     assert "MISSING  config: " in out and "`backends.gce.zoen` is not a known setting" in out
