@@ -139,6 +139,11 @@ def _print_evidence(report: Report, demo_repo: DemoRepo, run_dir: Path) -> int:
     typer.echo(f"  {len(evaluations)} evaluations over {data['range_size']} first-parent commits")
     for e in skipped:
         typer.echo(f"  skipped {e['commit'][:12]} {e['subject']}: {e['reason']}")
+    if not skipped:
+        typer.echo(
+            f"  skipped: none (the search never picked one of the {len(demo_repo.unbuildable)} "
+            "commits that do not build)"
+        )
     typer.echo(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     if culprit["commit"] != demo_repo.culprit:
         typer.echo(f"this is NOT the planted commit {demo_repo.culprit}")
