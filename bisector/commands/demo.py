@@ -13,6 +13,7 @@ does. The demo directory holds:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import shutil
@@ -22,11 +23,11 @@ from typing import Any
 
 import typer
 
-from bisector.config import load_config
+from bisector.commands.run import build_options
 from bisector.demo_repo import DEMO_DURATION, DEMO_NODES, DemoRepo, create_demo_repo, demo_config
 from bisector.durations import parse_duration
 from bisector.errors import EXIT_INTERRUPTED, BisectorError
-from bisector.search import RunOptions, run_bisection
+from bisector.search import run_bisection
 from bisector.search.progress import make_progress
 from bisector.search.report import Report
 
@@ -78,15 +79,16 @@ def demo(
     )  # fmt: skip
     _describe_history(demo_repo, nodes, duration)
     typer.echo(f"bisecting with the sim backend, as: {command}")
-    options = RunOptions.from_config(
-        load_config(config),
+    # The options `bisector run` builds from the printed command (flags over the file).
+    options = build_options(
         good=demo_repo.good,
         bad=demo_repo.bad,
         repo=demo_repo.path,
+        config=config,
         run_dir=run_dir,
-        resume_command=command,
         overrides={"first_parent": True},
     )
+    options = dataclasses.replace(options, resume_command=command)
     progress = make_progress(options.estimate_s)
     try:
         report = run_bisection(options, progress=progress)
