@@ -122,11 +122,12 @@ def demo_cmd(
     duration: Annotated[
         str, typer.Option(help="Simulated cluster time per evaluation, e.g. 2m.")
     ] = "2m",
+    prs: Annotated[int, typer.Option(help="PR merges in the synthetic history.")] = 40,
 ) -> int:
     """Bisect a synthetic June-2017 Kubernetes history on the built-in simulator."""
     from bisector.commands.demo import demo
 
-    return demo(directory, nodes=nodes, seed=seed, duration=duration)
+    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs)
 
 
 @app.command("status")

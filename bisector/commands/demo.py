@@ -33,6 +33,8 @@ from bisector.search.report import Report
 
 DEFAULT_DIR = Path("bisector-demo")
 MARKER = ".bisector-demo"
+DEMO_PRS = 40  # PR merges in the synthetic history
+MIN_PRS = 12  # fewer leave no room for the unbuildable stretch away from the culprit
 EXIT_FOUND = 0
 EXIT_MISSED = 3  # the bisection did not name the planted commit
 
@@ -53,7 +55,9 @@ def prepare_dir(target: Path) -> Path:
     return target
 
 
-def _check_inputs(nodes: int, duration: str) -> None:
+def _check_inputs(nodes: int, duration: str, prs: int) -> None:
+    if prs < MIN_PRS:
+        raise BisectorError(f"--prs must be at least {MIN_PRS}, got {prs}")
     if nodes < 10:
         raise BisectorError(f"--nodes must be at least 10 for the regression to show, got {nodes}")
     seconds = parse_duration(duration, what="--duration")
@@ -62,12 +66,17 @@ def _check_inputs(nodes: int, duration: str) -> None:
 
 
 def demo(
-    target: Path | None, *, nodes: int = DEMO_NODES, seed: int = 0, duration: str = DEMO_DURATION
+    target: Path | None,
+    *,
+    nodes: int = DEMO_NODES,
+    seed: int = 0,
+    duration: str = DEMO_DURATION,
+    prs: int = DEMO_PRS,
 ) -> int:
-    _check_inputs(nodes, duration)
+    _check_inputs(nodes, duration, prs)
     where = prepare_dir(target or DEFAULT_DIR)
     typer.echo(f"demo directory: {where}")
-    demo_repo = create_demo_repo(where / "kubernetes", nodes=nodes, seed=seed)
+    demo_repo = create_demo_repo(where / "kubernetes", nodes=nodes, seed=seed, prs=prs)
     (where / MARKER).write_text(json.dumps({"culprit": demo_repo.culprit, "seed": seed}) + "\n")
     config = where / "demo.toml"
     config.write_text(demo_config(demo_repo, duration), encoding="utf-8")

@@ -27,10 +27,12 @@ def _demo(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
 @pytest.mark.slow
 def test_demo_names_the_planted_commit_not_its_merge_nor_the_prs_first(tmp_path: Path) -> None:
     # The history is deterministic for a seed: an independent copy tells the planted commit.
-    expected = create_demo_repo(tmp_path / "expected", seed=0)
+    expected = create_demo_repo(tmp_path / "expected", seed=0, prs=16)
     where = tmp_path / "demo"
-    # 3000 nodes for 1m instead of 5000 for 2m: still ~10^3x the healthy conflicts.
-    result = _demo("--dir", str(where), "--nodes", "3000", "--duration", "1m")
+    # Smaller than the default (5000 nodes, 2m, 40 PRs) to keep the test short; 3000 nodes
+    # for 1m still show ~10^3x the healthy conflicts.
+    argv = ["--dir", str(where), "--nodes", "3000", "--duration", "1m", "--prs", "16"]
+    result = _demo(*argv)
     assert result.returncode == 0, result.stdout + result.stderr
     report = json.loads((where / "run" / "report.json").read_text())
     culprit = report["culprit"]
@@ -53,7 +55,7 @@ def test_demo_names_the_planted_commit_not_its_merge_nor_the_prs_first(tmp_path:
     parent = culprit["parent"]
     assert parent["commit"] == expected.culprit_pr_first
     assert f"culprit {culprit['value']:g} vs its parent {parent['commit'][:12]}" in out
-    assert f"{len(report['evaluations'])} evaluations over 39 first-parent commits" in out
+    assert f"{len(report['evaluations'])} evaluations over 15 first-parent commits" in out
     assert "skipped" in out
     assert str(where / "run" / "report.md") in out
     for name in ("report.md", "report.html", "journal.jsonl"):
@@ -90,6 +92,7 @@ def test_refuses_a_file(tmp_path: Path) -> None:
         (("--nodes", "5"), "--nodes must be at least 10"),
         (("--duration", "soon"), "--duration: cannot read 'soon' as a duration"),
         (("--duration", "10s"), "--duration must be at least 30s"),
+        (("--prs", "3"), "--prs must be at least 12"),
     ],
 )
 def test_bad_numbers_are_one_line_and_create_nothing(
