@@ -26,18 +26,30 @@ def _root() -> None:
 
 
 @app.command("score")
-def score_cmd(
+def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
-        list[str], typer.Argument(help="Log files of one run: paths, .gz, -, gs://, https://")
+        list[str],
+        typer.Argument(
+            help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://"
+        ),
     ],
     metric: Annotated[str | None, typer.Option(help="Metric the verdict is about.")] = None,
     threshold: Annotated[float | None, typer.Option(help="Bad at or above this value.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Ignore what precedes this long after the first line (5m).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Ignore what follows this long after the first line (35m).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    config: Annotated[
+        Path | None, typer.Option(help="TOML file whose [metrics.NAME] tables add metrics.")
+    ] = None,
 ) -> int:
     """Score kube-apiserver logs; exit 0 good, 1 bad, 125 no data, 2 bad input."""
     from bisector.commands.score import score
 
-    return score(logs, metric, threshold, as_json)
+    return score(logs, metric, threshold, as_json, since=since, until=until, config=config)
 
 
 @app.command("cleanup")
@@ -139,6 +151,63 @@ def status_cmd(
     from bisector.commands.status import status
 
     return status(repo, run_dir)
+
+
+@app.command("history")
+def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
+    job: Annotated[str, typer.Option(help="CI job, e.g. ci-kubernetes-kubemark-gce-scale.")],
+    bucket: Annotated[
+        str, typer.Option(help="kubernetes-ci-logs; kubernetes-jenkins before the move.")
+    ] = "kubernetes-ci-logs",
+    runs: Annotated[str | None, typer.Option(help="Runs A..B (inclusive).")] = None,
+    last: Annotated[int | None, typer.Option(help="Only the last N runs.")] = None,
+    metric: Annotated[str, typer.Option(help="Metric to track.")] = "conflicts",
+    threshold: Annotated[
+        float | None, typer.Option(help="Bad at or above this (default: change point).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    bisect: Annotated[
+        bool, typer.Option("--bisect", help="Start `bisector run` on the range found.")
+    ] = False,
+    master: Annotated[
+        str | None, typer.Option(help="artifacts/ directory of the master (default: guessed).")
+    ] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Score cache (default ~/.cache/bisector/history).")
+    ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Score every run again.")] = False,
+    workers: Annotated[int, typer.Option(help="Runs scored at once.")] = 4,
+    config: Annotated[
+        Path | None, typer.Option(help="Config passed on to `bisector run` (--bisect).")
+    ] = None,
+    repo: Annotated[
+        Path | None, typer.Option(help="Repository passed on to `bisector run` (--bisect).")
+    ] = None,
+) -> int:
+    """Score past CI runs from GCS; print the regression range and the bisect command."""
+    from bisector.commands.history import HistoryOptions, history
+
+    run_args = [
+        *(["--config", str(config)] if config else []),
+        *(["--repo", str(repo)] if repo else []),
+    ]
+    return history(
+        HistoryOptions(
+            job=job,
+            bucket=bucket,
+            runs=runs,
+            last=last,
+            metric=metric,
+            threshold=threshold,
+            as_json=as_json,
+            bisect=bisect,
+            master=master,
+            cache_dir=cache_dir,
+            use_cache=not no_cache,
+            workers=max(1, workers),
+            run_args=run_args,
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -117,17 +117,21 @@ class Section:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def load_config(path: Path | str) -> Section:
-    """Parse a TOML file into its root `Section`."""
+def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:
+    """The parsed TOML file at `path`; `ConfigError` says what is wrong with it."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ConfigError(f"config file {file} does not exist; pass an existing --config") from None
+        raise ConfigError(f"{what} {file} does not exist; pass an existing file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"config file {file} cannot be read: {exc}") from None
+        raise ConfigError(f"{what} {file} cannot be read: {exc}") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: not valid TOML ({exc}); fix the file and retry") from None
-    return Section(data, str(file))
+        raise ConfigError(f"{what} {file} is not valid TOML ({exc}); fix the file") from None
+
+
+def load_config(path: Path | str) -> Section:
+    """Parse a TOML config file into its root `Section`."""
+    return Section(read_toml(path), str(path))

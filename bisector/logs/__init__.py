@@ -1,12 +1,40 @@
 """Reading kube-apiserver logs and turning them into metrics.
 
 Public API (used by `score`, the run loop and history):
-    score_logs(sources, since=None, until=None, extra_metrics=None) -> Scores
+    score_logs(sources, *, since=None, until=None, extra_metrics=None) -> Scores
     metric_value(scores, name) -> float | None   (None: the log has no data for it)
+    load_metric_definitions(section) -> {name: RequestMetric}   (user `[metrics.NAME]`)
+    METRIC_NAMES: the built-in metric names
+
+Scalars used for verdicts (higher is worse; None -> skip):
+    conflicts, node_writes, lines       -> the count
+    conflicts_per_min                   -> conflicts per minute of the measured window
+    cacher_hwm                          -> the node cacher's value (`*api.Node`, `*core.Node`,
+                                           `*v1.Node` or `nodes`)
+    cacher_saturated_after_s            -> seconds the node cacher spent saturated (window end
+                                           minus the value; 0 if it never reached 100)
+    forced_watcher_closes               -> the node cacher's count (0 when none logged)
+    dispatch_lag_s                      -> max (None without dispatch lines)
+    window                              -> its length in seconds
+    user-defined request metrics        -> the count
+
+Layout: sources.py (paths, -, gzip by content, gs://, https://), reader.py (time order,
+parallel byte ranges / blocks), chunks.py (led blocks of whole lines), patterns.py +
+scanner.py + cacher.py (one read, exact counts into a partial.Partial), timestamps.py
+(years for glog headers), metrics.py (the `metrics` object), definitions.py (user metrics).
 """
 
 from __future__ import annotations
 
-from bisector.logs.scoring import METRIC_NAMES, Scores, metric_value, score_logs
+from bisector.logs.definitions import RequestMetric, load_metric_definitions
+from bisector.logs.metrics import METRIC_NAMES, Scores, metric_value
+from bisector.logs.reader import score_logs
 
-__all__ = ["METRIC_NAMES", "Scores", "metric_value", "score_logs"]
+__all__ = [
+    "METRIC_NAMES",
+    "RequestMetric",
+    "Scores",
+    "load_metric_definitions",
+    "metric_value",
+    "score_logs",
+]

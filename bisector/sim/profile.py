@@ -9,11 +9,10 @@ build": the backend turns `ProfileError` into a skip.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from bisector.config import Section
+from bisector.config import Section, read_toml
 from bisector.errors import ConfigError
 
 
@@ -90,16 +89,7 @@ def parse_profile(section: Section) -> SimProfile:
 def load_profile(path: Path) -> SimProfile:
     """Read and validate the profile at `path`; `ProfileError` says what is wrong."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ProfileError(f"simulator profile {path} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"simulator profile {path} cannot be read: {exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ProfileError(f"simulator profile {path} is not valid TOML: {exc}") from None
-    try:
+        data = read_toml(path, "simulator profile")
         return parse_profile(Section(data, str(path)))
     except ConfigError as exc:
         raise ProfileError(str(exc)) from None

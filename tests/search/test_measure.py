@@ -91,12 +91,24 @@ def test_build_failure_is_skip_without_launch(tmp_path: Path) -> None:
     assert backend.steps == ["build"]
 
 
-@pytest.mark.parametrize("fail", ["collect", "nodata"])
-def test_collect_failure_and_empty_log_are_skip(tmp_path: Path, fail: str) -> None:
-    backend = FakeBackend(fail=fail if fail == "collect" else "", lines="no requests\n")
+V2_LOG = "I0602 05:51:10.000001       7 genericapiserver.go:87] Serving securely on 0.0.0.0:443\n"
+
+
+@pytest.mark.parametrize(
+    ("fail", "lines", "reason"),
+    [
+        ("collect", V2_LOG, "collect"),
+        ("", V2_LOG, "no data"),  # a --v=2 log: no request lines at all
+        ("", "no requests\n", "not a kube-apiserver log"),  # a cluster that never came up
+    ],
+)
+def test_collect_failure_and_logs_without_data_are_skip(
+    tmp_path: Path, fail: str, lines: str, reason: str
+) -> None:
+    backend = FakeBackend(fail=fail, lines=lines)
     m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
     assert m.value is None and m.reason is not None
-    assert ("collect" if fail == "collect" else "no data") in m.reason
+    assert reason in m.reason
     assert backend.steps[-1] == "teardown"
 
 

@@ -1,0 +1,197 @@
+"""A job's runs in a CI bucket: which exist, what their metadata says, where the master log is.
+
+Layout (shared/reference/kubernetes.md): `gs://BUCKET/logs/JOB/RUN/` with
+`started.json`, `finished.json` and `artifacts/<master-name>/kube-apiserver.log*`;
+`logs/JOB/latest-build.txt` names the newest finished run.
+
+Which master: a kubemark job dumps two masters, the base cluster's
+(`<prefix>-master`) and the kubemark master (`<prefix>-kubemark-master`), whose
+apiserver serves the hollow nodes. Among the `artifacts/` directories holding a
+`kube-apiserver.log*` set, the first in this order wins: an explicit `master`
+name; names ending in `kubemark-master`; names ending in `-master`; any other;
+alphabetically within each group.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from google.api_core import exceptions as gexc
+
+from bisector.ci.gcs import access_error, retrying
+from bisector.ci.metadata import RunInfo, parse_run
+from bisector.errors import BisectorError
+
+DEFAULT_BUCKET = "kubernetes-ci-logs"
+# The live file, numbered rotations (`.1`, `.2.gz`) and dated ones (`-20170602[-N][.gz]`);
+# never `kube-apiserver-audit.log`.
+APISERVER_LOG = re.compile(r"^kube-apiserver\.log(?:\.\d+|-\d{8}(?:-\d+)?)?(?:\.gz)?$")
+
+
+@dataclass(frozen=True)
+class LogObject:
+    name: str  # object name in the bucket
+    generation: int  # changes whenever the object is rewritten: the cache key
+    size: int  # stored bytes (gzip-encoded objects: compressed)
+
+    def url(self, bucket: str) -> str:
+        return f"gs://{bucket}/{self.name}"
+
+
+@dataclass(frozen=True)
+class LogSet:
+    """The master's apiserver log files of one run."""
+
+    master: str
+    objects: tuple[LogObject, ...]
+
+    @property
+    def stored_bytes(self) -> int:
+        return sum(o.size for o in self.objects)
+
+
+@dataclass(frozen=True)
+class JobRef:
+    bucket: str
+    job: str
+
+    @property
+    def prefix(self) -> str:
+        return f"logs/{self.job}/"
+
+    def run_prefix(self, run: int) -> str:
+        return f"{self.prefix}{run}/"
+
+    def __str__(self) -> str:
+        return f"gs://{self.bucket}/{self.prefix}"
+
+
+def list_runs(client: Any, job: JobRef) -> list[int]:
+    """Run numbers of the job (from its `RUN/` prefixes), ascending; errors if there are none."""
+
+    def prefixes() -> set[str]:
+        pages = client.list_blobs(job.bucket, prefix=job.prefix, delimiter="/")
+        for _ in pages:  # the prefixes are filled in while iterating
+            pass
+        return set(pages.prefixes)
+
+    try:
+        found = retrying(prefixes)
+    except gexc.GoogleAPIError as exc:
+        raise access_error(exc, f"bucket gs://{job.bucket}") from None
+    runs = sorted(int(name) for p in found if (name := p[len(job.prefix) :].rstrip("/")).isdigit())
+    if not runs:
+        raise BisectorError(
+            f"no runs of job {job.job!r} in gs://{job.bucket}/logs/; check --job "
+            "(and --bucket: kubernetes-jenkins holds the history before the move)"
+        )
+    return runs
+
+
+def latest_build(client: Any, job: JobRef) -> int | None:
+    """The number in `latest-build.txt`, None when absent or unreadable."""
+    text = _read_text(client, job.bucket, f"{job.prefix}latest-build.txt")
+    return int(text.strip()) if text and text.strip().isdigit() else None
+
+
+def select_runs(
+    runs: Sequence[int], *, span: tuple[int, int] | None = None, last: int | None = None
+) -> list[int]:
+    """Runs in the inclusive `span`, else the `last` N, else all; errors when none is left."""
+    chosen = list(runs)
+    if span is not None:
+        low, high = span
+        chosen = [r for r in chosen if low <= r <= high]
+        if not chosen:
+            raise BisectorError(f"no run in {low}..{high}; this job has runs {runs[0]}..{runs[-1]}")
+    if last is not None:
+        chosen = chosen[-last:]
+    return chosen
+
+
+def parse_span(text: str) -> tuple[int, int]:
+    """`427..447` -> (427, 447); a single `442` -> (442, 442)."""
+    low, sep, high = text.partition("..")
+    try:
+        span = (int(low), int(high if sep else low))
+    except ValueError:
+        raise BisectorError(f"--runs {text!r} is not A..B (e.g. 427..447)") from None
+    if span[0] > span[1]:
+        raise BisectorError(f"--runs {text}: the first run must not be after the last")
+    return span
+
+
+def read_run_info(client: Any, job: JobRef, run: int) -> RunInfo:
+    """The run's commit, result and times from started.json / finished.json."""
+    prefix = job.run_prefix(run)
+    return parse_run(
+        run,
+        _read_json(client, job.bucket, prefix + "started.json"),
+        _read_json(client, job.bucket, prefix + "finished.json"),
+    )
+
+
+def find_log_set(client: Any, job: JobRef, run: int, master: str | None = None) -> LogSet | None:
+    """The master's kube-apiserver log set of `run`, None when the run uploaded none."""
+    artifacts = job.run_prefix(run) + "artifacts/"
+
+    def directories() -> list[str]:
+        pages = client.list_blobs(job.bucket, prefix=artifacts, delimiter="/")
+        for _ in pages:
+            pass
+        return sorted(p[len(artifacts) :].rstrip("/") for p in pages.prefixes)
+
+    def log_objects(directory: str) -> list[LogObject]:
+        prefix = f"{artifacts}{directory}/kube-apiserver.log"
+        return [
+            LogObject(blob.name, int(blob.generation), int(blob.size or 0))
+            for blob in client.list_blobs(job.bucket, prefix=prefix)
+            if APISERVER_LOG.match(blob.name.rsplit("/", 1)[-1])
+        ]
+
+    for directory in _master_order(retrying(directories), master):
+        objects = retrying(functools.partial(log_objects, directory))
+        if objects:
+            return LogSet(directory, tuple(objects))
+    return None
+
+
+def _master_order(directories: Sequence[str], master: str | None) -> list[str]:
+    if master is not None:
+        return [master] if master in directories else []
+
+    def rank(name: str) -> tuple[int, str]:
+        if name.endswith("kubemark-master"):
+            return (0, name)
+        if name.endswith("-master"):
+            return (1, name)
+        return (2, name)
+
+    return sorted(directories, key=rank)
+
+
+def _read_text(client: Any, bucket: str, name: str) -> str | None:
+    blob = client.bucket(bucket).blob(name)
+    try:
+        data: bytes = retrying(blob.download_as_bytes)
+    except gexc.NotFound:
+        return None
+    except gexc.GoogleAPIError as exc:
+        raise access_error(exc, f"gs://{bucket}/{name}") from None
+    return data.decode("utf-8", errors="replace")
+
+
+def _read_json(client: Any, bucket: str, name: str) -> dict[str, object] | None:
+    text = _read_text(client, bucket, name)
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None  # a truncated upload: the run is shown without that file's facts
+    return doc if isinstance(doc, dict) else None

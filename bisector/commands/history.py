@@ -1,0 +1,128 @@
+"""`bisector history --job JOB`: score past CI runs from GCS and narrow the range to bisect.
+
+Prints a table (run, date, result, commit, metric), the last good and first bad
+run, and the `bisector run --good ... --bad ...` command for the commits between
+them. `--bisect` then starts that command in this process, through the CLI
+(`start_bisection`), so its output, Ctrl-C handling and teardown are the same
+as when the user types it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+
+from bisector.ci import gcs
+from bisector.ci.cache import ScoreCache, default_cache_dir
+from bisector.ci.regression import RegressionRange, bisect_argv, command_text, find_regression
+from bisector.ci.report import history_json, render_range, render_table
+from bisector.ci.runs import (
+    DEFAULT_BUCKET,
+    JobRef,
+    latest_build,
+    list_runs,
+    parse_span,
+    select_runs,
+)
+from bisector.ci.scoring import DEFAULT_WORKERS, RunScore, ScoreSettings, score_runs
+from bisector.errors import BisectorError
+from bisector.logs import METRIC_NAMES
+
+DEFAULT_METRIC = "conflicts"
+
+
+@dataclass(frozen=True)
+class HistoryOptions:
+    job: str
+    bucket: str = DEFAULT_BUCKET
+    runs: str | None = None  # "A..B"
+    last: int | None = None
+    metric: str = DEFAULT_METRIC
+    threshold: float | None = None
+    as_json: bool = False
+    bisect: bool = False
+    master: str | None = None
+    cache_dir: Path | None = None  # None: default_cache_dir()
+    use_cache: bool = True
+    workers: int = DEFAULT_WORKERS
+    run_args: list[str] = field(default_factory=list)  # passed on to `bisector run`
+
+
+def history(options: HistoryOptions) -> int:
+    if options.metric not in METRIC_NAMES:
+        raise BisectorError(
+            f"unknown metric {options.metric!r}; choose one of: {', '.join(METRIC_NAMES)}"
+        )
+    if options.runs is not None and options.last is not None:
+        raise BisectorError("pass either --runs A..B or --last N, not both")
+    if options.last is not None and options.last < 1:
+        raise BisectorError("--last must be at least 1")
+    span = parse_span(options.runs) if options.runs is not None else None
+    client = gcs.client()
+    job = JobRef(options.bucket, options.job)
+    chosen = select_runs(list_runs(client, job), span=span, last=options.last)
+    latest = latest_build(client, job)
+    cache = ScoreCache((options.cache_dir or default_cache_dir()) if options.use_cache else None)
+    scored = score_runs(
+        client,
+        job,
+        chosen,
+        cache,
+        ScoreSettings(master=options.master),
+        workers=options.workers,
+        on_done=_progress if sys.stderr.isatty() and not options.as_json else None,
+    )
+    found = find_regression(scored, options.metric, threshold=options.threshold)
+    argv = _bisect_argv(found, options)
+    if options.as_json:
+        typer.echo(json.dumps(history_json(scored, found), indent=2))
+    else:
+        typer.echo(
+            f"{job}: {len(chosen)} runs ({chosen[0]}..{chosen[-1]}), latest build "
+            f"{latest if latest is not None else 'unknown'}"
+        )
+        typer.echo(render_table(scored, options.metric, found, latest))
+        if all(s.value(options.metric) is None for s in scored):
+            typer.echo(
+                f"no run has data for {options.metric}: logs missing, or without the lines it "
+                "needs (request lines need the apiserver at --v=3)"
+            )
+        else:
+            typer.echo(render_range(found, options.metric, argv))
+    if options.bisect:
+        if argv is None:
+            typer.echo("--bisect: nothing to bisect", err=True)
+            return 0
+        typer.echo(f"starting: {command_text(argv)}", err=True)
+        return start_bisection(argv[1:])
+    return 0
+
+
+def _bisect_argv(found: RegressionRange | None, options: HistoryOptions) -> list[str] | None:
+    if found is None or found.why_not_bisectable() is not None:
+        return None
+    return bisect_argv(found, extra=options.run_args)
+
+
+def start_bisection(args: list[str]) -> int:
+    """Run `bisector <args>` (a `run ...` command line) in this process, through the CLI."""
+    from typer.main import get_command
+
+    from bisector.cli import app
+
+    commands = getattr(get_command(app), "commands", {})
+    if args[0] not in commands:
+        raise BisectorError(
+            f"this bisector has no `{args[0]}` command; run the printed command with a "
+            "version that has it"
+        )
+    result = app(args=args, standalone_mode=False)
+    return result if isinstance(result, int) else 0
+
+
+def _progress(score: RunScore) -> None:
+    typer.echo(f"  run {score.run}: {'cached' if score.cached else 'scored'}", err=True)

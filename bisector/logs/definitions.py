@@ -1,0 +1,73 @@
+"""User-defined request-count metrics: `[metrics.NAME]` tables with verb, path regex, statuses.
+
+```toml
+[metrics.pod_binding_errors]
+verb = "POST"                       # or a list: ["POST", "PUT"]; absent: any verb
+path = "^/api/v1/namespaces/[^/]+/bindings"   # regex searched in the request URI
+statuses = [500, 503]               # absent: any status
+```
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bisector.config import Section
+from bisector.errors import ConfigError
+
+_KEYS = ("verb", "path", "statuses")
+
+
+@dataclass(frozen=True)
+class RequestMetric:
+    name: str
+    path: re.Pattern[str]
+    verbs: frozenset[str] | None = None
+    statuses: frozenset[int] | None = None
+
+    def matches(self, verb: str, uri: str, status: int) -> bool:
+        return (
+            (self.verbs is None or verb in self.verbs)
+            and (self.statuses is None or status in self.statuses)
+            and self.path.search(uri) is not None
+        )
+
+
+def load_metric_definitions(section: Section) -> dict[str, RequestMetric]:
+    """Parse a config's `[metrics]` table; errors name the file and key."""
+    from bisector.logs.metrics import METRIC_NAMES
+
+    found: dict[str, RequestMetric] = {}
+    for name in section:
+        table = section.table(name)
+        if name in METRIC_NAMES:
+            raise ConfigError(
+                f"{table.file}: `{table.path}` redefines a built-in metric; rename it"
+            )
+        table.check_keys(_KEYS)
+        raw_verbs = table.data.get("verb")
+        if raw_verbs is None:
+            verbs = None
+        elif isinstance(raw_verbs, str):
+            verbs = frozenset({raw_verbs.upper()})
+        else:
+            verbs = frozenset(v.upper() for v in table.get_str_list("verb"))
+        pattern = table.get_str("path")
+        try:
+            path = re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"{table.file}: key `{table.path}.path`: bad regex ({exc})") from None
+        statuses = None
+        if "statuses" in table:
+            raw = table.data["statuses"]
+            if not isinstance(raw, list) or not all(
+                isinstance(v, int) and not isinstance(v, bool) for v in raw
+            ):
+                raise ConfigError(
+                    f"{table.file}: key `{table.path}.statuses`: expected a list of status "
+                    f"codes such as [409, 429], got {raw!r}"
+                )
+            statuses = frozenset(raw)
+        found[name] = RequestMetric(name, path, verbs, statuses)
+    return found

@@ -1,0 +1,201 @@
+"""One chunk of log text in, partial counts out; partials of consecutive chunks merge.
+
+A chunk is whole lines (the last one may be a truncated tail at end of input)
+and is scanned with compiled byte patterns that find only the lines that
+matter, never decoding the rest. Counts respect the measured window; the
+timestamps of all successful node writes are kept (8 bytes each) because the
+dispatch lag pairs the Nth dispatch with the Nth write of the whole run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import numpy as np
+
+from bisector.logs import cacher
+from bisector.logs import patterns as p
+from bisector.logs.partial import Partial, ScanSettings, in_window
+from bisector.logs.timestamps import cri_text_seconds, glog_seconds, line_seconds
+
+_NODE_URI = re.compile(p.NODE_URI_TEXT)
+_CRI_START = re.compile(p.CRI_STAMP + rb" \S+ [FP] ")
+_PATTERNS = {
+    (name, prefix_name): p.for_prefix(body, prefix)
+    for name, body in (
+        ("old_node", p.OLD_NODE_WRITE),
+        ("new_node", p.NEW_NODE_WRITE),
+        ("old_any", p.OLD_ANY_REQUEST),
+        ("new_any", p.NEW_ANY_REQUEST),
+        ("json", p.JSON_HTTP),
+    )
+    for prefix_name, prefix in (("plain", p.PLAIN), ("cri", p.CRI))
+}
+
+
+def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
+    """Add the counts of `chunk` to `out`.
+
+    `chunk` is b"\\n" then whole lines (the last may be a truncated tail at end of input):
+    the leading newline lets every pattern anchor on line starts.
+    """
+    if len(chunk) <= 1:
+        return
+    newlines = int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)) - 1
+    out.lines += newlines + (0 if chunk[-1] == 10 else 1)
+    _edges(chunk, s, out)
+    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
+    from_cacher = p.CACHER_FILES_MARK in chunk
+    has_dispatch = from_cacher and any(mark in chunk for mark in p.DISPATCH_MARKS)
+    if prefix == "plain" and not (
+        has_dispatch or s.need_times or s.since is not None or s.until is not None
+    ):
+        fast = _fast_node_writes(chunk, out)
+    else:
+        fast = False
+    if not fast:
+        times, verbs, statuses = _node_writes(chunk, prefix, s)
+        _count_node_writes(times, verbs, statuses, s, out)
+    if not out.has_requests or s.extra:
+        _any_requests(chunk, prefix, s, out)
+    if from_cacher and p.CACHER_HWM_MARK in chunk:
+        cacher.cacher_hwm(chunk, s, out)
+    if from_cacher and p.FORCED_CLOSE_MARK in chunk:
+        cacher.forced_closes(chunk, s, out)
+    if has_dispatch:
+        cacher.dispatches(chunk, s, out)
+
+
+def _edges(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
+    """First and last timestamped line of the chunk."""
+    if out.first_ts is None:
+        start = 1
+        while start < len(chunk):
+            if (t := line_seconds(chunk, start, s.reference)) is not None:
+                out.first_ts = t
+                break
+            start = chunk.find(b"\n", start) + 1 or len(chunk)
+    end = len(chunk) - (1 if chunk[-1] == 10 else 0)
+    while end > 0:
+        start = chunk.rfind(b"\n", 0, end) + 1
+        if (t := line_seconds(chunk, start, s.reference)) is not None:
+            out.last_ts = t
+            return
+        end = start - 1
+
+
+def _fast_node_writes(chunk: bytes | bytearray, out: Partial) -> bool:
+    """Counts without timestamps (none needed: no window, no dispatch lines in the chunk).
+
+    False when the chunk has no old-style node writes (the format may differ).
+    """
+    rows = p.FAST_OLD_NODE_WRITE.findall(chunk)
+    if not rows:
+        return False
+    counts = Counter(rows)
+    if quoted := p.CONTINUATION.findall(chunk):
+        counts.subtract(p.FAST_OLD_NODE_WRITE.findall(b"\n".join(quoted)))
+        counts = +counts
+        if not counts:  # only quoted text matched: the chunk is some other format
+            return False
+    out.has_requests = True
+    out.conflicts += counts[b"PATCH", b"409"] + counts[b"APPLY", b"409"]
+    writes = sum(n for (_, status), n in counts.items() if len(status) == 3 and status[:1] == b"2")
+    out.node_writes += writes
+    # Keep the write index right for dispatch lag; these writes' times are unknown (NaN).
+    out.write_times.frombytes(np.full(writes, np.nan).tobytes())
+    return True
+
+
+def _node_writes(
+    chunk: bytes | bytearray, prefix: str, s: ScanSettings
+) -> tuple[np.ndarray, list[bytes], list[bytes]]:
+    rows = _PATTERNS["old_node", prefix].findall(chunk)
+    if not rows and p.NEW_FORMAT_MARK in chunk:
+        rows += _PATTERNS["new_node", prefix].findall(chunk)
+    times: np.ndarray
+    if rows and prefix == "plain":
+        stamps, verbs, statuses = (list(col) for col in zip(*rows, strict=True))
+        times = glog_seconds(stamps, s.reference)
+    elif rows:
+        _, _, verbs, statuses = (list(col) for col in zip(*rows, strict=True))
+        times = np.array([cri_text_seconds(row[0]) for row in rows])
+    else:
+        times, verbs, statuses = np.empty(0), [], []
+    if not rows and p.JSON_HTTP_MARK in chunk:
+        for t, verb, uri, status in _json_requests(chunk, prefix):
+            if verb.encode() in (b"PATCH", b"POST", b"PUT", b"APPLY") and _NODE_URI.match(uri):
+                times = np.append(times, t)
+                verbs.append(verb.encode())
+                statuses.append(str(status).encode())
+    if len(times) > 1 and not (np.diff(times) >= 0).all():
+        order = np.argsort(times, kind="stable")  # several formats in one chunk: keep time order
+        times = times[order]
+        verbs = [verbs[i] for i in order]
+        statuses = [statuses[i] for i in order]
+    return times, verbs, statuses
+
+
+def _count_node_writes(
+    times: np.ndarray, verbs: list[bytes], statuses: list[bytes], s: ScanSettings, out: Partial
+) -> None:
+    if not len(times):
+        return
+    out.has_requests = True
+    codes = np.array(statuses).astype(np.int64)
+    verb_arr = np.array(verbs)
+    conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
+    success = (codes >= 200) & (codes < 300)
+    window = np.ones(len(times), dtype=bool)
+    if s.since is not None:
+        window &= times >= s.since
+    if s.until is not None:
+        window &= times < s.until
+    out.conflicts += int((conflict & window).sum())
+    out.node_writes += int((success & window).sum())
+    out.write_times.frombytes(times[success].astype(np.float64).tobytes())
+
+
+def _json_requests(chunk: bytes | bytearray, prefix: str) -> list[tuple[float, str, str, int]]:
+    found = []
+    for row in _PATTERNS["json", prefix].findall(chunk):
+        line = row[-1] if isinstance(row, tuple) else row
+        try:
+            entry = json.loads(line.decode("utf-8", "replace"))
+            found.append(
+                (float(entry["ts"]) / 1000.0, entry["verb"], entry["URI"], int(entry["resp"]))
+            )
+        except (ValueError, KeyError, TypeError):
+            continue  # not a request entry after all
+    return found
+
+
+def _any_requests(chunk: bytes | bytearray, prefix: str, s: ScanSettings, out: Partial) -> None:
+    if not s.extra:
+        out.has_requests = bool(
+            _PATTERNS["old_any", prefix].search(chunk)
+            or (p.NEW_FORMAT_MARK in chunk and _PATTERNS["new_any", prefix].search(chunk))
+            or (p.JSON_HTTP_MARK in chunk and _json_requests(chunk, prefix))
+        )
+        return
+    rows: list[tuple[float, str, str, int]] = []
+    for name in ("old_any", "new_any"):
+        for row in _PATTERNS[name, prefix].findall(chunk):
+            stamp = row[0]
+            t = (
+                float(glog_seconds([stamp], s.reference)[0])
+                if prefix == "plain"
+                else cri_text_seconds(stamp)
+            )
+            verb, uri, status = row[-3].decode(), row[-2].decode("utf-8", "replace"), row[-1]
+            rows.append((t, verb, uri, int(status) if status.isdigit() else 0))
+    if p.JSON_HTTP_MARK in chunk:
+        rows += _json_requests(chunk, prefix)
+    out.has_requests |= bool(rows)
+    for metric in s.extra:
+        n = sum(
+            1 for t, verb, uri, code in rows if in_window(t, s) and metric.matches(verb, uri, code)
+        )
+        out.extra[metric.name] = out.extra.get(metric.name, 0) + n

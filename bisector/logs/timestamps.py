@@ -1,0 +1,96 @@
+"""Log timestamps as epoch seconds (UTC-naive: glog writes the master's local clock).
+
+glog/klog headers (`I0602 05:51:10.000001`) carry no year. It comes from a
+reference date (the file's mtime, or the object's update time): a month/day
+later than the reference belongs to the previous year, which handles a run
+that crosses Dec 31 (December lines in a file last written in January).
+CRI prefixes (RFC 3339) and JSON `ts` (epoch ms) carry full dates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
+
+import numpy as np
+
+# Bytes of the glog time field captured by the scanners: b"0602 05:51:10.000001".
+GLOG_FIELD_LEN = 20
+_GLOG_LINE = re.compile(rb"[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) ")
+_CRI_LINE = re.compile(rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:\d\d) \S+ [FP] ")
+_JSON_TS = re.compile(rb'\{"ts":(\d+(?:\.\d+)?)')
+_EPOCH = datetime(1970, 1, 1)
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
+_FRACTION_WEIGHTS = np.array([1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6])
+
+
+@lru_cache(maxsize=4096)
+def _day_start(month_day: int, reference: date) -> float:
+    """Epoch seconds of 00:00 on MMDD in the year implied by `reference`."""
+    month, day = divmod(month_day, 100)
+    year = reference.year
+    try:
+        candidate = date(year, month, day)
+        if candidate > reference + timedelta(days=1):
+            candidate = date(year - 1, month, day)
+    except ValueError:  # Feb 29 in a non-leap reference year, or garbage
+        try:
+            candidate = date(year - 1, month, day)
+        except ValueError:
+            return float("nan")
+    return (datetime(candidate.year, candidate.month, candidate.day) - _EPOCH).total_seconds()
+
+
+def glog_seconds(fields: Sequence[bytes], reference: date) -> np.ndarray:
+    """Vectorised: many b"MMDD hh:mm:ss.uuuuuu" fields to epoch seconds (float64)."""
+    if not fields:
+        return np.empty(0)
+    digits = np.frombuffer(b"".join(fields), dtype=np.uint8).reshape(-1, GLOG_FIELD_LEN)
+    d = digits.astype(np.int64) - 48
+    month_day = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
+    seconds = (
+        (d[:, 5] * 10 + d[:, 6]) * 3600 + (d[:, 8] * 10 + d[:, 9]) * 60 + d[:, 11] * 10 + d[:, 12]
+    ).astype(np.float64) + (d[:, 14:20] * _FRACTION_WEIGHTS).sum(axis=1)
+    days = np.unique(month_day)
+    starts = np.array([_day_start(int(md), reference) for md in days])
+    result: np.ndarray = seconds + starts[np.searchsorted(days, month_day)]
+    return result
+
+
+def glog_field_seconds(field: bytes, reference: date) -> float:
+    return float(glog_seconds([field], reference)[0])
+
+
+def cri_seconds(stamp: bytes, zone: bytes) -> float:
+    """RFC 3339 with nanoseconds (more digits than fromisoformat takes) to epoch seconds."""
+    whole, _, frac = stamp.decode().partition(".")
+    parsed = datetime.fromisoformat(whole + ("+00:00" if zone == b"Z" else zone.decode()))
+    return (parsed - _EPOCH_UTC).total_seconds() + (float("0." + frac) if frac else 0.0)
+
+
+def line_seconds(data: bytes | bytearray, start: int, reference: date) -> float | None:
+    """Timestamp of the log line starting at `start`, or None for a continuation line."""
+    if match := _CRI_LINE.match(data, start):
+        return cri_seconds(match.group(1), match.group(2))
+    if match := _GLOG_LINE.match(data, start):
+        return glog_field_seconds(match.group(1), reference)
+    if match := _JSON_TS.match(data, start):
+        return float(match.group(1)) / 1000.0
+    return None
+
+
+def iso(seconds: float) -> str:
+    return (_EPOCH + timedelta(seconds=seconds)).isoformat(timespec="microseconds")
+
+
+_CRI_STAMP = re.compile(rb"(.*?)(Z|[+-]\d\d:\d\d)$")
+
+
+def cri_text_seconds(text: bytes) -> float:
+    """b"2025-06-25T13:32:12.795286855Z" to epoch seconds."""
+    match = _CRI_STAMP.match(text)
+    if match is None:
+        return float("nan")
+    return cri_seconds(match.group(1), match.group(2))

@@ -1,0 +1,129 @@
+"""bisector.upload against the real GCS emulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.api_core import exceptions as gexc
+
+from bisector import upload
+from bisector.ci import gcs
+from bisector.errors import BisectorError
+from bisector.upload import parse_destination, upload_run
+from tests.helpers.gcs import ensure_bucket
+
+BUCKET = "bisector-uploads"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    run = tmp_path / "run"
+    logs = run / "evals" / "001-7043372d0551" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "kube-apiserver.log").write_text("I0602 05:51:10.000001 7 wrap.go:42] x\n" * 50)
+    (logs / "kube-apiserver.log.1.gz").write_bytes(b"\x1f\x8b" + b"\0" * 30)
+    (run / "evals" / "001-7043372d0551" / "scores.json").write_text('{"conflicts": 3}')
+    (run / "journal.jsonl").write_text('{"type": "begin"}\n')
+    (run / "report.json").write_text("{}")
+    (run / "report.md").write_text("# report\n")
+    (run / "report.html").write_text("<html></html>")
+    # Never uploaded: a tool-owned git worktree and a symlink.
+    (run / "worktrees" / "slot0").mkdir(parents=True)
+    (run / "worktrees" / "slot0" / ".git").write_text("gitdir: /x\n")
+    (run / "worktrees" / "slot0" / "Makefile").write_text("all:\n")
+    (run / "link.log").symlink_to(logs / "kube-apiserver.log")
+    return run
+
+
+def _objects(client: Any, prefix: str) -> dict[str, bytes]:
+    return {b.name: b.download_as_bytes() for b in client.list_blobs(BUCKET, prefix=prefix)}
+
+
+def test_whole_run_then_only_what_changed(gcs_client: Any, run_dir: Path) -> None:
+    ensure_bucket(gcs_client, BUCKET)
+    first = upload_run(run_dir, f"gs://{BUCKET}/hunts/46851/")
+    names = {
+        "hunts/46851/evals/001-7043372d0551/logs/kube-apiserver.log",
+        "hunts/46851/evals/001-7043372d0551/logs/kube-apiserver.log.1.gz",
+        "hunts/46851/evals/001-7043372d0551/scores.json",
+        "hunts/46851/journal.jsonl",
+        "hunts/46851/report.json",
+        "hunts/46851/report.md",
+        "hunts/46851/report.html",
+    }
+    assert set(first.uploaded) == names
+    assert first.skipped == []
+    stored = _objects(gcs_client, "hunts/46851/")
+    assert set(stored) == names
+    assert stored["hunts/46851/report.md"] == b"# report\n"
+    assert first.bytes_uploaded == sum(len(v) for v in stored.values())
+    blob = gcs_client.bucket(BUCKET).get_blob("hunts/46851/report.html")
+    assert blob.content_type == "text/html"
+
+    # A new evaluation and a grown journal: only those are sent again.
+    (run_dir / "evals" / "002-1444d252e17a" / "logs").mkdir(parents=True)
+    (run_dir / "evals" / "002-1444d252e17a" / "logs" / "kube-apiserver.log").write_text("y\n")
+    (run_dir / "journal.jsonl").write_text('{"type": "begin"}\n{"type": "measurement"}\n')
+    second = upload_run(run_dir, f"gs://{BUCKET}/hunts/46851")
+    assert set(second.uploaded) == {
+        "hunts/46851/evals/002-1444d252e17a/logs/kube-apiserver.log",
+        "hunts/46851/journal.jsonl",
+    }
+    assert len(second.skipped) == 6
+    assert (
+        _objects(gcs_client, "hunts/46851/journal.jsonl")["hunts/46851/journal.jsonl"].count(b"\n")
+        == 2
+    )
+
+
+def test_only_some_paths(gcs_client: Any, run_dir: Path) -> None:
+    ensure_bucket(gcs_client, BUCKET)
+    result = upload_run(
+        run_dir, f"gs://{BUCKET}/only", only=["evals/001-7043372d0551", Path("report.md")]
+    )
+    assert sorted(result.uploaded) == [
+        "only/evals/001-7043372d0551/logs/kube-apiserver.log",
+        "only/evals/001-7043372d0551/logs/kube-apiserver.log.1.gz",
+        "only/evals/001-7043372d0551/scores.json",
+        "only/report.md",
+    ]
+    with pytest.raises(BisectorError, match="does not exist"):
+        upload_run(run_dir, f"gs://{BUCKET}/only", only=["report.pdf"])
+    with pytest.raises(BisectorError, match="outside the run directory"):
+        upload_run(run_dir, f"gs://{BUCKET}/only", only=["../elsewhere"])
+
+
+def test_transient_upload_errors_are_retried(
+    gcs_client: Any, run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ensure_bucket(gcs_client, BUCKET)
+    monkeypatch.setattr(gcs, "BACKOFF_S", 0.0)
+    real = gcs.retrying
+    failures = [gexc.ServiceUnavailable("503"), gexc.InternalServerError("500")]  # type: ignore[no-untyped-call]
+
+    def flaky_first(call: Any) -> Any:
+        def once() -> Any:
+            if failures:
+                raise failures.pop(0)
+            return call()
+
+        return real(once)
+
+    monkeypatch.setattr(upload, "retrying", flaky_first)
+    result = upload_run(run_dir, f"gs://{BUCKET}/flaky", only=["report.md"])
+    assert result.uploaded == ["flaky/report.md"]
+    assert failures == []
+    assert _objects(gcs_client, "flaky/") == {"flaky/report.md": b"# report\n"}
+
+
+def test_bad_destinations_are_clear_errors(gcs_client: Any, run_dir: Path) -> None:
+    assert parse_destination("gs://b") == ("b", "")
+    assert parse_destination("gs://b/p/q/") == ("b", "p/q/")
+    with pytest.raises(BisectorError, match="not gs://BUCKET/PREFIX"):
+        upload_run(run_dir, "/tmp/x")
+    with pytest.raises(BisectorError, match="gs://no-such-upload-bucket does not exist"):
+        upload_run(run_dir, "gs://no-such-upload-bucket/p")
+    with pytest.raises(BisectorError, match="does not exist; nothing to upload"):
+        upload_run(run_dir / "nope", f"gs://{BUCKET}/p")
