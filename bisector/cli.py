@@ -123,6 +123,25 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     return run(options, is_dry_run=dry_run)
 
 
+@app.command("demo")
+def demo_cmd(
+    directory: Annotated[
+        Path | None,
+        typer.Option("--dir", help="Where to put the demo (default: ./bisector-demo)."),
+    ] = None,
+    nodes: Annotated[int, typer.Option(help="Hollow nodes in each simulated cluster.")] = 5000,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic history and simulator.")] = 0,
+    duration: Annotated[
+        str, typer.Option(help="Simulated cluster time per evaluation, e.g. 2m.")
+    ] = "2m",
+    prs: Annotated[int, typer.Option(help="PR merges in the synthetic history.")] = 40,
+) -> int:
+    """Bisect a synthetic June-2017 Kubernetes history on the built-in simulator."""
+    from bisector.commands.demo import demo
+
+    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs)
+
+
 @app.command("status")
 def status_cmd(
     repo: Annotated[Path, typer.Option(help="The repository whose runs to show.")] = Path(),

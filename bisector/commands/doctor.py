@@ -66,8 +66,8 @@ class Report:
 
 def doctor(backend: str | None, config: Path | None) -> int:
     root = load_config(config) if config is not None else None
-    if backend is None and root is not None and "backend" in root:
-        backend = root.get_str("backend")
+    if backend is None and root is not None and "backend" in root.table("run"):
+        backend = root.table("run").get_str("backend")
     if backend is not None and backend not in NEEDS:
         raise BisectorError(f"unknown backend {backend!r}; choose one of: {', '.join(NEEDS)}")
     report = Report()

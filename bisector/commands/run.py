@@ -43,13 +43,17 @@ def build_options(
 def dry_run(options: RunOptions) -> int:
     plan = plan_bisection(options)
     typer.echo(f"range: {plan.good[:12]}..{plan.bad[:12]}, {plan.range_size} commits")
-    typer.echo(f"expected evaluations: {plan.expected_evaluations} (endpoints, search, confirm)")
+    search = "search, descent into the culprit merge" if options.first_parent else "search"
+    typer.echo(f"expected evaluations: {plan.expected_evaluations} (endpoints, {search}, confirm)")
     if plan.estimate_s is None:
         typer.echo("estimated wall time: unknown; set [run] estimate to one evaluation's time")
     else:
         typer.echo(f"estimated wall time: {format_duration(plan.estimate_s)}")
     typer.echo(f"run directory: {plan.run_dir}")
-    typer.echo(f"commands for each candidate ({options.backend} backend):")
+    typer.echo(
+        f"commands of the first evaluation, good endpoint {plan.good[:12]} "
+        f"({options.backend} backend; each candidate runs the same in its own worktree):"
+    )
     for command in plan.commands:
         typer.echo(f"  {command}")
     return 0

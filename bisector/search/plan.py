@@ -25,7 +25,7 @@ class Plan:
     range_size: int
     expected_evaluations: int
     estimate_s: float | None  # total wall time, None without [run] estimate
-    commands: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)  # `#` lines say when the next ones run
     run_dir: Path = Path()
 
 
@@ -44,8 +44,13 @@ def default_run_dir(repo: GitRepo, options: RunOptions, good: str, bad: str) -> 
     return repo.common_dir / "bisector" / "runs" / f"{good[:12]}-{bad[:12]}-{digest}"
 
 
-def expected_evaluations(range_size: int, runs_per_commit: int) -> int:
-    steps = math.ceil(math.log2(range_size)) if range_size > 1 else 0
+def _log2_steps(size: float) -> int:
+    return math.ceil(math.log2(size)) if size > 1 else 0
+
+
+def expected_evaluations(range_size: int, runs_per_commit: int, descent_size: float = 1.0) -> int:
+    """Endpoints (2), bisection steps, the descent into a merged branch, confirmation (2)."""
+    steps = _log2_steps(range_size) + _log2_steps(descent_size)
     return (2 + steps + 2) * runs_per_commit
 
 
@@ -53,9 +58,17 @@ def plan_bisection(options: RunOptions, backend: Backend | None = None) -> Plan:
     repo, good, bad = open_range(options)
     run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
     size = len(repo.rev_list(good, bad, first_parent=options.first_parent, paths=options.paths))
-    evaluations = expected_evaluations(size, MajorityRule(options.repeats).planned_runs())
+    descent = 1.0
+    if options.first_parent and size:
+        # Descending into the culprit merge bisects its branch: an average PR's commits.
+        descent = len(repo.rev_list(good, bad, paths=options.paths)) / size
+    runs = MajorityRule(options.repeats).planned_runs()
+    evaluations = expected_evaluations(size, runs, descent)
     context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
     backend = backend or create_backend(options.backend, context)
-    sample = Candidate(bad, run_dir / "worktrees" / "slot-0", run_dir / "evals" / "001")
+    # The run's first evaluation is the good endpoint's, in slot 0: show exactly its commands.
+    sample = Candidate(
+        good, run_dir / "worktrees" / "slot-0", run_dir / "evals" / f"001-{good[:12]}"
+    )
     total = evaluations * options.estimate_s if options.estimate_s else None
     return Plan(good, bad, size, evaluations, total, backend.plan(sample), run_dir)

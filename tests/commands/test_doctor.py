@@ -78,7 +78,7 @@ def test_config_is_validated(
     fake: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     config = tmp_path / "c.toml"
-    config.write_text('backend = "gce"\n[backends.gce]\nproject = "p"\nzoen = "x"\n')
+    config.write_text('[run]\nbackend = "gce"\n[backends.gce]\nproject = "p"\nzoen = "x"\n')
     assert doctor(None, config) == 1
     out = capsys.readouterr().out
     assert "MISSING  config: " in out and "`backends.gce.zoen` is not a known setting" in out
@@ -87,8 +87,14 @@ def test_config_is_validated(
 
 def test_shipped_configs_pass(fake: FakeProc, capsys: pytest.CaptureFixture[str]) -> None:
     root = Path(__file__).resolve().parents[2] / "configs"
-    for name in ("gce-kubemark-5000.toml", "gce-kubemark-500.toml", "kind-kubemark.toml"):
+    for name, backend in (
+        ("gce-kubemark-5000.toml", "gce"),
+        ("gce-kubemark-500.toml", "gce"),
+        ("kind-kubemark.toml", "kind"),
+    ):
         assert doctor(None, root / name) == 0, capsys.readouterr().out
+        # The backend comes from the config's [run] table, as `bisector run` reads it.
+        assert f"ok       config: [backends.{backend}] in {root / name}" in capsys.readouterr().out
 
 
 def test_unknown_backend_is_a_usage_error(fake: FakeProc) -> None:
