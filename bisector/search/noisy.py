@@ -118,7 +118,11 @@ class NoisySearch:
         if any(decided.get(c) != v for c, v in marked.items()):
             restart()
             marked.clear()
-        for i, commit in enumerate(post.commits):
+        # Bads newest first: `git bisect bad X` moves the bad end to X even when X is newer.
+        order = [i for i in range(post.size) if decided.get(post.commits[i]) != "bad"]
+        order += [i for i in reversed(range(post.size)) if decided.get(post.commits[i]) == "bad"]
+        for i in order:
+            commit = post.commits[i]
             verdict = decided.get(commit)
             if verdict is None or marked.get(commit) == verdict:
                 continue

@@ -214,7 +214,7 @@ def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: Sea
         if not picks:
             return
         verdicts = b.verdicts_of(picks, state.threshold, "bisect")
-        for commit, verdict in zip(picks, verdicts, strict=True):
+        for commit, verdict in _mark_order(picks, verdicts):
             state.verdicts[commit] = verdict
             tree = b.repo.tree_of(commit)
             state.values[commit] = [m.value for m in b.journal.for_tree(tree)]
@@ -223,6 +223,14 @@ def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: Sea
             b.progress.note(f"{commit[:12]} is {verdict}")
             if session.done:
                 return
+
+
+def _mark_order(picks: list[str], verdicts: list[str]) -> list[tuple[str, str]]:
+    """Goods and skips first, then bads newest first: `git bisect bad X` moves the bad
+    end to X even when X is newer, so the oldest bad must be marked last.
+    `picks` are oldest first (SplitStrategy's order)."""
+    pairs = list(zip(picks, verdicts, strict=True))
+    return [p for p in pairs if p[1] != "bad"] + [p for p in reversed(pairs) if p[1] == "bad"]
 
 
 @dataclass
