@@ -119,8 +119,9 @@ class NoisySearch:
             restart()
             marked.clear()
         # Bads newest first: `git bisect bad X` moves the bad end to X even when X is newer.
-        order = [i for i in range(post.size) if decided.get(post.commits[i]) != "bad"]
-        order += [i for i in reversed(range(post.size)) if decided.get(post.commits[i]) == "bad"]
+        positions = sorted(post.index[c] for c in decided)
+        order = [i for i in positions if decided[post.commits[i]] != "bad"]
+        order += [i for i in reversed(positions) if decided[post.commits[i]] == "bad"]
         for i in order:
             commit = post.commits[i]
             verdict = decided.get(commit)

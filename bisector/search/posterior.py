@@ -37,6 +37,7 @@ class Posterior:
         weights = np.ones(len(commits)) if prior is None else np.asarray(prior, dtype=np.float64)
         self.log_p: npt.NDArray[np.float64] = np.log(weights / weights.sum())
         self.skipped: set[int] = set()
+        self.measurable = np.ones(len(commits), dtype=bool)  # False: skipped
         self.observed: dict[int, int] = {}  # position -> observations there
 
     @property
@@ -63,20 +64,21 @@ class Posterior:
     def skip(self, position: int) -> None:
         if position != self.size - 1 and position not in self.observed:
             self.skipped.add(position)
+            self.measurable[position] = False
 
     def groups(self) -> list[Group]:
-        p = self.probabilities()
-        out: list[Group] = []
-        start = 0
-        for i in range(self.size):
-            if i in self.skipped and i != self.size - 1:
-                continue
-            out.append(Group(start, i, float(p[start : i + 1].sum())))
-            start = i + 1
-        return out
+        ends = np.nonzero(self.measurable)[0]
+        cdf = self.cdf()
+        masses = np.diff(np.concatenate(([0.0], cdf[ends])))
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        return [
+            Group(int(f), int(last), float(m))
+            for f, last, m in zip(starts, ends, masses, strict=True)
+        ]
 
     def best(self) -> Group:
-        return max(self.groups(), key=lambda g: g.mass)
+        groups = self.groups()
+        return groups[int(np.argmax([g.mass for g in groups]))]
 
     def picks(self, k: int) -> list[int]:
         """Up to k positions at the posterior quantiles j/(k+1), measurable ones only.
@@ -84,9 +86,7 @@ class Posterior:
         The nearest measurable position on *either* side of each quantile is taken:
         always rounding one way gets stuck querying the mode forever.
         """
-        allowed = np.array(
-            [i for i in range(self.size - 1) if i not in self.skipped], dtype=np.int64
-        )
+        allowed = np.nonzero(self.measurable[:-1])[0]
         if allowed.size == 0:
             return []
         cdf = self.cdf()[allowed]
@@ -111,15 +111,15 @@ class Posterior:
         return out
 
     def smallest_range(self, mass: float) -> tuple[int, int, float]:
-        """The shortest run of consecutive positions holding at least `mass` (two pointers)."""
-        p = self.probabilities()
-        best = (0, self.size - 1, 1.0)
-        total, left = 0.0, 0
-        for right in range(self.size):
-            total += float(p[right])
-            while left < right and total - float(p[left]) >= mass:
-                total -= float(p[left])
-                left += 1
-            if total >= mass and right - left < best[1] - best[0]:
-                best = (left, right, total)
-        return best
+        """The shortest run of consecutive positions holding at least `mass`."""
+        cdf = np.concatenate(([0.0], self.cdf()))  # cdf[j] = mass of positions < j
+        # For each left end, the first right end reaching `mass` (searchsorted is monotone).
+        rights = np.searchsorted(cdf, cdf[:-1] + mass - 1e-12, side="left")
+        valid = rights <= self.size
+        if not valid.any():
+            return 0, self.size - 1, 1.0
+        lefts = np.nonzero(valid)[0]
+        lengths = rights[lefts] - lefts
+        best = int(lefts[int(np.argmin(lengths))])
+        right = int(rights[best])
+        return best, right - 1, float(cdf[right] - cdf[best])

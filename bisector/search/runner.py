@@ -172,8 +172,35 @@ class Endpoints:
     bad_runs: list[float] = field(default_factory=list)
 
 
+MAX_ENDPOINT_RUNS = 12
+
+
+def _enough_endpoint_runs(b: Evaluator, good: str, bad: str) -> tuple[list[Measurement], ...]:
+    """Runs per endpoint; for the metric likelihood more while the sides overlap.
+
+    The fitted means decide every later run's evidence, so their error must be
+    small against the sides' separation D (in sigmas): the standard error of the
+    difference, sqrt(2 / n), at most D / 4, i.e. n >= 32 / D^2 (capped at 12).
+    Measured in bench_bisect: with 3 runs per side and D ~ 2, 1 in 13 trials
+    named a wrong culprit as sure; the bias of the means, not the noise, did it.
+    """
+    n = endpoint_runs(b.options)
+    runs_good, runs_bad = b.measure_n([good, bad], "endpoint", n)
+    if b.options.likelihood != "metric" or b.options.endpoint_runs:
+        return runs_good, runs_bad
+    values = [[m.value for m in runs if m.value is not None] for runs in (runs_good, runs_bad)]
+    if not all(values):
+        return runs_good, runs_bad
+    separation = MetricLikelihood.fit(values[0], values[1]).separation
+    needed = min(MAX_ENDPOINT_RUNS, math.ceil(32 / max(separation, 1e-3) ** 2))
+    if needed > n:
+        b.progress.note(f"endpoints overlap ({separation:.1f} sigmas): {needed} runs each")
+        runs_good, runs_bad = b.measure_n([good, bad], "endpoint", needed)
+    return runs_good, runs_bad
+
+
 def _threshold(b: Evaluator, good: str, bad: str) -> Endpoints:
-    runs_good, runs_bad = b.measure_n([good, bad], "endpoint", endpoint_runs(b.options))
+    runs_good, runs_bad = _enough_endpoint_runs(b, good, bad)
     good_value = _endpoint_value(runs_good, "good", good)
     bad_value = _endpoint_value(runs_bad, "bad", bad)
     if b.options.threshold is not None:
