@@ -102,6 +102,20 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     launch_attempts: Annotated[
         int | None, typer.Option(help="Launch tries before a commit is skipped.")
     ] = None,
+    error_rate: Annotated[
+        float | None,
+        typer.Option(help="Chance a run's verdict is wrong; > 0: noise-aware search."),
+    ] = None,
+    likelihood: Annotated[
+        str | None,
+        typer.Option(help="verdict (uses --error-rate) or metric (fit to the endpoints' runs)."),
+    ] = None,
+    parallel: Annotated[
+        int | None, typer.Option(help="Candidates evaluated at once (backend slots).")
+    ] = None,
+    max_evaluations: Annotated[
+        int | None, typer.Option(help="Budget of a noise-aware search (endpoints included).")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
 ) -> int:
     """Bisect GOOD..BAD: exit 0 culprit confirmed, 3 inconclusive, 2 bad input, 130 interrupted."""
@@ -116,6 +130,10 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
         "first_parent": first_parent,
         "launch_attempts": launch_attempts,
         "paths": paths or None,
+        "error_rate": error_rate,
+        "likelihood": likelihood,
+        "parallel": parallel,
+        "max_evaluations": max_evaluations,
     }
     options = build_options(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, overrides=overrides

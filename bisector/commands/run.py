@@ -74,8 +74,22 @@ def run(options: RunOptions, *, is_dry_run: bool = False) -> int:
         return EXIT_INTERRUPTED
     culprit = report.culprit
     run_dir = report.data["run_dir"]
+    search = report.data.get("search", {})
+    if culprit is None and report.data["status"] == "unsure":
+        likely = search["likely_range"]
+        typer.echo(
+            f"unsure: the evaluation budget ran out at confidence {search['confidence']:.3f}; "
+            f"the culprit is among these {len(likely['commits'])} commits with probability "
+            f"{likely['probability']:.3f}:"
+        )
+        for commit in likely["commits"][:20]:
+            typer.echo(f"  {commit}")
+        typer.echo(f"report: {run_dir}/report.md")
+        return EXIT_INCONCLUSIVE
     if culprit is None:
-        typer.echo("no single culprit: only commits that could not be measured are left:")
+        typer.echo(
+            "no single culprit: it could be any of these (the others could not be measured):"
+        )
         for commit in report.data["candidates"]:
             typer.echo(f"  {commit}")
         typer.echo(f"report: {run_dir}/report.md")
@@ -83,5 +97,7 @@ def run(options: RunOptions, *, is_dry_run: bool = False) -> int:
     pr = f" (PR #{culprit['pr']})" if culprit["pr"] else ""
     typer.echo(f"culprit: {culprit['commit']} {culprit['subject']}{pr}")
     typer.echo(f"evaluations: {len(report.evaluations)}; confirmed: {culprit['confirmed']}")
+    if culprit.get("confidence") is not None:
+        typer.echo(f"confidence: {culprit['confidence']:.4f}")
     typer.echo(f"report: {run_dir}/report.md")
     return EXIT_FOUND if culprit["confirmed"] else EXIT_INCONCLUSIVE

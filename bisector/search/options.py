@@ -6,6 +6,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from bisector.backends.registry import BACKENDS
 from bisector.config import Section
@@ -24,6 +25,16 @@ RUN_KEYS = (
     "estimate",
     "seed",
 )
+# `[search]`: how the culprit is searched for (noise model, parallel slots, budget).
+SEARCH_KEYS = (
+    "error_rate",
+    "likelihood",
+    "confidence",
+    "max_evaluations",
+    "parallel",
+    "endpoint_runs",
+)
+LIKELIHOODS = ("verdict", "metric")
 
 
 @dataclass(frozen=True)
@@ -45,6 +56,17 @@ class RunOptions:
     seed: int = 0
     run_dir: Path | None = None
     resume_command: str = ""
+    error_rate: float = 0.0  # per-run verdict error; 0 with likelihood "verdict": plain git bisect
+    likelihood: str = "verdict"  # or "metric": evidence from the endpoints' fitted samples
+    confidence: float = 0.99  # posterior mass that ends the search
+    max_evaluations: int | None = None  # budget for endpoints + search (None: automatic)
+    parallel: int = 1  # backend slots evaluating candidates at once
+    endpoint_runs: int | None = None  # runs per endpoint (None: repeats, 3 for "metric")
+
+    @property
+    def noise_aware(self) -> bool:
+        """Probabilistic bisection instead of plain git bisect verdicts."""
+        return self.error_rate > 0 or self.likelihood == "metric"
 
     @classmethod
     def from_config(
@@ -59,8 +81,15 @@ class RunOptions:
         overrides: dict[str, object] | None = None,
     ) -> RunOptions:
         """Read `[run]`; `overrides` (CLI flags, None = not given) win over the file."""
-        run = config.table("run").with_overrides(overrides or {})
+        flags = overrides or {}
+        run = config.table("run").with_overrides(
+            {k: v for k, v in flags.items() if k not in SEARCH_KEYS}
+        )
         run.check_keys(RUN_KEYS)
+        search = config.table("search").with_overrides(
+            {k: v for k, v in flags.items() if k in SEARCH_KEYS}
+        )
+        search.check_keys(SEARCH_KEYS)
         repeats = run.get_int("repeats", 1)
         if repeats < 1:
             raise ConfigError(f"{run.file}: key `run.repeats` must be at least 1, got {repeats}")
@@ -95,6 +124,7 @@ class RunOptions:
             seed=run.get_int("seed", 0),
             run_dir=run_dir,
             resume_command=resume_command,
+            **_search_options(search),
         )
 
     def backend_section(self) -> Section:
@@ -112,3 +142,46 @@ class RunOptions:
         }
         raw = json.dumps(blob, sort_keys=True).encode()
         return hashlib.sha256(raw).hexdigest()[:16]
+
+
+class _SearchSettings(TypedDict):
+    error_rate: float
+    likelihood: str
+    confidence: float
+    max_evaluations: int | None
+    parallel: int
+    endpoint_runs: int | None
+
+
+def _search_options(search: Section) -> _SearchSettings:
+    def bad(key: str, what: str, got: object) -> ConfigError:
+        return ConfigError(f"{search.file}: key `search.{key}` must be {what}, got {got!r}")
+
+    error_rate = search.get_float("error_rate", 0.0)
+    if not 0 <= error_rate < 0.5:
+        raise bad(
+            "error_rate", "at least 0 and below 0.5 (a run's chance of a wrong verdict)", error_rate
+        )
+    likelihood = search.get_str("likelihood", "verdict")
+    if likelihood not in LIKELIHOODS:
+        raise bad("likelihood", "one of " + ", ".join(LIKELIHOODS), likelihood)
+    confidence = search.get_float("confidence", 0.99)
+    if not 0.5 < confidence < 1:
+        raise bad("confidence", "between 0.5 and 1 (e.g. 0.99)", confidence)
+    budget = search.get_int("max_evaluations", 0)
+    if budget < 0:
+        raise bad("max_evaluations", "0 (automatic) or a positive number of evaluations", budget)
+    parallel = search.get_int("parallel", 1)
+    if parallel < 1:
+        raise bad("parallel", "at least 1 (backend slots at once)", parallel)
+    endpoint_runs = search.get_int("endpoint_runs", 0)
+    if endpoint_runs < 0:
+        raise bad("endpoint_runs", "0 (automatic) or a positive number of runs", endpoint_runs)
+    return {
+        "error_rate": error_rate,
+        "likelihood": likelihood,
+        "confidence": confidence,
+        "max_evaluations": budget or None,
+        "parallel": parallel,
+        "endpoint_runs": endpoint_runs or None,
+    }

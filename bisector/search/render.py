@@ -9,11 +9,49 @@ from typing import Any
 _VERDICT_COLOUR = {"good": "tab:green", "bad": "tab:red", "skip": "tab:gray"}
 
 
+def _search_lines(data: dict[str, Any]) -> list[str]:
+    search = data.get("search") or {}
+    if search.get("mode") != "posterior":
+        return ["- confidence: not modelled (plain git bisect verdicts, no error rate given)"]
+    how = (
+        f"verdict error rate {search['error_rate']:g}"
+        if search.get("likelihood") == "verdict"
+        else "likelihood fitted to the endpoints' runs"
+    )
+    lines = [f"- confidence: {search['confidence']:.4f} (probabilistic bisection, {how})"]
+    if search.get("parallel", 1) > 1:
+        lines.append(f"- {search['parallel']} evaluations at a time, rounds {search['rounds']}")
+    return lines
+
+
+def _unsure_lines(data: dict[str, Any]) -> list[str]:
+    search = data["search"]
+    likely = search.get("likely_range") or {"commits": [], "probability": 0.0}
+    commits = likely["commits"]
+    lines = [
+        "**Unsure**: the evaluation budget ran out before the search was sure "
+        f"(best guess {', '.join(c[:12] for c in search.get('best_guess', []))} "
+        f"with probability {search['confidence']:.3f}).",
+        f"- the culprit is one of these {len(commits)} commits with probability "
+        f"{likely['probability']:.3f}:",
+    ]
+    lines += [f"  - `{c}`" for c in commits[:50]]
+    if len(commits) > 50:
+        lines.append(f"  - ... and {len(commits) - 50} more")
+    return lines
+
+
 def _culprit_lines(data: dict[str, Any]) -> list[str]:
     culprit = data.get("culprit")
+    if not culprit and data.get("status") == "unsure":
+        return _unsure_lines(data)
     if not culprit:
-        lines = ["**No single culprit**: only commits that could not be measured are left."]
+        lines = [
+            "**No single culprit**: it could be any of these (commits between them could "
+            "not be measured):"
+        ]
         lines += [f"- `{c}`" for c in data.get("candidates", [])]
+        lines += _search_lines(data)
         return lines
     pr = f" (PR #{culprit['pr']})" if culprit.get("pr") else ""
     lines = [
@@ -22,6 +60,7 @@ def _culprit_lines(data: dict[str, Any]) -> list[str]:
         f"- {data['metric']}: {culprit.get('value')} vs parent {culprit['parent']['value']}",
         "- confirmed by re-measuring culprit and parent: "
         + ("yes" if culprit["confirmed"] else "NO"),
+        *_search_lines(data),
     ]
     if culprit.get("merge"):
         merge = culprit["merge"]

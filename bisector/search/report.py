@@ -1,10 +1,16 @@
 """The run's report: report.json (the schema below), report.md and a self-contained report.html.
 
 report.json, version 1:
-    status        "found" | "inconclusive"
-    culprit       {commit, subject, author, date, pr, merge, confirmed, value, parent} | null
-                  (merge: {commit, subject, pr} when found by descending into a first-parent merge)
+    status        "found" | "inconclusive" | "unsure"
+                  (unsure: the evaluation budget ran out before the posterior was sure)
+    culprit       {commit, subject, author, date, pr, merge, confirmed, confidence, value,
+                  parent} | null
+                  (merge: {commit, subject, pr} when found by descending into a first-parent merge;
+                  confidence: posterior probability of the culprit, null without a noise model)
     candidates    commits that could be the culprit when only skipped commits were left
+    search        {mode: "git-bisect"|"posterior", error_rate, likelihood, parallel,
+                  rounds: {phase: n}, confidence, sure, likely_range: {commits, probability}
+                  | null (smallest range holding 95 % when unsure), best_guess (when unsure)}
     good, bad     {commit, subject, value}
     threshold     {value, how}            how: "given" or "calibrated: ..."
     metric, repeats, first_parent, paths, backend, config_fingerprint, run_dir
@@ -62,6 +68,12 @@ def _verdict(value: float | None, threshold: float) -> str:
     return "bad" if value >= threshold else "good"
 
 
+def _status(culprit: str | None, search: dict[str, Any] | None) -> str:
+    if culprit:
+        return "found"
+    return "unsure" if search and search.get("sure") is False else "inconclusive"
+
+
 def build_report(
     *,
     repo: GitRepo,
@@ -79,6 +91,7 @@ def build_report(
     verdicts: dict[str, str],
     reasons: dict[str, str],
     bisect_log: str,
+    search: dict[str, Any] | None = None,
 ) -> Report:
     subjects: dict[str, str] = {}
 
@@ -123,6 +136,7 @@ def build_report(
             "merge": merge_data,
             "confirmed": confirmation.get(culprit) == "bad" and confirmation.get(parent) == "good",
             "confirmation": confirmation,
+            "confidence": (search or {}).get("confidence"),
             "value": values[-1] if values else None,
             "parent": {
                 "commit": parent,
@@ -135,7 +149,7 @@ def build_report(
     )
     data: dict[str, Any] = {
         "version": 1,
-        "status": "found" if culprit else "inconclusive",
+        "status": _status(culprit, search),
         "culprit": culprit_data,
         "candidates": candidates,
         "good": {"commit": good[0], "subject": subject(good[0]), "value": good[1]},
@@ -155,5 +169,6 @@ def build_report(
         "verdicts": verdicts,
         "verdict_reasons": reasons,
         "bisect_log": bisect_log,
+        "search": search or {"mode": "git-bisect"},
     }
     return Report(data)

@@ -1,8 +1,12 @@
-"""`run_bisection`: endpoints, threshold, the git bisect loop, merge descent, confirmation.
+"""`run_bisection`: endpoints, threshold, the search, merge descent, confirmation.
 
 Every measurement goes to the journal before its verdict goes to git, and every
 verdict is recomputed from journaled measurements, so a run killed at any moment
 and started again with the same command repeats no finished measurement.
+
+Two searches: with `[search] error_rate = 0` and the verdict likelihood, plain git
+bisect verdicts (decided by the repeats rule); otherwise probabilistic bisection
+(bisector.search.noisy). Both run `slots` evaluations per round (`--parallel`).
 """
 
 from __future__ import annotations
@@ -12,22 +16,30 @@ import math
 import signal
 import statistics
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
 from bisector.errors import BisectorError, InfraError
-from bisector.gitrepo import BisectSession
+from bisector.gitrepo import BisectSession, GitRepo
+from bisector.logs import score_logs
 from bisector.search.decide import DecisionRule, MajorityRule, calibrate_threshold
 from bisector.search.evaluator import Evaluator
 from bisector.search.journal import Journal
-from bisector.search.measure import Measurement
+from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
+from bisector.search.measure import Measurement, Scorer
+from bisector.search.noisy import NoisyOutcome, NoisySearch, automatic_budget
 from bisector.search.options import RunOptions
 from bisector.search.plan import default_run_dir, open_range
 from bisector.search.progress import PlainProgress, Progress
 from bisector.search.report import Report, build_report
-from bisector.search.strategy import GitBisectStrategy, SearchState, Strategy
+from bisector.search.strategy import SearchState, SplitStrategy, Strategy
+
+SessionFactory = Callable[[Any, Path], BisectSession]
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -55,20 +67,37 @@ def run_bisection(
     rule: DecisionRule | None = None,
     progress: Progress | None = None,
     slots: int = 1,
+    repo: GitRepo | None = None,
+    session_factory: SessionFactory = BisectSession,
+    scorer: Scorer = score_logs,
+    write_report: bool = True,
 ) -> Report:
     """The whole `bisector run`; raises BisectorError for anything the user must fix.
 
     `backend`, `strategy` and `rule` replace the configured/default ones (demo, benchmarks,
-    tests); `slots` is how many commits the strategy may ask for per round. Slots are
-    evaluated one after another here; running them concurrently is issue 5's job.
+    tests); `slots` (or `[search] parallel`, whichever is larger) is how many commits
+    are evaluated at once per round. `repo`, `session_factory`, `scorer` and
+    `write_report` are seams for scripts/bench_bisect.py: an in-memory linear history
+    instead of git for thousands of simulated trials.
     """
-    repo, good, bad = open_range(options)
+    if repo is None:
+        repo, good, bad = open_range(options)
+    else:
+        good, bad = repo.resolve(options.good), repo.resolve(options.bad)
+        repo.check_range(good, bad)
     # Absolute: backend commands run inside the candidate's worktree, not here.
     run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
     progress = progress or PlainProgress(estimate_s=options.estimate_s)
     rule = rule or MajorityRule(options.repeats)
-    strategy = strategy or GitBisectStrategy()
-    context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
+    strategy = strategy or SplitStrategy()
+    good_worktree = run_dir / "worktrees" / "good"
+    context = BackendContext(
+        options.backend_section(),
+        run_dir,
+        options.warmup_s,
+        options.seed,
+        options={"good_worktree": str(good_worktree)},
+    )
     backend = backend or create_backend(options.backend, context)  # config errors before any state
     with repo.lock(), sigterm_as_interrupt():
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -78,7 +107,7 @@ def run_bisection(
             journal.write("start", good=good, bad=bad, command=options.resume_command)
         else:
             journal.write("resume", command=options.resume_command)
-        session = BisectSession(repo, run_dir / "worktrees" / "bisect")
+        session = session_factory(repo, run_dir / "worktrees" / "bisect")
         bisection = Evaluator(
             options=options,
             repo=repo,
@@ -87,10 +116,12 @@ def run_bisection(
             rule=rule,
             progress=progress,
             run_dir=run_dir,
+            scorer=scorer,
         )
-        bisection.slots = max(1, slots)
+        bisection.slots = max(1, slots, options.parallel)
         try:
             try:
+                repo.add_worktree(good_worktree, good)  # the gce backend's base cluster
                 backend.setup()
             except InfraError as exc:
                 raise BisectorError(
@@ -105,10 +136,11 @@ def run_bisection(
             with contextlib.suppress(InfraError):
                 backend.close()
             session.close()
-            for worktree in bisection.slot_worktrees:
+            for worktree in {*bisection.slot_worktrees, good_worktree}:
                 repo.remove_worktree(worktree)
             progress.stop()
-        report.write(run_dir)
+        if write_report:
+            report.write(run_dir)
         journal.write("done", culprit=report.culprit["commit"] if report.culprit else None)
         return report
 
@@ -124,23 +156,81 @@ def _endpoint_value(runs: list[Measurement], which: str, commit: str) -> float:
     return float(statistics.median(values))
 
 
-def _threshold(b: Evaluator, good: str, bad: str) -> tuple[float, str, float, float]:
-    runs_good = b.measure_n(good, "endpoint", b.options.repeats)
-    runs_bad = b.measure_n(bad, "endpoint", b.options.repeats)
+def endpoint_runs(options: RunOptions) -> int:
+    if options.endpoint_runs:
+        return options.endpoint_runs
+    return 3 if options.likelihood == "metric" else options.repeats
+
+
+@dataclass
+class Endpoints:
+    threshold: float
+    how: str
+    good_value: float
+    bad_value: float
+    good_runs: list[float] = field(default_factory=list)
+    bad_runs: list[float] = field(default_factory=list)
+
+
+MAX_ENDPOINT_RUNS = 12
+
+
+def _enough_endpoint_runs(b: Evaluator, good: str, bad: str) -> tuple[list[Measurement], ...]:
+    """Runs per endpoint; for the metric likelihood more while the sides overlap.
+
+    The fitted means decide every later run's evidence, so their error must be
+    small against the sides' separation D (in sigmas): the standard error of the
+    difference, sqrt(2 / n), at most D / 4, i.e. n >= 32 / D^2 (capped at 12).
+    Measured in bench_bisect: with 3 runs per side and D ~ 2, 1 in 13 trials
+    named a wrong culprit as sure; the bias of the means, not the noise, did it.
+    """
+    n = endpoint_runs(b.options)
+    runs_good, runs_bad = b.measure_n([good, bad], "endpoint", n)
+    if b.options.likelihood != "metric" or b.options.endpoint_runs:
+        return runs_good, runs_bad
+    values = [[m.value for m in runs if m.value is not None] for runs in (runs_good, runs_bad)]
+    if not all(values):
+        return runs_good, runs_bad
+    separation = MetricLikelihood.fit(values[0], values[1]).separation
+    needed = min(MAX_ENDPOINT_RUNS, math.ceil(32 / max(separation, 1e-3) ** 2))
+    if needed > n:
+        b.progress.note(f"endpoints overlap ({separation:.1f} sigmas): {needed} runs each")
+        runs_good, runs_bad = b.measure_n([good, bad], "endpoint", needed)
+    return runs_good, runs_bad
+
+
+def _threshold(b: Evaluator, good: str, bad: str) -> Endpoints:
+    runs_good, runs_bad = _enough_endpoint_runs(b, good, bad)
     good_value = _endpoint_value(runs_good, "good", good)
     bad_value = _endpoint_value(runs_bad, "bad", bad)
     if b.options.threshold is not None:
         threshold, how = b.options.threshold, "given"
     else:
         threshold, how = calibrate_threshold(good_value, bad_value)
-    verdicts = (b.verdict(good, threshold, "endpoint"), b.verdict(bad, threshold, "endpoint"))
+    found = Endpoints(
+        threshold,
+        how,
+        good_value,
+        bad_value,
+        [m.value for m in runs_good if m.value is not None],
+        [m.value for m in runs_bad if m.value is not None],
+    )
+    if b.options.error_rate > 0 and b.options.likelihood == "verdict":
+        return found  # single runs may be wrong: the posterior weighs the endpoints' runs too
+    if b.options.noise_aware:
+        verdicts = (
+            "good" if good_value < threshold else "bad",
+            "bad" if bad_value >= threshold else "good",
+        )
+    else:
+        verdicts = (b.verdict(good, threshold, "endpoint"), b.verdict(bad, threshold, "endpoint"))
     if verdicts != ("good", "bad"):
         raise BisectorError(
             f"endpoints do not separate at threshold {threshold:g}: good {good[:12]} scored "
             f"{good_value:g} ({verdicts[0]}), bad {bad[:12]} scored {bad_value:g} "
             f"({verdicts[1]}); pick another range, metric or threshold"
         )
-    return threshold, how, good_value, bad_value
+    return found
 
 
 def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: SearchState) -> None:
@@ -150,8 +240,8 @@ def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: Sea
         picks = strategy.choose(state, b.slots)
         if not picks:
             return
-        for slot, commit in enumerate(picks):
-            verdict = b.verdict(commit, state.threshold, slot=slot)
+        verdicts = b.verdicts_of(picks, state.threshold, "bisect")
+        for commit, verdict in _mark_order(picks, verdicts):
             state.verdicts[commit] = verdict
             tree = b.repo.tree_of(commit)
             state.values[commit] = [m.value for m in b.journal.for_tree(tree)]
@@ -162,14 +252,77 @@ def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: Sea
                 return
 
 
-def _search(
-    b: Evaluator, session: BisectSession, strategy: Strategy, good: str, bad: str
-) -> Report:
-    threshold, how, good_value, bad_value = _threshold(b, good, bad)
-    b.progress.note(f"threshold {threshold:g} ({how})")
-    b.journal.write("threshold", value=threshold, how=how)
-    session.start(good, bad, first_parent=b.options.first_parent, paths=b.options.paths)
-    state = SearchState(session, good, bad, threshold)
+def _mark_order(picks: list[str], verdicts: list[str]) -> list[tuple[str, str]]:
+    """Goods and skips first, then bads newest first: `git bisect bad X` moves the bad
+    end to X even when X is newer, so the oldest bad must be marked last.
+    `picks` are oldest first (SplitStrategy's order)."""
+    pairs = list(zip(picks, verdicts, strict=True))
+    return [p for p in pairs if p[1] != "bad"] + [p for p in reversed(pairs) if p[1] == "bad"]
+
+
+@dataclass
+class Found:
+    culprit: str | None
+    merge: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    noisy: NoisyOutcome | None = None
+
+
+def _likelihood(options: RunOptions, ends: Endpoints) -> Likelihood:
+    if options.likelihood == "metric":
+        return MetricLikelihood.fit(ends.good_runs, ends.bad_runs)
+    return VerdictLikelihood(options.error_rate, ends.threshold)
+
+
+def _linear(b: Evaluator, good: str, bad: str, first_parent: bool) -> list[str]:
+    commits = b.repo.rev_list(good, bad, first_parent=first_parent, paths=b.options.paths)
+    return commits if commits and commits[-1] == bad else [*commits, bad]
+
+
+def _search_noisy(
+    b: Evaluator, session: BisectSession, good: str, bad: str, ends: Endpoints
+) -> Found:
+    likelihood = _likelihood(b.options, ends)
+    b.progress.note(likelihood.describe())
+    b.journal.write("likelihood", describe=likelihood.describe())
+    first_parent = b.options.first_parent
+    commits = _linear(b, good, bad, first_parent)
+    budget = b.options.max_evaluations or automatic_budget(len(commits))
+    search = NoisySearch(b, session, likelihood, budget)
+
+    def restart(lo: str = good, hi: str = bad, fp: bool = first_parent) -> None:
+        session.start(lo, hi, first_parent=fp, paths=b.options.paths)
+
+    outcome = search.run(good, bad, commits, restart)
+    merge = None
+    if outcome.sure and len(outcome.group) == 1 and first_parent:
+        top = outcome.group[0]
+        info = b.repo.info(top)
+        if info.is_merge:
+            merge = top
+            parent = info.parents[0]
+            b.progress.note(f"{top[:12]} is a merge: bisecting the merged branch")
+            restart(parent, top, False)
+            inner = search.run(
+                parent,
+                top,
+                _linear(b, parent, top, False),
+                lambda: restart(parent, top, False),
+            )
+            inner.confidence *= outcome.confidence
+            inner.sure = (
+                inner.sure and inner.confidence >= b.options.confidence * b.options.confidence
+            )
+            outcome = inner
+    if outcome.sure and len(outcome.group) == 1:
+        return Found(outcome.group[0], merge, [], outcome)
+    return Found(None, merge, outcome.group if outcome.sure else [], outcome)
+
+
+def _search_plain(
+    b: Evaluator, session: BisectSession, strategy: Strategy, state: SearchState
+) -> Found:
+    threshold = state.threshold
     _bisect(b, session, strategy, state)
     merge: str | None = None
     first_bad = session.first_bad
@@ -181,28 +334,73 @@ def _search(
         state = SearchState(session, parent, first_bad, threshold)
         _bisect(b, session, strategy, state)
         first_bad = session.first_bad
-    candidates = [] if first_bad else session.remaining()
+    return Found(first_bad, merge, [] if first_bad else session.remaining())
+
+
+def _search(
+    b: Evaluator, session: BisectSession, strategy: Strategy, good: str, bad: str
+) -> Report:
+    ends = _threshold(b, good, bad)
+    threshold, how = ends.threshold, ends.how
+    b.progress.note(f"threshold {threshold:g} ({how})")
+    b.journal.write("threshold", value=threshold, how=how)
+    session.start(good, bad, first_parent=b.options.first_parent, paths=b.options.paths)
+    if b.options.noise_aware:
+        found = _search_noisy(b, session, good, bad, ends)
+    else:
+        state = SearchState(session, good, bad, threshold)
+        found = _search_plain(b, session, strategy, state)
+    first_bad = found.culprit
     bisect_log = session.log()
     confirmation: dict[str, str] = {}
     if first_bad:
         parent = b.repo.info(first_bad).parents[0]
         b.steps_left = 0
-        for commit in (first_bad, parent):
-            confirmation[commit] = b.verdict(commit, threshold, "confirm")
+        pair = [first_bad, parent]
+        if b.slots >= 2:
+            confirmation = dict(zip(pair, b.verdicts_of(pair, threshold, "confirm"), strict=True))
+        else:
+            confirmation = {c: b.verdicts_of([c], threshold, "confirm")[0] for c in pair}
     return build_report(
         repo=b.repo,
         options=b.options,
         run_dir=b.run_dir,
-        good=(good, good_value),
-        bad=(bad, bad_value),
+        good=(good, ends.good_value),
+        bad=(bad, ends.bad_value),
         threshold=(threshold, how),
         culprit=first_bad,
-        merge=merge,
-        candidates=candidates,
+        merge=found.merge,
+        candidates=found.candidates,
         confirmation=confirmation,
         measurements=list(b.used.values()),
         cached_ids=b.journal.cached_ids,
         verdicts=b.verdicts,
         reasons=b.reasons,
         bisect_log=bisect_log,
+        search=_search_summary(b, found),
     )
+
+
+def _search_summary(b: Evaluator, found: Found) -> dict[str, Any]:
+    options = b.options
+    summary: dict[str, Any] = {
+        "mode": "posterior" if options.noise_aware else "git-bisect",
+        "error_rate": options.error_rate,
+        "likelihood": options.likelihood,
+        "parallel": b.slots,
+        "rounds": dict(b.rounds),
+        "confidence": None,
+        "sure": True,
+        "likely_range": None,
+    }
+    noisy = found.noisy
+    if noisy is not None:
+        summary["confidence"] = round(noisy.confidence, 6)
+        summary["sure"] = noisy.sure
+        if not noisy.sure:
+            summary["best_guess"] = noisy.group
+            summary["likely_range"] = {
+                "commits": noisy.likely,
+                "probability": round(noisy.likely_mass, 6),
+            }
+    return summary

@@ -39,3 +39,24 @@ class GitBisectStrategy:
     def choose(self, state: SearchState, slots: int) -> list[str]:
         pick = state.session.next_commit()
         return [pick] if pick else []
+
+
+class SplitStrategy:
+    """K commits per round splitting what git bisect has left into K + 1 parts.
+
+    With one slot this is git bisect's own pick. Skipped commits and the current
+    bad are never picked; `remaining` is newest first (git's order).
+    """
+
+    def choose(self, state: SearchState, slots: int) -> list[str]:
+        if slots <= 1:
+            return GitBisectStrategy().choose(state, slots)
+        if state.session.done:
+            return []
+        remaining = state.remaining()
+        open_ = [c for c in reversed(remaining[1:]) if state.verdicts.get(c) != "skip"]
+        if not open_:
+            return GitBisectStrategy().choose(state, slots)
+        count = min(slots, len(open_))
+        picks = [open_[(j * len(open_)) // (count + 1)] for j in range(1, count + 1)]
+        return list(dict.fromkeys(picks))

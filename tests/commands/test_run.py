@@ -217,3 +217,81 @@ def test_cluster_left_up_by_kill_9_is_torn_down_on_resume(tmp_path: Path) -> Non
     assert "left up by a killed run" in result.stderr
     assert driver.calls("teardowns")[len(before)] == built.mainline[-1]  # first thing done
     assert any(r["type"] == "cleaned" for r in _journal(built))
+
+
+def _two_slot_args(built: BuiltRepo, driver: LocalDriver, *extra: str) -> list[str]:
+    return _args(built, driver, "--parallel", "2", *extra)
+
+
+def test_parallel_2_kill_9_then_resume_repeats_nothing(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(64, 41))
+    driver = write_local_config(tmp_path)
+    args = _two_slot_args(built, driver)
+    process = subprocess.Popen(bisector_argv(*args), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)  # fmt: skip
+    _wait_for(lambda: len(driver.calls("collected")) >= 5)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    time.sleep(0.3)
+    assert sum(r["type"] == "measurement" for r in _journal(built)) >= 3
+    result = _cli(*args)
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[41]}" in result.stdout
+    journal = _journal(built)
+    measurements = [r["measurement"] for r in journal if r["type"] == "measurement"]
+    per_commit = Counter((m["commit"], m["phase"]) for m in measurements)  # type: ignore[index]
+    assert max(per_commit.values()) == 1, per_commit
+    slots = {r["slot"] for r in journal if r["type"] == "begin"}
+    assert slots == {0, 1}
+    # at most the two measurements in flight at the kill are measured twice
+    assert len(driver.calls("collected")) <= len(measurements) + 2
+
+
+def test_parallel_2_sigterm_tears_down_every_slot_then_resumes(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(12, 7))
+    driver = write_local_config(tmp_path)
+    good, bad = built.mainline[0], built.mainline[-1]
+    driver.switch(f"hang-{good}")
+    driver.switch(f"hang-{bad}")
+    before = snapshot(built.path)
+    argv = bisector_argv(*_two_slot_args(built, driver))
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: set(driver.calls("launches")) == {good, bad})  # both slots in launch
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=30)
+    assert time.monotonic() - started < 20  # the hanging launches were stopped, not awaited
+    assert process.returncode == 130, err
+    assert "Resume with: bisector run" in err and "Traceback" not in err
+    assert {good, bad} <= set(driver.calls("teardowns"))
+    assert snapshot(built.path) == before
+    assert not any(r["type"] == "measurement" for r in _journal(built))  # interrupted != skip
+    (driver.tools / f"hang-{good}").unlink()
+    (driver.tools / f"hang-{bad}").unlink()
+    result = _cli(*_two_slot_args(built, driver))
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[7]}" in result.stdout
+
+
+def test_error_rate_flag_reports_confidence(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(24, 9))
+    driver = write_local_config(tmp_path)
+    result = _cli(*_args(built, driver, "--error-rate", "0.1", "--threshold", "10"))
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[9]}" in result.stdout
+    assert "confidence: 0.99" in result.stdout
+    (run_dir,) = (built.path / ".git" / "bisector" / "runs").iterdir()
+    data = json.loads((run_dir / "report.json").read_text())
+    assert data["culprit"]["confidence"] >= 0.99
+    assert data["search"]["mode"] == "posterior"
+    assert "confidence: 0.99" in (run_dir / "report.md").read_text()
+
+
+def test_search_option_errors_are_one_line(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 3))
+    driver = write_local_config(tmp_path)
+    _assert_one_line_exit_2(_cli(*_args(built, driver, "--error-rate", "0.7")), "search.error_rate")
+    _assert_one_line_exit_2(_cli(*_args(built, driver, "--parallel", "0")), "search.parallel")
+    _assert_one_line_exit_2(
+        _cli(*_args(built, driver, "--likelihood", "vibes")), "search.likelihood"
+    )

@@ -1,0 +1,128 @@
+"""`--parallel K`: run up to K evaluations at once, one per backend slot, in threads.
+
+Backends block on subprocesses, so threads are enough. The Evaluator serializes
+journal appends, worktree changes and progress with its lock; git bisect marks
+happen on the calling thread after a round. On Ctrl-C/SIGTERM (delivered to the
+main thread only) every slot is stopped and torn down before the interrupt
+propagates: the cancel flag makes each slot's backend refuse new steps except
+teardown, the commands in flight (each the leader of its own process group,
+see bisector.proc) are killed, and every slot then runs its own teardown.
+A slot that does not finish in time is torn down from here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from bisector.backends.base import Backend, Candidate
+from bisector.errors import InfraError
+
+T = TypeVar("T")
+STOP_WAIT_S = 60.0  # how long slots get to tear down after an interrupt
+
+
+class Interrupted(InfraError):
+    kind = "interrupted"
+
+
+class CancellableBackend:
+    """A slot's view of the backend: once cancelled, every step but teardown refuses."""
+
+    def __init__(self, backend: Backend, cancelled: threading.Event) -> None:
+        self.inner = backend
+        self.cancelled = cancelled
+        self.name = backend.name
+
+    def _check(self) -> None:
+        if self.cancelled.is_set():
+            raise Interrupted("the run was interrupted")
+
+    def setup(self) -> None:
+        self.inner.setup()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def plan(self, candidate: Candidate) -> list[str]:
+        return self.inner.plan(candidate)
+
+    def build(self, candidate: Candidate) -> None:
+        self._check()
+        self.inner.build(candidate)
+
+    def launch(self, candidate: Candidate) -> None:
+        self._check()
+        self.inner.launch(candidate)
+
+    def warmup(self, candidate: Candidate) -> None:
+        self._check()
+        self.inner.warmup(candidate)
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        self._check()
+        return self.inner.collect(candidate)
+
+    def teardown(self, candidate: Candidate) -> None:
+        self.inner.teardown(candidate)
+
+
+def kill_running_commands() -> None:
+    """SIGKILL the process groups our own children lead (bisector.proc starts each so)."""
+    me = os.getpid()
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
+        if ppid == me and pgid == pid:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+
+
+def run_concurrently(
+    tasks: list[Callable[[], T]],
+    cancelled: threading.Event,
+    on_abandoned: Callable[[int], None],
+) -> list[T]:
+    """Results of `tasks`, run at once; one task runs on this thread (no overhead).
+
+    On an interrupt: set `cancelled`, kill running commands, wait for the tasks to
+    tear down, call `on_abandoned(i)` for any still running, and re-raise.
+    """
+    if len(tasks) == 1:
+        return [tasks[0]()]
+    results: dict[int, T] = {}
+    errors: dict[int, BaseException] = {}
+
+    def work(i: int) -> None:
+        try:
+            results[i] = tasks[i]()
+        except BaseException as exc:  # re-raised on the calling thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(tasks))]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)  # short waits: signals reach the main thread promptly
+    except BaseException:
+        cancelled.set()
+        kill_running_commands()
+        for thread in threads:
+            thread.join(STOP_WAIT_S / len(threads))
+        for i, thread in enumerate(threads):
+            if thread.is_alive():
+                on_abandoned(i)
+        raise
+    for i in sorted(errors):
+        raise errors[i]
+    return [results[i] for i in range(len(tasks))]
