@@ -116,6 +116,9 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     max_evaluations: Annotated[
         int | None, typer.Option(help="Budget of a noise-aware search (endpoints included).")
     ] = None,
+    upload: Annotated[
+        str | None, typer.Option(help="gs://bucket/prefix to copy the run's logs and report to.")
+    ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
 ) -> int:
     """Bisect GOOD..BAD: exit 0 culprit confirmed, 3 inconclusive, 2 bad input, 130 interrupted."""
@@ -129,6 +132,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
         "repeats": repeats,
         "first_parent": first_parent,
         "launch_attempts": launch_attempts,
+        "upload": upload,
         "paths": paths or None,
         "error_rate": error_rate,
         "likelihood": likelihood,

@@ -10,8 +10,8 @@ import typer
 
 from bisector.config import Section, load_config
 from bisector.durations import format_duration
-from bisector.errors import EXIT_INTERRUPTED
-from bisector.search import RunOptions, plan_bisection, run_bisection
+from bisector.errors import EXIT_INTERRUPTED, BisectorError
+from bisector.search import Report, RunOptions, plan_bisection, run_bisection
 from bisector.search.progress import make_progress
 
 EXIT_FOUND = 0
@@ -72,6 +72,25 @@ def run(options: RunOptions, *, is_dry_run: bool = False) -> int:
             file=sys.stderr,
         )
         return EXIT_INTERRUPTED
+    upload_report(options, Path(report.data["run_dir"]))
+    return print_outcome(report)
+
+
+def upload_report(options: RunOptions, run_dir: Path) -> None:
+    """Copy the run directory (every evaluation's logs and scores, the report) to GCS."""
+    if not options.upload:
+        return
+    from bisector.upload import upload_run
+
+    try:
+        result = upload_run(run_dir, options.upload)
+    except BisectorError as exc:  # the bisection's outcome stands; say what did not upload
+        print(f"bisector: warning: upload to {options.upload} failed: {exc}", file=sys.stderr)
+        return
+    typer.echo(f"uploaded {len(result.uploaded)} files to {options.upload}")
+
+
+def print_outcome(report: Report) -> int:
     culprit = report.culprit
     run_dir = report.data["run_dir"]
     search = report.data.get("search", {})

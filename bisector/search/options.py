@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from typing import TypedDict
 from bisector.backends.registry import BACKENDS
 from bisector.config import Section
 from bisector.errors import ConfigError
+from bisector.logs import METRIC_NAMES, load_metric_definitions, score_logs
+from bisector.search.measure import Scorer
 
 RUN_KEYS = (
     "backend",
@@ -24,6 +27,7 @@ RUN_KEYS = (
     "retry_wait",
     "estimate",
     "seed",
+    "upload",
 )
 # `[search]`: how the culprit is searched for (noise model, parallel slots, budget).
 SEARCH_KEYS = (
@@ -56,6 +60,7 @@ class RunOptions:
     seed: int = 0
     run_dir: Path | None = None
     resume_command: str = ""
+    upload: str | None = None  # gs://bucket/prefix the run directory is copied to
     error_rate: float = 0.0  # per-run verdict error; 0 with likelihood "verdict": plain git bisect
     likelihood: str = "verdict"  # or "metric": evidence from the endpoints' fitted samples
     confidence: float = 0.99  # posterior mass that ends the search
@@ -106,13 +111,23 @@ class RunOptions:
                 f"{run.file}: key `run.backend`: unknown backend {backend!r}; "
                 f"choose one of: {known}"
             )
+        metric = run.get_str("metric", "conflicts")
+        metrics = (*METRIC_NAMES, *load_metric_definitions(config.table("metrics")))
+        if metric not in metrics:
+            raise ConfigError(
+                f"{run.file}: key `run.metric`: unknown metric {metric!r}; choose one of: "
+                f"{', '.join(metrics)}, or define it in a [metrics.{metric}] table"
+            )
+        upload = run.opt_str("upload")
+        if upload is not None and not upload.startswith("gs://"):
+            raise ConfigError(f"{run.file}: key `run.upload`: expected gs://bucket/prefix")
         return cls(
             good=good,
             bad=bad,
             repo=repo,
             config=config,
             backend=backend,
-            metric=run.get_str("metric", "conflicts"),
+            metric=metric,
             threshold=run.opt_float("threshold"),
             warmup_s=run.get_duration("warmup", 0),
             repeats=repeats,
@@ -124,7 +139,15 @@ class RunOptions:
             seed=run.get_int("seed", 0),
             run_dir=run_dir,
             resume_command=resume_command,
+            upload=upload,
             **_search_options(search),
+        )
+
+    def scorer(self) -> Scorer:
+        """score_logs, knowing the config's user-defined `[metrics.NAME]` request counts."""
+        definitions = load_metric_definitions(self.config.table("metrics"))
+        return (
+            functools.partial(score_logs, extra_metrics=definitions) if definitions else score_logs
         )
 
     def backend_section(self) -> Section:

@@ -11,7 +11,6 @@ from pathlib import Path
 from bisector.backends.base import Backend, BackendContext, Candidate
 from bisector.backends.registry import create_backend
 from bisector.gitrepo import GitRepo
-from bisector.logs import Scores, metric_value
 from bisector.search.decide import MajorityRule
 from bisector.search.options import RunOptions
 
@@ -33,7 +32,6 @@ def open_range(options: RunOptions) -> tuple[GitRepo, str, str]:
     repo = GitRepo(options.repo)
     good, bad = repo.resolve(options.good), repo.resolve(options.bad)
     repo.check_range(good, bad)
-    metric_value(Scores(), options.metric)  # unknown metric: one clear error before any work
     return repo, good, bad
 
 

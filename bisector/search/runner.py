@@ -26,7 +26,6 @@ from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
 from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import BisectSession, GitRepo
-from bisector.logs import score_logs
 from bisector.search.decide import DecisionRule, MajorityRule, calibrate_threshold
 from bisector.search.evaluator import Evaluator
 from bisector.search.journal import Journal
@@ -69,7 +68,7 @@ def run_bisection(
     slots: int = 1,
     repo: GitRepo | None = None,
     session_factory: SessionFactory = BisectSession,
-    scorer: Scorer = score_logs,
+    scorer: Scorer | None = None,
     write_report: bool = True,
 ) -> Report:
     """The whole `bisector run`; raises BisectorError for anything the user must fix.
@@ -88,6 +87,7 @@ def run_bisection(
     # Absolute: backend commands run inside the candidate's worktree, not here.
     run_dir = (options.run_dir or default_run_dir(repo, options, good, bad)).resolve()
     progress = progress or PlainProgress(estimate_s=options.estimate_s)
+    scorer = scorer or options.scorer()
     rule = rule or MajorityRule(options.repeats)
     strategy = strategy or SplitStrategy()
     good_worktree = run_dir / "worktrees" / "good"

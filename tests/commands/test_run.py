@@ -9,11 +9,13 @@ import subprocess
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bisector.gitrepo import GitRepo
 from tests.helpers.checkout import snapshot
+from tests.helpers.gcs import ensure_bucket
 from tests.helpers.local_backend import LocalDriver, bisector_argv, write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 
@@ -295,3 +297,33 @@ def test_search_option_errors_are_one_line(tmp_path: Path) -> None:
     _assert_one_line_exit_2(
         _cli(*_args(built, driver, "--likelihood", "vibes")), "search.likelihood"
     )
+
+
+def test_user_defined_metric_from_the_config_drives_the_verdicts(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(8, 5))
+    driver = write_local_config(tmp_path)
+    with driver.config.open("a") as config:
+        config.write(
+            '\n[metrics.hollow1_conflicts]\nverb = "PATCH"\n'
+            'path = "^/api/v1/nodes/hollow-node-1/"\nstatuses = [409]\n'
+        )
+    result = _cli(*_args(built, driver, "--metric", "hollow1_conflicts"))
+    assert result.returncode == 0, result.stderr
+    assert f"culprit: {built.mainline[5]}" in result.stdout
+    unknown = _cli(*_args(built, driver, "--metric", "hollow2_conflicts"))
+    _assert_one_line_exit_2(unknown, "`run.metric`: unknown metric 'hollow2_conflicts'")
+
+
+def test_upload_copies_the_run_directory_to_gcs(tmp_path: Path, gcs_client: Any) -> None:
+    ensure_bucket(gcs_client, "bisections")
+    built = build_repo(tmp_path / "repo", _values(6, 3))
+    driver = write_local_config(tmp_path)
+    run_dir = tmp_path / "run"
+    args = _args(built, driver, "--run-dir", str(run_dir), "--upload", "gs://bisections/r1")
+    result = _cli(*args)
+    assert result.returncode == 0, result.stderr
+    names = {blob.name for blob in gcs_client.list_blobs("bisections", prefix="r1/")}
+    assert {"r1/report.json", "r1/report.md", "r1/journal.jsonl"} <= names
+    logs = {n for n in names if n.endswith("/logs/kube-apiserver.log")}
+    assert len(logs) == len(list(run_dir.glob("evals/*/logs/kube-apiserver.log"))) >= 4
+    assert "uploaded" in result.stdout
