@@ -18,9 +18,6 @@ class ScanSettings:
     # Keep every node write's time (dispatch lag); otherwise chunks without dispatch lines
     # take the faster path that counts without dating.
     need_times: bool = False
-    # Match 2017-style node writes with the compiled loop (kernel.py): large inputs only,
-    # where it repays loading numba.
-    kernel: bool = False
 
 
 @dataclass

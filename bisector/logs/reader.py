@@ -10,7 +10,6 @@ from dataclasses import replace
 from pathlib import Path
 
 from bisector.errors import BisectorError
-from bisector.logs import kernel
 from bisector.logs.chunks import iter_chunks, range_chunks
 from bisector.logs.definitions import RequestMetric
 from bisector.logs.metrics import Scores, build_scores
@@ -19,13 +18,12 @@ from bisector.logs.scanner import scan_chunk
 from bisector.logs.sources import Source, open_source, resolve
 from bisector.logs.timestamps import line_seconds
 
-CHUNK_SIZE = 16 << 20
+# Measured (scripts/bench_score.py, 1 GiB, 2 workers): 4 MiB blocks scan as fast as 16 MiB
+# ones but the scorer's process tree peaks at ~110 MiB PSS instead of ~190 MiB (each block
+# also costs a same-size numpy temporary, and glibc keeps freed 16 MiB blocks mapped).
+CHUNK_SIZE = 4 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
-# From this much local input on, node writes are matched by the compiled loop (kernel.py):
-# loading numba (~1-2 s) is repaid several times over. gzip counts ~8x its size.
-KERNEL_MIN_BYTES = 256 << 20
-_GZIP_RATIO = 8
 _PEEK_BYTES = 1 << 16
 
 
@@ -105,11 +103,7 @@ def score_logs(
     t0 = next((t for _, t in ordered if t is not None), None)
     extra = tuple((extra_metrics or {}).values())
     n_workers = workers if workers is not None else min(os.cpu_count() or 1, 4)
-    base = ScanSettings(
-        reference=ordered[0][0].mtime.date(),
-        extra=extra,
-        kernel=_input_bytes(ordered) >= KERNEL_MIN_BYTES and kernel.warm_up(),
-    )
+    base = ScanSettings(reference=ordered[0][0].mtime.date(), extra=extra)
     total = _scan_all(
         ordered, base, since=since, until=until, t0=t0, chunk_size=chunk_size, n_workers=n_workers
     )
@@ -133,18 +127,6 @@ def score_logs(
     abs_since = None if since is None or total.first_ts is None else total.first_ts + since
     abs_until = None if until is None or total.first_ts is None else total.first_ts + until
     return build_scores(total, abs_since, abs_until, tuple(m.name for m in extra))
-
-
-def _input_bytes(ordered: list[tuple[Source, float | None]]) -> int:
-    """Log text in local files (stdin and URLs: unknown, counted as none)."""
-    total = 0
-    for source, _ in ordered:
-        if source.is_local_file:
-            path = Path(source.spec)
-            with path.open("rb") as handle:
-                scale = _GZIP_RATIO if handle.read(2) == b"\x1f\x8b" else 1
-            total += path.stat().st_size * scale
-    return total
 
 
 def _undated_dispatch_writes(part: Partial) -> bool:

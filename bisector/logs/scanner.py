@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable
 
 import numpy as np
 
-from bisector.logs import cacher, kernel
+from bisector.logs import cacher
 from bisector.logs import patterns as p
 from bisector.logs.partial import Partial, ScanSettings, in_window
 from bisector.logs.timestamps import cri_text_seconds, glog_seconds, line_seconds
@@ -44,29 +43,20 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     """
     if len(chunk) <= 1:
         return
-    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
-    compiled = None
-    if s.kernel and prefix == "plain":
-        compiled, newlines = kernel.old_node_writes(chunk, s.reference, _regex_at(chunk))
-    else:
-        newlines = int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == 10))
-    out.lines += newlines - 1 + (0 if chunk[-1] == 10 else 1)
+    newlines = int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)) - 1
+    out.lines += newlines + (0 if chunk[-1] == 10 else 1)
     _edges(chunk, s, out)
+    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
     from_cacher = p.CACHER_FILES_MARK in chunk
     has_dispatch = from_cacher and any(mark in chunk for mark in p.DISPATCH_MARKS)
-    if compiled is not None and len(compiled.times):
-        conflict = np.isin(compiled.verbs, kernel.CONFLICT_VERBS) & (compiled.statuses == 409)
-        success = (compiled.statuses >= 200) & (compiled.statuses < 300)
-        _count(compiled.times, conflict, success, s, out)
-        fast = True
-    elif prefix == "plain" and not (
+    if prefix == "plain" and not (
         has_dispatch or s.need_times or s.since is not None or s.until is not None
     ):
-        fast = compiled is None and _fast_node_writes(chunk, out)
+        fast = _fast_node_writes(chunk, out)
     else:
         fast = False
     if not fast:
-        times, verbs, statuses = _node_writes(chunk, prefix, s, old=compiled is None)
+        times, verbs, statuses = _node_writes(chunk, prefix, s)
         _count_node_writes(times, verbs, statuses, s, out)
     if not out.has_requests or s.extra:
         _any_requests(chunk, prefix, s, out)
@@ -119,25 +109,10 @@ def _fast_node_writes(chunk: bytes | bytearray, out: Partial) -> bool:
     return True
 
 
-def _regex_at(chunk: bytes | bytearray) -> Callable[[int], tuple[bytes, bytes, bytes]]:
-    """The old-format node write regex matched at one line start, for the kernel's rare
-    leftovers; LookupError when it does not match."""
-
-    def match(start: int) -> tuple[bytes, bytes, bytes]:
-        found = _PATTERNS["old_node", "plain"].match(chunk, start - 1)
-        if found is None:
-            raise LookupError(start)
-        time_field, verb, status = found.groups()
-        return time_field, verb, status
-
-    return match
-
-
 def _node_writes(
-    chunk: bytes | bytearray, prefix: str, s: ScanSettings, *, old: bool = True
+    chunk: bytes | bytearray, prefix: str, s: ScanSettings
 ) -> tuple[np.ndarray, list[bytes], list[bytes]]:
-    """`old=False`: the kernel already found no old-format node write here."""
-    rows = _PATTERNS["old_node", prefix].findall(chunk) if old else []
+    rows = _PATTERNS["old_node", prefix].findall(chunk)
     if not rows and p.NEW_FORMAT_MARK in chunk:
         rows += _PATTERNS["new_node", prefix].findall(chunk)
     times: np.ndarray
@@ -168,18 +143,11 @@ def _count_node_writes(
 ) -> None:
     if not len(times):
         return
+    out.has_requests = True
     codes = np.array(statuses).astype(np.int64)
     verb_arr = np.array(verbs)
     conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
     success = (codes >= 200) & (codes < 300)
-    _count(times, conflict, success, s, out)
-
-
-def _count(
-    times: np.ndarray, conflict: np.ndarray, success: np.ndarray, s: ScanSettings, out: Partial
-) -> None:
-    """Node writes in line order: conflicts and successes in the window, every success's time."""
-    out.has_requests = True
     window = np.ones(len(times), dtype=bool)
     if s.since is not None:
         window &= times >= s.since

@@ -48,29 +48,14 @@ def glog_seconds(fields: Sequence[bytes], reference: date) -> np.ndarray:
     if not fields:
         return np.empty(0)
     digits = np.frombuffer(b"".join(fields), dtype=np.uint8).reshape(-1, GLOG_FIELD_LEN)
-    return glog_digit_seconds(digits, reference)
-
-
-def glog_digit_seconds(digits: np.ndarray, reference: date) -> np.ndarray:
-    """The same for a (lines, 20) uint8 array of time fields."""
-    if not len(digits):
-        return np.empty(0)
     d = digits.astype(np.int64) - 48
     month_day = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
     seconds = (
         (d[:, 5] * 10 + d[:, 6]) * 3600 + (d[:, 8] * 10 + d[:, 9]) * 60 + d[:, 11] * 10 + d[:, 12]
     ).astype(np.float64) + (d[:, 14:20] * _FRACTION_WEIGHTS).sum(axis=1)
-    result: np.ndarray = seconds + day_starts(month_day, reference)
-    return result
-
-
-def day_starts(month_day: np.ndarray, reference: date) -> np.ndarray:
-    """Epoch seconds of 00:00 on each MMDD (as an int month*100+day)."""
-    if not len(month_day):
-        return np.empty(0)
     days = np.unique(month_day)
     starts = np.array([_day_start(int(md), reference) for md in days])
-    result: np.ndarray = starts[np.searchsorted(days, month_day)]
+    result: np.ndarray = seconds + starts[np.searchsorted(days, month_day)]
     return result
 
 
