@@ -18,10 +18,7 @@ from bisector.logs.scanner import scan_chunk
 from bisector.logs.sources import Source, open_source, resolve
 from bisector.logs.timestamps import line_seconds
 
-# Measured (scripts/bench_score.py, 1 GiB, 2 workers): 4 MiB blocks scan as fast as 16 MiB
-# ones but the scorer's process tree peaks at ~110 MiB PSS instead of ~190 MiB (each block
-# also costs a same-size numpy temporary, and glibc keeps freed 16 MiB blocks mapped).
-CHUNK_SIZE = 4 << 20
+CHUNK_SIZE = 16 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
