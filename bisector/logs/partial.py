@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from array import array
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import date
+from itertools import accumulate
 
 from bisector.logs.definitions import RequestMetric
 
@@ -20,6 +23,59 @@ class ScanSettings:
     need_times: bool = False
 
 
+class WriteTimes:
+    """Times of the successful node writes in log order (the dispatch lag pairs the Nth
+    dispatch with the Nth write). Writes counted without their time (the fast path) are
+    kept as run lengths, not 8 bytes each, so memory does not grow with the log; indexing
+    one gives NaN."""
+
+    def __init__(self) -> None:
+        self._runs: list[array[float] | int] = []
+        self._length = 0
+        self._starts: list[int] | None = None  # first index of each run, built on lookup
+
+    def add_undated(self, count: int) -> None:
+        if count <= 0:
+            return
+        if self._runs and isinstance(self._runs[-1], int):
+            self._runs[-1] += count
+        else:
+            self._runs.append(count)
+        self._length += count
+        self._starts = None
+
+    def add(self, times: array[float]) -> None:
+        if not times:
+            return
+        last = self._runs[-1] if self._runs else 0
+        if isinstance(last, int):
+            self._runs.append(array("d", times))
+        else:
+            last.extend(times)
+        self._length += len(times)
+        self._starts = None
+
+    def extend(self, later: WriteTimes) -> None:
+        for run in later._runs:
+            if isinstance(run, int):
+                self.add_undated(run)
+            else:
+                self.add(run)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: int) -> float:
+        if not 0 <= index < self._length:
+            raise IndexError(index)
+        if self._starts is None:
+            sizes = [run if isinstance(run, int) else len(run) for run in self._runs]
+            self._starts = [0, *accumulate(sizes)][:-1]
+        k = bisect_right(self._starts, index) - 1
+        run = self._runs[k]
+        return math.nan if isinstance(run, int) else run[index - self._starts[k]]
+
+
 @dataclass
 class Partial:
     lines: int = 0
@@ -28,7 +84,7 @@ class Partial:
     has_requests: bool = False
     conflicts: int = 0
     node_writes: int = 0
-    write_times: array[float] = field(default_factory=lambda: array("d"))
+    write_times: WriteTimes = field(default_factory=WriteTimes)
     cacher_hwm: dict[str, int] = field(default_factory=dict)
     cacher_full_at: dict[str, float] = field(default_factory=dict)
     forced_closes: dict[str, int] = field(default_factory=dict)

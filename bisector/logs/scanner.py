@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from collections import Counter
 
 import numpy as np
@@ -105,7 +106,7 @@ def _fast_node_writes(chunk: bytes | bytearray, out: Partial) -> bool:
     writes = sum(n for (_, status), n in counts.items() if len(status) == 3 and status[:1] == b"2")
     out.node_writes += writes
     # Keep the write index right for dispatch lag; these writes' times are unknown (NaN).
-    out.write_times.frombytes(np.full(writes, np.nan).tobytes())
+    out.write_times.add_undated(writes)
     return True
 
 
@@ -155,7 +156,7 @@ def _count_node_writes(
         window &= times < s.until
     out.conflicts += int((conflict & window).sum())
     out.node_writes += int((success & window).sum())
-    out.write_times.frombytes(times[success].astype(np.float64).tobytes())
+    out.write_times.add(array("d", times[success].astype(np.float64).tobytes()))
 
 
 def _json_requests(chunk: bytes | bytearray, prefix: str) -> list[tuple[float, str, str, int]]:
