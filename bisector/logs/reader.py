@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import os
+import signal
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,16 @@ CHUNK_SIZE = 16 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
+
+
+def _quiet_worker_signals() -> None:
+    """Workers leave Ctrl-C to the parent and die quietly when the pool ends them.
+
+    Forked workers inherit the run loop's SIGTERM handler, which raises
+    KeyboardInterrupt; `Pool.terminate` sends SIGTERM, so each worker printed a traceback.
+    """
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _scan_range(task: tuple[str, int, int, int, ScanSettings]) -> Partial:
@@ -200,7 +211,7 @@ def _scan_source(source: Source, settings: ScanSettings, chunk_size: int, worker
         (source.spec, start, min(size, start + step), chunk_size, settings)
         for start in range(0, size, step)
     ]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    with multiprocessing.get_context("fork").Pool(workers, _quiet_worker_signals) as pool:
         parts = pool.map(_scan_range, tasks, chunksize=1)
     total = Partial()
     for part in parts:

@@ -117,3 +117,18 @@ def test_empty_log_has_no_data_for_anything(tmp_path: Path) -> None:
         "forced_watcher_closes",
     ):
         assert metric_value(scores, name) is None, name
+
+
+def test_parallel_workers_end_quietly_inside_a_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # The run loop turns SIGTERM into KeyboardInterrupt; forked scorer workers must not
+    # inherit that (the pool ends them with SIGTERM) and print a traceback each.
+    from bisector.search.runner import sigterm_as_interrupt
+
+    path = _write(tmp_path, text(mix_log("wrap42") * 20))
+    monkeypatch.setattr(reader_mod, "PARALLEL_MIN_BYTES", 0)
+    with sigterm_as_interrupt():
+        scores = score_logs([path], workers=2, chunk_size=1000)
+    assert scores.metrics["conflicts"] == 20 * MIX_CONFLICTS
+    assert "Traceback" not in capfd.readouterr().err
