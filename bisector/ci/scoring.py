@@ -108,7 +108,7 @@ def score_run(
     except (BisectorError, gexc.GoogleAPIError, OSError) as exc:
         return RunScore(info, logs, None, problem=f"unreadable: {exc}")
     except Exception as exc:  # one bad object must not sink the other runs
-        # e.g. isal's IsalError for a corrupt deflate stream, which the log reader lets through.
+        # Anything the reader did not foresee stays this run's problem, not the whole table's.
         return RunScore(info, logs, None, problem=f"unreadable: {type(exc).__name__}: {exc}")
     cache.put(key, scores)
     return RunScore(info, logs, scores)

@@ -21,6 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
+from isal import isal_zlib
+
 from bisector.errors import BisectorError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -30,7 +32,12 @@ _HTTP_TIMEOUT_S = 60.0
 _NUMBERED = re.compile(r"\.(\d+)(?:\.gz)?$")
 _DATED = re.compile(r"-(\d{8})(?:-(\d+))?(?:\.gz)?$")
 
-_BAD_GZIP: tuple[type[BaseException], ...] = (OSError, EOFError, gzip.BadGzipFile)
+_BAD_GZIP: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    gzip.BadGzipFile,
+    isal_zlib.IsalError,  # a corrupt deflate stream inflated by isal (not an OSError)
+)
 
 
 @dataclass(frozen=True)

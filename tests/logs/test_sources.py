@@ -102,6 +102,13 @@ def test_gs_plain_object_and_missing_object(gcs_client: Any) -> None:
         score_logs(["gs://plain-bucket/nope.log"])
 
 
+def test_gs_corrupt_gzip_object_is_a_clear_error(gcs_client: Any) -> None:
+    bucket = ensure_bucket(gcs_client, "corrupt-bucket")
+    bucket.blob("kube-apiserver.log").upload_from_string(b"\x1f\x8b\x08\x00" + b"garbage" * 50)
+    with pytest.raises(BisectorError, match="corrupt or truncated gzip"):
+        score_logs(["gs://corrupt-bucket/kube-apiserver.log"])
+
+
 @pytest.fixture
 def http_dir(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
