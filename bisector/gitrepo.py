@@ -9,17 +9,15 @@ the user's HEAD, index, files and any bisect they have in progress stay as they 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import re
 import shutil
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
 from bisector.errors import BisectorError
+from bisector.locking import exclusive
 
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 _ONLY_SKIPPED = "only 'skip'ped commits left to test"
@@ -139,25 +137,15 @@ class GitRepo:
         with contextlib.suppress(git.GitCommandError):
             self.git("worktree", "prune")
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
+    def lock(self) -> contextlib.AbstractContextManager[None]:
         """Only one `bisector run` per repository at a time."""
-        path = self.common_dir / "bisector.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                holder = Path(path).read_text(encoding="utf-8").strip() or "another process"
-                raise BisectorError(
-                    f"a bisect is already running on {self.root} ({holder}); wait for it to "
-                    "finish or stop it, then retry"
-                ) from None
-            os.ftruncate(fd, 0)
-            os.write(fd, f"pid {os.getpid()}".encode())
-            yield
-        finally:
-            os.close(fd)
+        return exclusive(
+            self.common_dir / "bisector.lock",
+            lambda holder: BisectorError(
+                f"a bisect is already running on {self.root} ({holder}); wait for it to "
+                "finish or stop it, then retry"
+            ),
+        )
 
 
 class BisectSession:

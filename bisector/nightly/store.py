@@ -9,17 +9,15 @@ crashed nightly never blocks the next one.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bisector.errors import BisectorError
+from bisector.locking import exclusive
 
 EXIT_BUSY = 5
 SCHEMA_VERSION = 1
@@ -243,24 +241,15 @@ def _hunt(row: tuple[Any, ...]) -> Hunt:
     )
 
 
-@contextlib.contextmanager
-def nightly_lock(state_dir: Path) -> Iterator[None]:
+def nightly_lock(state_dir: Path) -> contextlib.AbstractContextManager[None]:
     """Hold `<state_dir>/nightly.lock` or raise: one nightly per state directory at a time."""
     state_dir.mkdir(parents=True, exist_ok=True)
     path = state_dir / "nightly.lock"
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = path.read_text(encoding="utf-8").strip() or "another process"
-            raise BisectorError(
-                f"another bisector nightly is running ({holder}, lock {path}); "
-                "this one exits: the running one covers tonight",
-                exit_code=EXIT_BUSY,
-            ) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"pid {os.getpid()}".encode())
-        yield
-    finally:
-        os.close(fd)
+    return exclusive(
+        path,
+        lambda holder: BisectorError(
+            f"another bisector nightly is running ({holder}, lock {path}); "
+            "this one exits: the running one covers tonight",
+            exit_code=EXIT_BUSY,
+        ),
+    )
