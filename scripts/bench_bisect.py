@@ -18,7 +18,10 @@ Noise models (a culprit at a random position; good runs score ~100, bad ~1000):
 Methods: `git-bisect` (one run per commit, git's midpoint), `majority-3` (up to 3
 runs per commit, stop at 2 agreeing), `bisector K=k` (probabilistic bisection
 with the model's error rate or the metric likelihood, k slots per round; with
-p = 0 it is plain git bisect split into k + 1 parts).
+p = 0 it is plain git bisect split into k + 1 parts), and `K=4 unfolded`: K=4 with
+`fold_rounds` off (idle slots do not measure ahead), the baseline of that change.
+A run's noise is drawn from (trial, commit, nth run of it), so parallel trials
+repeat exactly and every method of a trial meets the same noise.
 
 Counted: every evaluation of the run (endpoints, search, confirmation of culprit
 and parent); rounds: rounds of concurrent evaluations over all phases.

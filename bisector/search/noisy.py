@@ -10,6 +10,11 @@ quantiles j/(slots+1); the search stops once one group holds `confidence` of the
 mass, or when the evaluation budget is spent (then the answer is *unsure* and
 the smallest range holding 95 % is named).
 
+With 3 or more slots, once one commit holds CONFIRM_AHEAD of the mass, two slots
+of the round measure its confirmation (it and its parent, phase "confirm") beside
+the search runs: when the round ends the search on that commit, the confirmation
+needs no round of its own. Confirmation runs never enter the posterior.
+
 git bisect only ever hears decided verdicts: P(culprit <= x) >= confidence is
 bad, <= 1 - confidence is good, plus skips. If later runs un-decide a verdict,
 the session is restarted and the decided ones replayed, so git's state never

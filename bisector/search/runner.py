@@ -7,6 +7,8 @@ and started again with the same command repeats no finished measurement.
 Two searches: with `[search] error_rate = 0` and the verdict likelihood, plain git
 bisect verdicts (decided by the repeats rule); otherwise probabilistic bisection
 (bisector.search.noisy). Both run `slots` evaluations per round (`--parallel`).
+Slots the endpoint round leaves idle measure the search's first points ahead
+(`_speculative`); nothing uses those runs until the endpoints have checked out.
 """
 
 from __future__ import annotations
@@ -208,11 +210,15 @@ def _speculative(b: Evaluator, good: str, bad: str, k: int) -> list[str]:
     once the endpoints have checked out. Until then nothing reads them.
     """
     commits = _linear(b, good, bad, b.options.first_parent)
+    inside = commits[:-1]
+    if not inside:
+        return []
     if b.options.noise_aware:
         prior = NoisySearch.prior(good, commits)
-        return [prior.commits[x] for x in prior.picks(k)]
-    inside = commits[:-1]
-    return list(dict.fromkeys(inside[(j * len(inside)) // (k + 1)] for j in range(1, k + 1)))
+        picks = [prior.commits[x] for x in prior.picks(k)]
+    else:
+        picks = [inside[(j * len(inside)) // (k + 1)] for j in range(1, k + 1)]
+    return [c for c in dict.fromkeys(picks) if c in inside]
 
 
 def _threshold(b: Evaluator, good: str, bad: str) -> Endpoints:

@@ -122,3 +122,11 @@ def test_resumed_run_repeats_no_folded_measurement(tmp_path: Path) -> None:
     second = _run(built, again, fold=True, error_rate=0.1)
     assert sum(again.runs.values()) == 0
     assert second.culprit == first.culprit
+
+
+@pytest.mark.parametrize("error_rate", [0.0, 0.1])
+def test_nothing_to_measure_ahead_in_a_one_commit_range(tmp_path: Path, error_rate: float) -> None:
+    built = build_repo(tmp_path / "repo", [GOOD, BAD])
+    report = _run(built, FileValueBackend(), fold=True, error_rate=error_rate)
+    assert report.culprit is not None and report.culprit["commit"] == built.mainline[1]
+    assert not [e for e in report.evaluations if e["phase"] == "bisect" and error_rate == 0]
