@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -164,8 +165,20 @@ class Evaluator:
             self.used[m.id] = m
         return found
 
-    def measure_n(self, commits: list[str], phase: str, n: int) -> list[list[Measurement]]:
-        """At least `n` runs of each commit (fewer measured when the journal has some)."""
+    def measure_n(
+        self,
+        commits: list[str],
+        phase: str,
+        n: int,
+        spare: Callable[[int], list[str]] | None = None,
+    ) -> list[list[Measurement]]:
+        """At least `n` runs of each commit (fewer measured when the journal has some).
+
+        `spare(k)` names up to k commits for the slots the last round would leave idle:
+        speculative search runs while the endpoints are measured. They are journaled
+        like any run (phase "bisect"), and reach the search only through the journal,
+        once the endpoints have checked out.
+        """
         found = [self.runs(c, self.repo.tree_of(c), phase) for c in commits]
         # Interleaved (good, bad, good, bad, ...) so parallel slots pair them up.
         missing = [
@@ -174,8 +187,11 @@ class Evaluator:
             for c, runs in zip(commits, found, strict=True)
             if r >= len(runs)
         ]
-        for m in self.batch(missing):
-            found[commits.index(m.commit)].append(m)
+        idle = (-len(missing)) % self.slots if missing else 0
+        ahead = [(c, "bisect") for c in spare(idle)[:idle]] if spare and idle else []
+        for m in self.batch(missing + ahead):
+            if m.commit in commits and m.phase == phase:
+                found[commits.index(m.commit)].append(m)
         return found
 
     def verdict(self, commit: str, threshold: float, phase: str = "bisect", slot: int = 0) -> str:

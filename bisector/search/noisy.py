@@ -10,6 +10,11 @@ quantiles j/(slots+1); the search stops once one group holds `confidence` of the
 mass, or when the evaluation budget is spent (then the answer is *unsure* and
 the smallest range holding 95 % is named).
 
+With 3 or more slots, once one commit holds CONFIRM_AHEAD of the mass, two slots
+of the round measure its confirmation (it and its parent, phase "confirm") beside
+the search runs: when the round ends the search on that commit, the confirmation
+needs no round of its own. Confirmation runs never enter the posterior.
+
 git bisect only ever hears decided verdicts: P(culprit <= x) >= confidence is
 bad, <= 1 - confidence is good, plus skips. If later runs un-decide a verdict,
 the session is restarted and the decided ones replayed, so git's state never
@@ -33,6 +38,7 @@ from bisector.search.posterior import Posterior
 NO_CULPRIT = "(no commit in the range is bad)"
 OUT_OF_RANGE_PRIOR = 0.01
 LIKELY_MASS = 0.95
+CONFIRM_AHEAD = 0.9  # the top commit's mass from which idle slots confirm it
 
 
 @dataclass
@@ -63,6 +69,15 @@ class NoisySearch:
         self.budget = budget
         self.confidence = b.options.confidence
 
+    @staticmethod
+    def prior(good: str, commits: list[str]) -> Posterior:
+        """Before any run: good, the range (oldest first, bad last), and the sentinel."""
+        positions = [good, *commits, NO_CULPRIT]
+        inside = (1 - 2 * OUT_OF_RANGE_PRIOR) / len(commits)
+        return Posterior(
+            positions, [OUT_OF_RANGE_PRIOR, *[inside] * len(commits), OUT_OF_RANGE_PRIOR]
+        )
+
     def spent(self) -> int:
         return sum(m.phase != "confirm" for m in self.b.journal.own)
 
@@ -70,10 +85,8 @@ class NoisySearch:
         self, good: str, bad: str, commits: list[str], restart: Callable[[], None]
     ) -> NoisyOutcome:
         """Search good..bad (`commits` oldest first, ending with bad); git is `restart`able."""
-        positions = [good, *commits, NO_CULPRIT]
-        inside = (1 - 2 * OUT_OF_RANGE_PRIOR) / len(commits)
-        prior = [OUT_OF_RANGE_PRIOR, *[inside] * len(commits), OUT_OF_RANGE_PRIOR]
-        post = Posterior(positions, prior)
+        post = self.prior(good, commits)
+        positions = post.commits
         history = [
             m
             for runs in self.b.journal.by_tree.values()
@@ -90,15 +103,41 @@ class NoisySearch:
             left = self.budget - self.spent()
             if best.mass >= self.confidence or left <= 0:
                 break
-            picks = post.picks(min(self.b.slots, left))
+            confirm = self._confirm_ahead(post)
+            picks = post.picks(min(self.b.slots - len(confirm), left))
             if not picks:
                 break
             lo, hi, _ = post.smallest_range(LIKELY_MASS)
             self.b.steps_left = math.ceil(math.log2(max(hi - lo + 1, 1)))
-            for m in self.b.batch([(positions[x], "bisect") for x in picks]):
-                self._apply(post, m)
+            jobs = [(positions[x], "bisect") for x in picks] + [(c, "confirm") for c in confirm]
+            for m in self.b.batch(jobs):
+                if m.phase != "confirm":
+                    self._apply(post, m)
             self._sync(post, marked, restart)
         return self._outcome(post)
+
+    def _confirm_ahead(self, post: Posterior) -> list[str]:
+        """The likely culprit and its parent, to confirm in this round's idle slots.
+
+        Once one commit holds CONFIRM_AHEAD of the mass, this round probably ends the
+        search: measuring its confirmation now saves the confirmation's own round.
+        Confirmation runs never enter the posterior (they are a fresh check of the
+        answer); should another commit end up the culprit, they are simply spent.
+        """
+        best = post.best()
+        if (
+            not self.b.options.fold_rounds
+            or self.b.slots < 3  # two for the confirmation, at least one for the search
+            or best.mass < CONFIRM_AHEAD
+            or best.first != best.last
+            or not 0 < best.last < post.size - 1  # the good endpoint or the sentinel
+        ):
+            return []
+        culprit = post.commits[best.last]
+        pair = [culprit, self.b.repo.info(culprit).parents[0]]
+        if any(self.b.journal.for_tree(self.b.repo.tree_of(c), confirm=True) for c in pair):
+            return []  # asked for already: the final confirmation decides with those
+        return pair
 
     def _apply(self, post: Posterior, m: Measurement) -> None:
         x = post.index[m.commit]

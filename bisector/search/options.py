@@ -67,6 +67,9 @@ class RunOptions:
     max_evaluations: int | None = None  # budget for endpoints + search (None: automatic)
     parallel: int = 1  # backend slots evaluating candidates at once
     endpoint_runs: int | None = None  # runs per endpoint (None: repeats, 3 for "metric")
+    # Idle slots measure ahead: search points beside the endpoints, the likely culprit's
+    # confirmation beside the last search runs. False: the plain rounds (bench baseline).
+    fold_rounds: bool = True
 
     @property
     def noise_aware(self) -> bool:

@@ -7,6 +7,8 @@ and started again with the same command repeats no finished measurement.
 Two searches: with `[search] error_rate = 0` and the verdict likelihood, plain git
 bisect verdicts (decided by the repeats rule); otherwise probabilistic bisection
 (bisector.search.noisy). Both run `slots` evaluations per round (`--parallel`).
+Slots the endpoint round leaves idle measure the search's first points ahead
+(`_speculative`); nothing uses those runs until the endpoints have checked out.
 """
 
 from __future__ import annotations
@@ -185,7 +187,8 @@ def _enough_endpoint_runs(b: Evaluator, good: str, bad: str) -> tuple[list[Measu
     named a wrong culprit as sure; the bias of the means, not the noise, did it.
     """
     n = endpoint_runs(b.options)
-    runs_good, runs_bad = b.measure_n([good, bad], "endpoint", n)
+    spare = (lambda k: _speculative(b, good, bad, k)) if b.options.fold_rounds else None
+    runs_good, runs_bad = b.measure_n([good, bad], "endpoint", n, spare)
     if b.options.likelihood != "metric" or b.options.endpoint_runs:
         return runs_good, runs_bad
     values = [[m.value for m in runs if m.value is not None] for runs in (runs_good, runs_bad)]
@@ -195,8 +198,27 @@ def _enough_endpoint_runs(b: Evaluator, good: str, bad: str) -> tuple[list[Measu
     needed = min(MAX_ENDPOINT_RUNS, math.ceil(32 / max(separation, 1e-3) ** 2))
     if needed > n:
         b.progress.note(f"endpoints overlap ({separation:.1f} sigmas): {needed} runs each")
-        runs_good, runs_bad = b.measure_n([good, bad], "endpoint", needed)
+        runs_good, runs_bad = b.measure_n([good, bad], "endpoint", needed, spare)
     return runs_good, runs_bad
+
+
+def _speculative(b: Evaluator, good: str, bad: str, k: int) -> list[str]:
+    """The k commits the search would ask for first, measured beside the endpoints.
+
+    Noise-aware: the prior's quantiles (every run is evidence for the posterior).
+    Plain: the k-way split of the range, whose verdicts `_bisect` takes first, free,
+    once the endpoints have checked out. Until then nothing reads them.
+    """
+    commits = _linear(b, good, bad, b.options.first_parent)
+    inside = commits[:-1]
+    if not inside:
+        return []
+    if b.options.noise_aware:
+        prior = NoisySearch.prior(good, commits)
+        picks = [prior.commits[x] for x in prior.picks(k)]
+    else:
+        picks = [inside[(j * len(inside)) // (k + 1)] for j in range(1, k + 1)]
+    return [c for c in dict.fromkeys(picks) if c in inside]
 
 
 def _threshold(b: Evaluator, good: str, bad: str) -> Endpoints:
@@ -233,11 +255,20 @@ def _threshold(b: Evaluator, good: str, bad: str) -> Endpoints:
     return found
 
 
-def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: SearchState) -> None:
+def _bisect(
+    b: Evaluator,
+    session: BisectSession,
+    strategy: Strategy,
+    state: SearchState,
+    ahead: list[str] | None = None,
+) -> None:
+    """`ahead`: commits already measured (speculatively); their verdicts go first."""
     while not session.done:
-        remaining = len(session.remaining())
-        b.steps_left = math.ceil(math.log2(remaining)) if remaining > 1 else 0
-        picks = strategy.choose(state, b.slots)
+        remaining = session.remaining()
+        b.steps_left = math.ceil(math.log2(len(remaining))) if len(remaining) > 1 else 0
+        picks = [c for c in ahead or [] if c in remaining and _decided(b, c, state.threshold)]
+        ahead = None
+        picks = picks or strategy.choose(state, b.slots)
         if not picks:
             return
         verdicts = b.verdicts_of(picks, state.threshold, "bisect")
@@ -250,6 +281,12 @@ def _bisect(b: Evaluator, session: BisectSession, strategy: Strategy, state: Sea
             b.progress.note(f"{commit[:12]} is {verdict}")
             if session.done:
                 return
+
+
+def _decided(b: Evaluator, commit: str, threshold: float) -> bool:
+    """Whether the journaled runs of `commit` decide its verdict without another run."""
+    found = b.journal.for_tree(b.repo.tree_of(commit))
+    return bool(found) and b.rule.decide([m.value for m in found], threshold).verdict is not None
 
 
 def _mark_order(picks: list[str], verdicts: list[str]) -> list[tuple[str, str]]:
@@ -323,7 +360,11 @@ def _search_plain(
     b: Evaluator, session: BisectSession, strategy: Strategy, state: SearchState
 ) -> Found:
     threshold = state.threshold
-    _bisect(b, session, strategy, state)
+    ahead = None
+    if b.options.fold_rounds:
+        fresh = 2 * endpoint_runs(b.options)  # what the endpoint rounds left idle
+        ahead = _speculative(b, state.good, state.bad, (-fresh) % b.slots)
+    _bisect(b, session, strategy, state, ahead)
     merge: str | None = None
     first_bad = session.first_bad
     if first_bad and b.options.first_parent and b.repo.info(first_bad).is_merge:

@@ -49,3 +49,18 @@ def test_a_trial_runs_the_orchestrator_in_memory() -> None:
     assert two.rounds < two.evaluations
     plain = bench.run_trial(bench.Cell(64, "flip 0"), bench.Method("git-bisect"), 0)
     assert plain.correct and plain.evaluations <= 6 + 2 + 2  # log2(64) + endpoints + confirm
+
+
+def test_parallel_trials_repeat_exactly_and_pair_the_fold_with_its_baseline() -> None:
+    bench = _bench()
+    cell = bench.Cell(64, "flip 0.1")
+    folded = bench.Method("K=4", slots=4, noise_aware=True)
+    unfolded = bench.Method("K=4 unfolded", slots=4, noise_aware=True, fold=False)
+    for seed in range(3):
+        # A run's noise depends on (trial, commit, nth run), not on which slot finished first.
+        assert bench.run_trial(cell, folded, seed) == bench.run_trial(cell, folded, seed)
+    rounds = [
+        (bench.run_trial(cell, folded, s).rounds, bench.run_trial(cell, unfolded, s).rounds)
+        for s in range(3)
+    ]
+    assert sum(f for f, _ in rounds) < sum(u for _, u in rounds)

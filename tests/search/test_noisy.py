@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -27,7 +28,12 @@ def _step(n: int, at: int) -> list[int]:
 
 
 def _run(
-    built: BuiltRepo, backend: FileValueBackend, *, write: bool = False, **overrides: object
+    built: BuiltRepo,
+    backend: FileValueBackend,
+    *,
+    write: bool = False,
+    fold: bool = True,
+    **overrides: object,
 ) -> Report:
     options = RunOptions.from_config(
         load_config(write_local_config(built.path.parent / "cfg").config),
@@ -36,6 +42,7 @@ def _run(
         repo=built.path,
         overrides={"threshold": 10.0, **overrides},
     )
+    options = dataclasses.replace(options, fold_rounds=fold)
     return run_bisection(
         options, backend=backend, progress=PlainProgress(io.StringIO()), write_report=write
     )
@@ -175,7 +182,8 @@ def test_metric_likelihood_without_noise_costs_what_git_bisect_does(tmp_path: Pa
 def test_four_slots_take_fewer_rounds(tmp_path: Path, noise: float) -> None:
     built = build_repo(tmp_path / "repo", _step(64, 41))
     backend = FileValueBackend(_flips(noise, 1))
-    report = _run(built, backend, error_rate=noise, parallel=4)
+    # Without measuring ahead (tests/search/test_fold_rounds.py): every phase its rounds.
+    report = _run(built, backend, error_rate=noise, parallel=4, fold=False)
     assert report.culprit is not None and report.culprit["commit"] == built.mainline[41]
     rounds = report.data["search"]["rounds"]
     assert rounds["endpoint"] == 1 and rounds["confirm"] == 1
