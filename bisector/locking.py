@@ -18,7 +18,12 @@ def exclusive(path: Path, busy: Callable[[str], BisectorError]) -> Iterator[None
     The kernel drops the lock when the process dies, even by kill -9, so a crashed
     run never leaves a stale lock behind.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise BisectorError(
+            f"cannot open lock file {path}: {exc.strerror or exc}; make it a writable file"
+        ) from None
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

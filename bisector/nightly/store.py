@@ -91,7 +91,7 @@ class NightlyStore:
     """One connection to the database; every write is its own committed transaction."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        _make_dir(path.parent)
         try:
             # Parallel bisection slots (issue 5) may record budget usage from their threads.
             self.db = sqlite3.connect(
@@ -243,7 +243,7 @@ def _hunt(row: tuple[Any, ...]) -> Hunt:
 
 def nightly_lock(state_dir: Path) -> contextlib.AbstractContextManager[None]:
     """Hold `<state_dir>/nightly.lock` or raise: one nightly per state directory at a time."""
-    state_dir.mkdir(parents=True, exist_ok=True)
+    _make_dir(state_dir)
     path = state_dir / "nightly.lock"
     return exclusive(
         path,
@@ -253,3 +253,14 @@ def nightly_lock(state_dir: Path) -> contextlib.AbstractContextManager[None]:
             exit_code=EXIT_BUSY,
         ),
     )
+
+
+def _make_dir(directory: Path) -> None:
+    """Create a state directory, or say which path is in the way (not a traceback)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BisectorError(
+            f"cannot create the nightly state directory {directory}: {exc.strerror or exc}; "
+            "point `nightly.state` (or `nightly.database`) at a directory bisector can write"
+        ) from None

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisector.errors import BisectorError
-from bisector.nightly.store import HUNTING, NightlyStore, StoredRun
+from bisector.nightly.store import HUNTING, NightlyStore, StoredRun, nightly_lock
 
 
 def test_runs_and_hunts_survive_reopening(tmp_path: Path) -> None:
@@ -54,3 +54,18 @@ def test_a_file_that_is_not_a_database_is_refused(tmp_path: Path) -> None:
     path.write_text("not sqlite at all, but long enough to have a header page........\n" * 20)
     with pytest.raises(BisectorError, match="not a usable nightly database"):
         NightlyStore(path)
+
+
+def test_a_state_path_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    state.write_text("not a directory\n")
+    with pytest.raises(BisectorError, match="cannot create the nightly state directory"):
+        NightlyStore(state / "nightly.db")
+    with pytest.raises(BisectorError, match="cannot create the nightly state directory"):
+        nightly_lock(state)
+
+
+def test_a_lock_path_that_is_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "nightly.lock").mkdir()
+    with pytest.raises(BisectorError, match="cannot open lock file"), nightly_lock(tmp_path):
+        pass
