@@ -102,7 +102,13 @@ def run_bisection(
     )
     backend = backend or create_backend(options.backend, context)  # config errors before any state
     with repo.lock(), sigterm_as_interrupt():
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BisectorError(
+                f"cannot create run directory {run_dir}: {exc.strerror or exc}; "
+                "pass --run-dir a directory bisector can write"
+            ) from None
         cache = repo.common_dir / "bisector" / "measurements.jsonl"
         journal = Journal(run_dir, cache, options.fingerprint())
         if journal.last("start") is None:

@@ -102,6 +102,18 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
     assert snapshot(built.path) == before
 
 
+def test_a_run_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _values(6, 3))
+    driver = write_local_config(tmp_path)
+    before = snapshot(built.path)
+    taken = tmp_path / "taken"
+    taken.write_text("a file, not a directory\n")
+    result = _cli(*_args(built, driver, "--run-dir", str(taken)))
+    _assert_one_line_exit_2(result, "cannot create run directory")
+    assert taken.read_text() == "a file, not a directory\n"
+    assert snapshot(built.path) == before
+
+
 @pytest.mark.parametrize(
     ("config", "needle"),
     [
