@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 
+from bisector.errors import BisectorError
 from bisector.gitrepo import GitRepo
 from bisector.search.journal import read_lines
 
@@ -58,6 +59,11 @@ def status(repo: Path, run_dir: Path | None) -> int:
     git_repo = GitRepo(repo)
     running = _lock_held(git_repo.common_dir / "bisector.lock")
     if run_dir is not None:
+        if not (run_dir / "journal.jsonl").is_file():
+            raise BisectorError(
+                f"{run_dir} is not a bisector run directory (no journal.jsonl); pass the "
+                "run's --run-dir, or leave --run-dir out to list the repository's runs"
+            )
         dirs = [run_dir]
     else:
         runs = git_repo.common_dir / "bisector" / "runs"

@@ -6,6 +6,7 @@ import pytest
 
 from bisector.commands.status import status
 from bisector.config import load_config
+from bisector.errors import BisectorError
 from bisector.gitrepo import GitRepo
 from bisector.search import RunOptions
 from tests.helpers.repo import build_repo
@@ -44,3 +45,15 @@ def test_interrupted_run_shows_progress_and_the_resume_command(
     with GitRepo(built.path).lock():
         status(built.path, None)
     assert ": running" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "empty dir"])
+def test_a_run_dir_that_is_not_a_run_is_an_error(tmp_path: Path, kind: str) -> None:
+    built = build_repo(tmp_path / "r", [1, 2])
+    run_dir = tmp_path / "not-a-run"
+    if kind == "file":
+        run_dir.write_text("x\n")
+    elif kind == "empty dir":
+        run_dir.mkdir()
+    with pytest.raises(BisectorError, match="not a bisector run directory"):
+        status(built.path, run_dir)
