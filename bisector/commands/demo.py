@@ -51,7 +51,13 @@ def prepare_dir(target: Path) -> Path:
                 "pass --dir with a new or empty directory"
             )
         shutil.rmtree(target)
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BisectorError(
+            f"cannot create {target}: {exc.strerror or exc}; "
+            "pass --dir with a new or empty directory bisector can write"
+        ) from None
     return target
 
 

@@ -86,6 +86,13 @@ def test_refuses_a_file(tmp_path: Path) -> None:
     assert target.read_text() == "x"
 
 
+def test_refuses_a_directory_under_a_file(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(BisectorError, match="cannot create"):
+        prepare_dir(tmp_path / "a-file" / "demo")
+    assert (tmp_path / "a-file").read_text() == "x"
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
