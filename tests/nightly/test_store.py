@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisector.errors import BisectorError
+from bisector.nightly.report import write_report
 from bisector.nightly.store import HUNTING, NightlyStore, StoredRun, nightly_lock
 
 
@@ -69,3 +70,9 @@ def test_a_lock_path_that_is_a_directory_is_a_clear_error(tmp_path: Path) -> Non
     (tmp_path / "nightly.lock").mkdir()
     with pytest.raises(BisectorError, match="cannot open lock file"), nightly_lock(tmp_path):
         pass
+
+
+def test_a_reports_path_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "reports").write_text("not a directory\n")
+    with pytest.raises(BisectorError, match="cannot create the report directory"):
+        write_report(tmp_path / "reports" / "job" / "a-b", {}, None)
