@@ -10,6 +10,7 @@ as when the user types it.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +62,8 @@ def history(options: HistoryOptions) -> int:
         raise BisectorError("pass either --runs A..B or --last N, not both")
     if options.last is not None and options.last < 1:
         raise BisectorError("--last must be at least 1")
+    if options.threshold is not None and not math.isfinite(options.threshold):
+        raise BisectorError(f"--threshold must be a finite number, got {options.threshold}")
     span = parse_span(options.runs) if options.runs is not None else None
     client = gcs.client()
     job = JobRef(options.bucket, options.job)

@@ -149,6 +149,9 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
     min_bad = job.get_int("min_bad_runs", 2)
     if min_bad < 2:
         raise ConfigError(f"{path}: key `{where}.min_bad_runs` must be at least 2")
+    threshold = job.opt_float("threshold")
+    if threshold is not None and not math.isfinite(threshold):
+        raise ConfigError(f"{path}: key `{where}.threshold` must be a finite number")
     repo_text = job.opt_str("repo")
     bisect_config = None
     if "run" in job:
@@ -162,7 +165,7 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
         job=job.get_str("job"),
         bucket=job.get_str("bucket", DEFAULT_BUCKET),
         metric=metric,
-        threshold=job.opt_float("threshold"),
+        threshold=threshold,
         repo=_path(base, repo_text) if repo_text else None,
         budget=Budget(evaluations, hours),
         min_bad_runs=min_bad,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypedDict
@@ -121,6 +122,12 @@ class RunOptions:
                 f"{run.file}: key `run.metric`: unknown metric {metric!r}; choose one of: "
                 f"{', '.join(metrics)}, or define it in a [metrics.{metric}] table"
             )
+        threshold = run.opt_float("threshold")
+        if threshold is not None and not math.isfinite(threshold):
+            # nan compares false with every value: each run would read as good.
+            raise ConfigError(
+                f"{run.file}: key `run.threshold` must be a finite number, got {threshold}"
+            )
         upload = run.opt_str("upload")
         if upload is not None and not upload.startswith("gs://"):
             raise ConfigError(f"{run.file}: key `run.upload`: expected gs://bucket/prefix")
@@ -131,7 +138,7 @@ class RunOptions:
             config=config,
             backend=backend,
             metric=metric,
-            threshold=run.opt_float("threshold"),
+            threshold=threshold,
             warmup_s=run.get_duration("warmup", 0),
             repeats=repeats,
             first_parent=run.get_bool("first_parent", False),

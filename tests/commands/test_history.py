@@ -195,6 +195,7 @@ def test_start_bisection_goes_through_the_cli(monkeypatch: pytest.MonkeyPatch) -
         (["--runs", "447..427"], "must not be after"),
         (["--metric", "nope"], "unknown metric 'nope'"),
         (["--runs", "427..430", "--last", "2"], "either --runs A..B or --last N"),
+        (["--threshold", "nan"], "--threshold must be a finite number"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(

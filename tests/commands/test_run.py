@@ -122,6 +122,7 @@ def test_a_run_dir_that_is_a_file_is_one_line_and_exit_2(tmp_path: Path) -> None
         ('[run]\nbackend = "local"\n[backends.local]\ncollect = "x"\n', "launch` is missing"),
         ('[run]\nbackend = "nosuch"\n', "unknown backend 'nosuch'"),
         ("[run\n", "not valid TOML"),
+        ('[run]\nbackend = "local"\nthreshold = nan\n', "run.threshold` must be a finite number"),
     ],
 )
 def test_config_errors_name_file_and_key(tmp_path: Path, config: str, needle: str) -> None:

@@ -129,6 +129,7 @@ BAD_CONFIGS = [
         "nightly.jobs[0].run.backend",
     ),
     ('[nightly]\nupload = "s3://b"\n[[nightly.jobs]]\njob = "j"\n', "nightly.upload"),
+    ('[nightly]\n[[nightly.jobs]]\njob = "j"\nthreshold = nan\n', "nightly.jobs[0].threshold"),
 ]
 
 
