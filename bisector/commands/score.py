@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +28,9 @@ def score(
     """Exit 0 good (below threshold), 1 bad (at or above), 125 no data for the metric."""
     if threshold is not None and metric is None:
         raise BisectorError("--threshold needs --metric NAME (the metric it applies to)")
+    if threshold is not None and not math.isfinite(threshold):
+        # nan compares false with every value: the log would always score good.
+        raise BisectorError(f"--threshold must be a finite number, got {threshold}")
     since_s = None if since is None else parse_duration(since, what="--since")
     until_s = None if until is None else parse_duration(until, what="--until")
     if since_s is not None and until_s is not None and until_s <= since_s:

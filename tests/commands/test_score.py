@@ -59,6 +59,7 @@ def test_no_data_is_skip_never_good(
     [
         (["--metric", "conflictz", "--threshold", "1"], "unknown metric"),
         (["--threshold", "1"], "--threshold needs --metric"),
+        (["--metric", "conflicts", "--threshold", "nan"], "must be a finite number"),
         (["--since", "five minutes"], "--since: cannot read"),
         (["--since", "10m", "--until", "5m"], "must be later"),
         (["--config", "/nonexistent/bisector.toml"], "does not exist"),
