@@ -55,6 +55,9 @@ def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement) -> None
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
         m.reason = f"collect: log cannot be scored: {exc}"
         return
+    except Exception as exc:  # e.g. an I/O error mid-read: a skip, not the end of the run
+        m.reason = f"collect: log cannot be scored: {type(exc).__name__}: {exc}"
+        return
     m.metrics = dict(scores.metrics)
     m.value = metric_value(scores, metric)
     if m.value is None:

@@ -6,6 +6,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from bisector.logs import Scores
 from bisector.search.measure import Measurement, evaluate_candidate
 from tests.helpers.local_backend import CONFLICT, WRITE
 
@@ -123,3 +124,15 @@ def test_teardown_failure_is_recorded_not_raised(tmp_path: Path) -> None:
     backend = FakeBackend(fail="teardown")
     m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
     assert m.value == 5 and m.teardown_error == "delete failed"
+
+
+@pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("bad chunk")])
+def test_a_scorer_exception_is_skip_with_teardown(tmp_path: Path, error: Exception) -> None:
+    def scorer(_logs: list[str]) -> Scores:
+        raise error
+
+    backend = FakeBackend()
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", scorer=scorer)
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: log cannot be scored") and str(error) in m.reason
+    assert backend.steps[-1] == "teardown"
