@@ -76,7 +76,9 @@ def doctor(backend: str | None, config: Path | None) -> int:
         _check_tool(TOOLS[name], report)
     if backend == "gce":
         _check_gcloud_credentials(report, root)
-    if root is not None and backend in ("gce", "kind"):
+    if root is not None:
+        _check_run_config(root, report)
+    if root is not None and backend in ("gce", "kind", "local"):
         _check_backend_config(backend, root, report)
     typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
     return 0 if not report.problems else 1
@@ -118,6 +120,16 @@ def _check_gcloud_credentials(report: Report, root: Section | None) -> None:
         report.ok("gcp project", f"{project} (gcloud default; set `project` in the config)")
     else:
         report.bad("gcp project", "set `project` in [backends.gce] or `gcloud config set project`")
+
+
+def _check_run_config(root: Section, report: Report) -> None:
+    """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
+    from bisector.search.options import RunOptions
+
+    try:
+        RunOptions.from_config(root, good="HEAD", bad="HEAD")
+    except BisectorError as exc:
+        report.bad("config", str(exc))
 
 
 def _check_backend_config(backend: str, root: Section, report: Report) -> None:

@@ -100,3 +100,22 @@ def test_shipped_configs_pass(fake: FakeProc, capsys: pytest.CaptureFixture[str]
 def test_unknown_backend_is_a_usage_error(fake: FakeProc) -> None:
     with pytest.raises(BisectorError, match="unknown backend 'gke'"):
         doctor("gke", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[run]\nbackend = "local"\n[backends.local]\nlaunch = 3\ncollect = "x"\n', "launch"),
+        ('[run]\nbackend = "gce"\nthreshold = nan\n', "run.threshold"),
+        ('[run]\nbackend = "gce"\nrepeats = "three"\n', "run.repeats"),
+        ('[run]\nbackend = "gce"\n[metrics.foo]\nverb = 3\n', "metrics.foo.verb"),
+    ],
+)
+def test_run_and_local_config_errors_are_problems(
+    fake: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, needle: str
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    assert doctor(None, config) == 1
+    out = capsys.readouterr().out
+    assert "MISSING  config: " in out and needle in out
