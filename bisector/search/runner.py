@@ -141,12 +141,14 @@ def run_bisection(
             journal.write("interrupted")
             raise
         finally:
-            with contextlib.suppress(InfraError):
-                backend.close()
-            session.close()
-            for worktree in {*bisection.slot_worktrees, good_worktree}:
-                repo.remove_worktree(worktree)
-            progress.stop()
+            try:
+                with contextlib.suppress(InfraError):
+                    backend.close()
+            finally:  # whatever close() raised, the bisect session and worktrees go too
+                session.close()
+                for worktree in {*bisection.slot_worktrees, good_worktree}:
+                    repo.remove_worktree(worktree)
+                progress.stop()
         if write_report:
             report.write(run_dir)
         journal.write("done", culprit=report.culprit["commit"] if report.culprit else None)

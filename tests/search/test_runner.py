@@ -6,6 +6,7 @@ import io
 import json
 import math
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -254,3 +255,25 @@ def test_an_endpoint_error_loses_nothing(tmp_path: Path) -> None:
     assert report.culprit is not None and report.culprit["commit"] == built.mainline[3]
     assert sum(e["cached"] for e in report.evaluations) == 2
     assert len(driver.calls("collected")) == endpoints_measured + len(report.evaluations) - 2
+
+
+def test_a_failing_backend_close_still_removes_the_tools_worktrees(tmp_path: Path) -> None:
+    class CloseFails(FileValueBackend):
+        def close(self) -> None:
+            raise RuntimeError("kube-down.sh crashed")
+
+    built = build_repo(tmp_path / "repo", _step(6, 2))
+    options = RunOptions.from_config(
+        load_config(write_local_config(tmp_path).config),
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        run_dir=tmp_path / "run",
+    )
+    with pytest.raises(RuntimeError, match="kube-down"):
+        run_bisection(options, backend=CloseFails(), progress=PlainProgress(io.StringIO()))
+    assert not list((tmp_path / "run" / "worktrees").glob("*"))
+    worktrees = subprocess.run(
+        ["git", "worktree", "list"], cwd=built.path, capture_output=True, text=True, check=True
+    )
+    assert worktrees.stdout.count("\n") == 1  # only the user's own checkout is left
