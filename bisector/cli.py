@@ -263,4 +263,11 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("bisector: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
+    except OSError as exc:  # a path the user gave that nothing checked first: still one line
+        where = f": {exc.filename}" if exc.filename else ""
+        print(
+            f"bisector: error: {exc.strerror or exc}{where}; check the path and its permissions",
+            file=sys.stderr,
+        )
+        sys.exit(EXIT_USAGE)
     sys.exit(result if isinstance(result, int) else 0)
