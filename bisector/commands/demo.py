@@ -25,6 +25,7 @@ import typer
 
 from bisector.commands.run import build_options
 from bisector.demo_repo import DEMO_DURATION, DEMO_NODES, DemoRepo, create_demo_repo, demo_config
+from bisector.dirs import ensure_dir
 from bisector.durations import parse_duration
 from bisector.errors import EXIT_INTERRUPTED, BisectorError
 from bisector.search import run_bisection
@@ -51,14 +52,11 @@ def prepare_dir(target: Path) -> Path:
                 "pass --dir with a new or empty directory"
             )
         shutil.rmtree(target)
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BisectorError(
-            f"cannot create {target}: {exc.strerror or exc}; "
-            "pass --dir with a new or empty directory bisector can write"
-        ) from None
-    return target
+    return ensure_dir(
+        target,
+        what="the demo directory",
+        fix="pass --dir a new or empty directory bisector can write",
+    )
 
 
 def _check_inputs(nodes: int, duration: str, prs: int) -> None:

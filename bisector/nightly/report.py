@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bisector.errors import BisectorError
+from bisector.dirs import ensure_dir
 from bisector.nightly.series import Regression
 
 
@@ -219,13 +219,11 @@ def render_html(data: dict[str, Any]) -> str:
 
 
 def write_report(directory: Path, data: dict[str, Any], run_dir: Path | None) -> Path:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BisectorError(
-            f"cannot create the report directory {directory}: {exc.strerror or exc}; "
-            "point `nightly.reports` at a directory bisector can write"
-        ) from None
+    ensure_dir(
+        directory,
+        what="the report directory",
+        fix="point `nightly.reports` at a directory bisector can write",
+    )
     (directory / "nightly.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     (directory / "nightly.md").write_text(render_markdown(data), encoding="utf-8")
     (directory / "nightly.html").write_text(render_html(data), encoding="utf-8")

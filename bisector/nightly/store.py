@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError
 from bisector.locking import exclusive
 
@@ -256,11 +257,8 @@ def nightly_lock(state_dir: Path) -> contextlib.AbstractContextManager[None]:
 
 
 def _make_dir(directory: Path) -> None:
-    """Create a state directory, or say which path is in the way (not a traceback)."""
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BisectorError(
-            f"cannot create the nightly state directory {directory}: {exc.strerror or exc}; "
-            "point `nightly.state` (or `nightly.database`) at a directory bisector can write"
-        ) from None
+    ensure_dir(
+        directory,
+        what="the nightly state directory",
+        fix="point `nightly.state` (or `nightly.database`) at a directory bisector can write",
+    )

@@ -26,6 +26,7 @@ from typing import Any
 
 from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
+from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.search.decide import DecisionRule, MajorityRule, calibrate_threshold
@@ -102,13 +103,9 @@ def run_bisection(
     )
     backend = backend or create_backend(options.backend, context)  # config errors before any state
     with repo.lock(), sigterm_as_interrupt():
-        try:
-            run_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise BisectorError(
-                f"cannot create run directory {run_dir}: {exc.strerror or exc}; "
-                "pass --run-dir a directory bisector can write"
-            ) from None
+        ensure_dir(
+            run_dir, what="run directory", fix="pass --run-dir a directory bisector can write"
+        )
         cache = repo.common_dir / "bisector" / "measurements.jsonl"
         journal = Journal(run_dir, cache, options.fingerprint())
         if journal.last("start") is None:
