@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from typer.exceptions import TyperException
 
+from bisector.backends.registry import backend_names
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 
 app = typer.Typer(
@@ -67,7 +68,7 @@ def cleanup_cmd(
 @app.command("doctor")
 def doctor_cmd(
     backend: Annotated[
-        str | None, typer.Option(help="Check only what this backend needs: sim, local, gce, kind.")
+        str | None, typer.Option(help=f"Check only what this backend needs: {backend_names()}.")
     ] = None,
     config: Annotated[Path | None, typer.Option(help="Config file to validate.")] = None,
 ) -> int:
@@ -89,7 +90,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     run_dir: Annotated[
         Path | None, typer.Option(help="Journal, logs and report (default: inside .git).")
     ] = None,
-    backend: Annotated[str | None, typer.Option(help="sim, local, kind or gce.")] = None,
+    backend: Annotated[str | None, typer.Option(help=f"Backend: {backend_names()}.")] = None,
     metric: Annotated[str | None, typer.Option(help="Metric the verdict is about.")] = None,
     threshold: Annotated[
         float | None, typer.Option(help="Bad at or above this (default: calibrated).")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -33,7 +33,9 @@ class BackendContext:
     run_dir: Path
     warmup_s: float = 0.0
     seed: int = 0
-    options: dict[str, object] = field(default_factory=dict)  # run-level CLI overrides
+    # A checkout of a known-good tree (the good endpoint's worktree): the gce backend
+    # brings its base cluster up from it when the config names no `base_checkout`.
+    base_worktree: Path | None = None
 
 
 class Backend(Protocol):

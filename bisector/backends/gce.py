@@ -5,7 +5,7 @@ hollow-node pods) per parallel slot, brought up once and kept across
 candidates; taken down in `close()` (`cluster/kube-down.sh`) unless
 `keep_base_cluster = true`. The base cluster's scripts and release come from
 `base_checkout`, or, when unset, from the worktree of the run's good endpoint
-(passed by the run loop as option `good_worktree`): the base only hosts pods,
+(`BackendContext.base_worktree`, set by the run setup): the base only hosts pods,
 so a known-good build is the safest choice and its version does not change the
 measurement.
 
@@ -54,6 +54,7 @@ SERVER_TARBALL = "_output/release-tars/kubernetes-server-linux-amd64.tar.gz"
 
 
 class GceBackend:
+    KEYS = gce_steps.KEYS
     name = "gce"
 
     def __init__(
@@ -186,8 +187,7 @@ class GceBackend:
     def _base_checkout_or_none(self) -> Path | None:
         if self.cfg.base_checkout is not None:
             return self.cfg.base_checkout
-        good = self.context.options.get("good_worktree")
-        return Path(str(good)) if good else None
+        return self.context.base_worktree
 
     def _ensure_base(self, slot: int) -> None:
         if slot in self._bases:

@@ -40,6 +40,7 @@ DATA = Path(__file__).resolve().parent.parent / "data" / "kind"
 
 
 class KindBackend:
+    KEYS = ks.KEYS
     name = "kind"
 
     def __init__(

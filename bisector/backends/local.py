@@ -15,16 +15,17 @@ from bisector import proc
 from bisector.backends.base import BackendContext, Candidate
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
-_KEYS = ("build", "launch", "collect", "teardown", "timeout")
+KEYS = ("build", "launch", "collect", "teardown", "timeout")
 LOG_NAME = "kube-apiserver.log"
 
 
 class LocalBackend:
+    KEYS = KEYS
     name = "local"
 
     def __init__(self, context: BackendContext) -> None:
         section = context.section
-        section.check_keys(_KEYS)
+        section.check_keys(KEYS)
         self.context = context
         self.build_cmd = section.opt_str("build")
         self.launch_cmd = section.get_str("launch")

@@ -1,51 +1,143 @@
-"""The one table of available backends.
+"""The one table of backends: each describes itself once, here.
 
-Factories import their backend lazily so `bisector score` does not pay for the
-imports of every backend.
+Doctor reads the tools a backend needs and its extra checks from here, the CLI
+its help line, `bisector run` its factory. Adding a backend is one module plus
+one entry below. Modules are imported lazily so `bisector score` does not pay for
+the imports of every backend.
 """
 
 from __future__ import annotations
 
-from bisector.backends.base import Backend, BackendContext, BackendFactory
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
+
+from bisector.backends.base import Backend, BackendContext
+from bisector.config import Section
 from bisector.errors import ConfigError
 
 
-def _gce(context: BackendContext) -> Backend:
-    from bisector.backends.gce import GceBackend
+@dataclass(frozen=True)
+class Tool:
+    """An executable a backend runs, how to ask its version, and how to install it."""
 
-    return GceBackend(context)
-
-
-def _kind(context: BackendContext) -> Backend:
-    from bisector.backends.kind import KindBackend
-
-    return KindBackend(context)
+    name: str
+    version_cmd: tuple[str, ...]
+    install: str
 
 
-def _sim(context: BackendContext) -> Backend:
-    from bisector.backends.sim import SimBackend
+TOOLS = {
+    t.name: t
+    for t in (
+        Tool("git", ("git", "--version"), "install git (e.g. apt-get install git)"),
+        Tool("make", ("make", "--version"), "install GNU make (e.g. apt-get install make)"),
+        Tool("docker", ("docker", "version", "--format", "{{.Server.Version}}"),
+             "install Docker and start the daemon; your user must be able to run `docker ps`"),
+        Tool("gcloud", ("gcloud", "--version"),
+             "install the Google Cloud SDK: https://cloud.google.com/sdk/docs/install"),
+        Tool("gsutil", ("gsutil", "version"),
+             "install the Google Cloud SDK's gsutil component: `gcloud components install gsutil`"),
+        Tool("python", ("python", "--version"),
+             "the 2017 kubemark scripts call `python`; install python (or python-is-python3)"),
+        Tool("kind", ("kind", "version"),
+             "install kind >= v0.11: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"),
+        Tool("kubectl", ("kubectl", "version", "--client"),
+             "install kubectl: https://kubernetes.io/docs/tasks/tools/"),
+    )
+}  # fmt: skip
 
-    return SimBackend(context)
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of `bisector doctor`: ok with a detail, or a problem with what to do."""
+
+    ok: bool
+    what: str
+    detail: str
 
 
-def _local(context: BackendContext) -> Backend:
-    from bisector.backends.local import LocalBackend
-
-    return LocalBackend(context)
+DoctorCheck = Callable[[Section], list[Finding]]
 
 
-BACKENDS: dict[str, BackendFactory] = {
-    "gce": _gce,
-    "kind": _kind,
-    "local": _local,
-    "sim": _sim,
+@dataclass(frozen=True)
+class BackendInfo:
+    name: str
+    summary: str  # the CLI's help line
+    module: str  # bisector.backends.<module>, imported on use
+    cls: str  # the Backend class in it; its KEYS are the config keys of [backends.<name>]
+    tools: tuple[str, ...]  # keys of TOOLS that `doctor` checks
+    checks: str | None = None  # "module:function" returning doctor Findings for the section
+
+    def backend_class(self) -> Callable[[BackendContext], Backend]:
+        module = importlib.import_module(f"bisector.backends.{self.module}")
+        return cast("Callable[[BackendContext], Backend]", getattr(module, self.cls))
+
+    def create(self, context: BackendContext) -> Backend:
+        return self.backend_class()(context)
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(getattr(self.backend_class(), "KEYS", ()))
+
+    def doctor(self, section: Section) -> list[Finding]:
+        if self.checks is None:
+            return []
+        module, function = self.checks.split(":")
+        check = cast("DoctorCheck", getattr(importlib.import_module(module), function))
+        return check(section)
+
+
+BACKENDS: dict[str, BackendInfo] = {
+    b.name: b
+    for b in (
+        BackendInfo(
+            "sim",
+            "the built-in kubemark simulator (the demo; no cluster)",
+            "sim",
+            "SimBackend",
+            ("git",),
+        ),
+        BackendInfo(
+            "local",
+            "your own build/launch/collect/teardown commands",
+            "local",
+            "LocalBackend",
+            ("git",),
+        ),
+        BackendInfo(
+            "kind",
+            "kubemark inside kind (Kubernetes v1.15 and later)",
+            "kind",
+            "KindBackend",
+            ("git", "make", "docker", "kind", "kubectl"),
+        ),
+        BackendInfo(
+            "gce",
+            "kubemark on Google Compute Engine with the candidate's own scripts (2017 era)",
+            "gce",
+            "GceBackend",
+            ("git", "make", "docker", "gcloud", "gsutil", "python"),
+            "bisector.backends.gce_doctor:check",
+        ),
+    )
 }
+
+DEFAULT_BACKEND = "sim"
+
+
+def backend_names() -> str:
+    """`sim, local, kind or gce`, for help texts and errors."""
+    names = list(BACKENDS)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def backend_info(name: str) -> BackendInfo:
+    try:
+        return BACKENDS[name]
+    except KeyError:
+        known = ", ".join(sorted(BACKENDS))
+        raise ConfigError(f"unknown backend {name!r}; choose one of: {known}") from None
 
 
 def create_backend(name: str, context: BackendContext) -> Backend:
-    try:
-        factory = BACKENDS[name]
-    except KeyError:
-        known = ", ".join(sorted(BACKENDS)) or "none"
-        raise ConfigError(f"unknown backend {name!r}; choose one of: {known}") from None
-    return factory(context)
+    return backend_info(name).create(context)

@@ -7,7 +7,7 @@ invalid: BuildError, hence skip); launch = create the simulated master's disk;
 warmup = run the model for the simulated duration, which writes the master's
 kube-apiserver.log; collect = move that log into the candidate's log dir.
 
-`[backends.sim]` keys (each may also come from the CLI through BackendContext.options):
+`[backends.sim]` keys:
 profile  path of the profile inside the candidate's tree (default hack/kubemark-sim.toml)
 nodes    hollow nodes (default 5000)
 duration simulated cluster time the log covers (default: the run's warmup)
@@ -35,12 +35,11 @@ LOG_NAME = "kube-apiserver.log"
 
 
 class SimBackend:
+    KEYS = KEYS
     name = "sim"
 
     def __init__(self, context: BackendContext) -> None:
-        section = context.section.with_overrides(
-            {k: v for k, v in context.options.items() if k in KEYS}
-        )
+        section = context.section
         section.check_keys(KEYS)
         self.profile_path = section.get_str("profile", DEFAULT_PROFILE)
         self.nodes = section.get_int("nodes", 5000)

@@ -8,48 +8,17 @@ everything a backend needs is there, 1 otherwise.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import typer
 
 from bisector import proc
 from bisector.backends.base import BackendContext
+from bisector.backends.registry import TOOLS, BackendInfo, Tool, backend_info
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 
 _TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    version_cmd: tuple[str, ...]
-    install: str
-
-
-TOOLS = {
-    t.name: t
-    for t in (
-        Tool("git", ("git", "--version"), "install git (e.g. apt-get install git)"),
-        Tool("make", ("make", "--version"), "install GNU make (e.g. apt-get install make)"),
-        Tool("docker", ("docker", "version", "--format", "{{.Server.Version}}"),
-             "install Docker and start the daemon; your user must be able to run `docker ps`"),
-        Tool("gcloud", ("gcloud", "--version"),
-             "install the Google Cloud SDK: https://cloud.google.com/sdk/docs/install"),
-        Tool("kind", ("kind", "version"),
-             "install kind: https://kind.sigs.k8s.io/docs/user/quick-start/#installation"),
-        Tool("kubectl", ("kubectl", "version", "--client"),
-             "install kubectl: https://kubernetes.io/docs/tasks/tools/"),
-    )
-}  # fmt: skip
-
-NEEDS = {
-    "sim": ("git",),
-    "local": ("git",),
-    "gce": ("git", "make", "docker", "gcloud"),
-    "kind": ("git", "make", "docker", "kind", "kubectl"),
-}
 
 
 class Report:
@@ -68,18 +37,19 @@ def doctor(backend: str | None, config: Path | None) -> int:
     root = load_config(config) if config is not None else None
     if backend is None and root is not None and "backend" in root.table("run"):
         backend = root.table("run").get_str("backend")
-    if backend is not None and backend not in NEEDS:
-        raise BisectorError(f"unknown backend {backend!r}; choose one of: {', '.join(NEEDS)}")
+    info = backend_info(backend) if backend is not None else None
     report = Report()
-    names = NEEDS[backend] if backend else tuple(TOOLS)
+    names = info.tools if info else tuple(TOOLS)
     for name in names:
         _check_tool(TOOLS[name], report)
-    if backend == "gce":
-        _check_gcloud_credentials(report, root)
     if root is not None:
         _check_run_config(root, report)
-    if root is not None and backend in ("gce", "kind", "local"):
-        _check_backend_config(backend, root, report)
+    if info is not None and info.name != "sim":
+        section = (root or Section()).table("backends").table(info.name)
+        if root is not None:
+            _check_backend_config(info, section, report)
+        for finding in info.doctor(section):
+            (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
     typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
     return 0 if not report.problems else 1
 
@@ -97,31 +67,6 @@ def _check_tool(tool: Tool, report: Report) -> None:
     report.ok(tool.name, first[0] if first else "present")
 
 
-def _gcloud(*args: str) -> str | None:
-    try:
-        return proc.run(["gcloud", *args], timeout=_TIMEOUT_S).stdout.strip()
-    except proc.CommandError:
-        return None
-
-
-def _check_gcloud_credentials(report: Report, root: Section | None) -> None:
-    account = _gcloud("auth", "list", "--filter=status:ACTIVE", "--format=value(account)")
-    if account:
-        report.ok("gcloud credentials", account.splitlines()[0])
-    else:
-        report.bad("gcloud credentials", "no active account; run `gcloud auth login`")
-    configured = None
-    if root is not None:
-        configured = root.table("backends").table("gce").opt_str("project")
-    project = _gcloud("config", "get-value", "project")
-    if configured:
-        report.ok("gcp project", f"{configured} (from the config)")
-    elif project and project != "(unset)":
-        report.ok("gcp project", f"{project} (gcloud default; set `project` in the config)")
-    else:
-        report.bad("gcp project", "set `project` in [backends.gce] or `gcloud config set project`")
-
-
 def _check_run_config(root: Section, report: Report) -> None:
     """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
     from bisector.search.options import RunOptions
@@ -132,18 +77,10 @@ def _check_run_config(root: Section, report: Report) -> None:
         report.bad("config", str(exc))
 
 
-def _check_backend_config(backend: str, root: Section, report: Report) -> None:
-    from bisector.backends.registry import create_backend
-
-    section = root.table("backends").table(backend)
+def _check_backend_config(info: BackendInfo, section: Section, report: Report) -> None:
     try:
-        create_backend(backend, BackendContext(section, Path(".bisector-doctor")))
+        info.create(BackendContext(section, Path(".bisector-doctor")))
     except BisectorError as exc:
         report.bad("config", str(exc))
         return
-    report.ok("config", f"[backends.{backend}] in {root.file}")
-    if backend == "gce":
-        checkout = section.opt_str("base_checkout")
-        if checkout and not (Path(checkout).expanduser() / "cluster" / "kube-up.sh").is_file():
-            report.bad("base_checkout", f"{checkout} has no cluster/kube-up.sh; point it at a "
-                       "Kubernetes checkout")  # fmt: skip
+    report.ok("config", f"[backends.{info.name}] in {section.file}")

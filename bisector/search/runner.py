@@ -99,7 +99,7 @@ def run_bisection(
         run_dir,
         options.warmup_s,
         options.seed,
-        options={"good_worktree": str(good_worktree)},
+        base_worktree=good_worktree,
     )
     backend = backend or create_backend(options.backend, context)  # config errors before any state
     with repo.lock(), sigterm_as_interrupt():

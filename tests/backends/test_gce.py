@@ -392,9 +392,7 @@ def test_base_release_is_built_when_missing_and_failed_kube_up_is_taken_down(
     base.mkdir()
     fake.on("kube-up.sh", code=1, times=1, stderr="ERROR: network e2e not ready", first=True)
     data = {"project": "p", "build_cache_dir": str(tmp_path / "cache")}
-    context = BackendContext(
-        Section(data, "gce.toml"), tmp_path / "run", 60.0, options={"good_worktree": str(base)}
-    )
+    context = BackendContext(Section(data, "gce.toml"), tmp_path / "run", 60.0, base_worktree=base)
     backend = GceBackend(context, sleep=Sleeps())
     with pytest.raises(LaunchError, match=r"kube-up\.sh failed"):
         backend.setup()

@@ -121,11 +121,10 @@ def test_bad_settings_are_config_errors(
         make_backend(tmp_path, warmup_s=warmup, **section)
 
 
-def test_options_override_the_section_and_plan_describes_the_run(tmp_path: Path) -> None:
+def test_plan_describes_the_run(tmp_path: Path) -> None:
     context = BackendContext(
-        section=Section({"nodes": 200, "duration": "5m"}, "b.toml", "backends.sim"),
+        section=Section({"nodes": 1234, "duration": "5m"}, "b.toml", "backends.sim"),
         run_dir=tmp_path,
-        options={"nodes": 1234, "unrelated": "x"},
     )
     backend = SimBackend(context)
     plan = "\n".join(backend.plan(candidate(tmp_path, None)))
