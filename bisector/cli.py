@@ -123,27 +123,28 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
 ) -> int:
     """Bisect GOOD..BAD: exit 0 culprit confirmed, 3 inconclusive, 2 bad input, 130 interrupted."""
-    from bisector.commands.run import build_options, run
+    from bisector.commands.run import build_settings, run
+    from bisector.settings import RunFlags
 
-    overrides: dict[str, object] = {
-        "backend": backend,
-        "metric": metric,
-        "threshold": threshold,
-        "warmup": warmup,
-        "repeats": repeats,
-        "first_parent": first_parent,
-        "launch_attempts": launch_attempts,
-        "upload": upload,
-        "paths": paths or None,
-        "error_rate": error_rate,
-        "likelihood": likelihood,
-        "parallel": parallel,
-        "max_evaluations": max_evaluations,
-    }
-    options = build_options(
-        good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, overrides=overrides
+    flags = RunFlags(
+        backend=backend,
+        metric=metric,
+        threshold=threshold,
+        warmup=warmup,
+        repeats=repeats,
+        first_parent=first_parent,
+        launch_attempts=launch_attempts,
+        upload=upload,
+        paths=tuple(paths) if paths else None,
+        error_rate=error_rate,
+        likelihood=likelihood,
+        parallel=parallel,
+        max_evaluations=max_evaluations,
     )
-    return run(options, is_dry_run=dry_run)
+    settings = build_settings(
+        good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
+    )
+    return run(settings, is_dry_run=dry_run)
 
 
 @app.command("demo")
@@ -201,7 +202,8 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Score every run again.")] = False,
     workers: Annotated[int, typer.Option(help="Runs scored at once.")] = 4,
     config: Annotated[
-        Path | None, typer.Option(help="Config passed on to `bisector run` (--bisect).")
+        Path | None,
+        typer.Option(help="TOML config: its [metrics.NAME] tables; passed on with --bisect."),
     ] = None,
     repo: Annotated[
         Path | None, typer.Option(help="Repository passed on to `bisector run` (--bisect).")
@@ -210,10 +212,6 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     """Score past CI runs from GCS; print the regression range and the bisect command."""
     from bisector.commands.history import HistoryOptions, history
 
-    run_args = [
-        *(["--config", str(config)] if config else []),
-        *(["--repo", str(repo)] if repo else []),
-    ]
     return history(
         HistoryOptions(
             job=job,
@@ -228,7 +226,8 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
             cache_dir=cache_dir,
             use_cache=not no_cache,
             workers=max(1, workers),
-            run_args=run_args,
+            config=config,
+            repo=repo,
         )
     )
 

@@ -69,10 +69,10 @@ def _check_tool(tool: Tool, report: Report) -> None:
 
 def _check_run_config(root: Section, report: Report) -> None:
     """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
-    from bisector.search.options import RunOptions
+    from bisector.settings import RunSettings
 
     try:
-        RunOptions.from_config(root, good="HEAD", bad="HEAD")
+        RunSettings.from_config(root, good="HEAD", bad="HEAD")
     except BisectorError as exc:
         report.bad("config", str(exc))
 

@@ -93,7 +93,13 @@ def update_series(
     if not new:
         return 0
     cache = ScoreCache(cfg.state_dir / "score-cache")
-    scored = score_runs(client, ref, new, cache, ScoreSettings(master=job.master))
+    scored = score_runs(
+        client,
+        ref,
+        new,
+        cache,
+        ScoreSettings(master=job.master, extra_metrics=job.metrics.definitions or None),
+    )
     stored = 0
     for score in scored:
         if score.info.result is None:

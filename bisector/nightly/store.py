@@ -18,9 +18,10 @@ from typing import Any
 
 from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError
+from bisector.exitcodes import NightlyExit
 from bisector.locking import exclusive
 
-EXIT_BUSY = 5
+EXIT_BUSY = NightlyExit.BUSY
 SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
