@@ -44,3 +44,28 @@ def descend(
                 inner.culprit = None
         found = inner
     return found, merges
+
+
+def merge_path(repo: GitRepo, outer: str, culprit: str) -> list[str]:
+    """The merges that brought `culprit` into `outer`'s branch, outermost first.
+
+    The plain search bisects a merged branch as a whole DAG, so it lands on the commit
+    without walking through the merges inside the branch; this names them, so the
+    report says which PR brought the commit in, whichever search found it.
+    """
+    path = [outer]
+    merge = outer
+    while True:
+        parents = repo.info(merge).parents
+        if len(parents) < 2:
+            return path
+        line = repo.rev_list(parents[0], parents[1], first_parent=True)
+        if culprit in line:
+            return path
+        inner = next(
+            (c for c in line if repo.info(c).is_merge and repo.is_ancestor(culprit, c)), None
+        )
+        if inner is None or inner in path:
+            return path
+        path.append(inner)
+        merge = inner

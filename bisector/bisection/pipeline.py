@@ -8,7 +8,7 @@ and started again with the same command repeats no finished measurement.
 from __future__ import annotations
 
 from bisector.backends.base import Backend
-from bisector.bisection.descent import descend
+from bisector.bisection.descent import descend, merge_path
 from bisector.bisection.endpoints import EndpointCheck, Endpoints, endpoint_runs
 from bisector.bisection.report_builder import build_report
 from bisector.bisection.start import (
@@ -136,6 +136,8 @@ def find_culprit(b: Bisection) -> Report:
     found, merges = descend(
         search, b.repo, found, whole, progress=b.progress, confidence=s.search.confidence
     )
+    if merges and found.culprit is not None and found.culprit not in merges:
+        merges = merge_path(b.repo, merges[0], found.culprit)
     bisect_log = b.session.log()
     confirmation = _confirm(b, found, ends.threshold)
     return build_report(

@@ -195,3 +195,33 @@ def test_cli_in_a_subprocess(shared_cache: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"bisector run --good {GOOD_2017} --bad {BAD_2017}" in done.stdout
+
+
+@pytest.mark.usefixtures("incident")
+def test_a_user_metric_from_the_config_drives_history(
+    capsys: pytest.CaptureFixture[str], shared_cache: Path, tmp_path: Path
+) -> None:
+    # The same requests as `conflicts`, defined by the user: the same step must be found,
+    # and the printed command carries the config so `run` knows the metric too (issue 11).
+    config = tmp_path / "metrics.toml"
+    config.write_text(
+        '[metrics.node_patch_409]\nverb = "PATCH"\npath = "^/api/v1/nodes/"\nstatuses = [409]\n'
+    )
+    code, out, _ = _history(
+        capsys, shared_cache, "--runs", "427..447", "--metric", "node_patch_409",
+        "--config", str(config),
+    )  # fmt: skip
+    assert code == 0, out
+    rows = _rows(out)
+    assert rows[442][3:] == ["86", "<- last good"]
+    assert rows[446][3:] == ["463", "<- first bad"]
+    assert (
+        f"bisector run --good {GOOD_2017} --bad {BAD_2017} --metric node_patch_409 "
+        f"--config {config}" in out
+    )
+    # Unknown without the config, with the registry's one message.
+    code, _, err = _history(
+        capsys, shared_cache, "--runs", "427..447", "--metric", "node_patch_409"
+    )
+    assert code == 2
+    assert "unknown metric 'node_patch_409'" in err and "[metrics.node_patch_409]" in err
