@@ -179,7 +179,12 @@ def test_teardown_runs_after_the_last_failed_launch_attempt(tmp_path: Path) -> N
 def test_every_journal_append_is_fsynced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     synced: list[int] = []
     real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
     journal = Journal(tmp_path / "journal.jsonl", tmp_path / "cache.jsonl", "f")
     journal.write(ThresholdSet(1.0, "given"))
     assert len(synced) == 1
