@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from bisector.bisection.layout import RunLayout
-from bisector.errors import BisectorError
+from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.gitrepo import GitRepo
 from bisector.search.journal import (
     Done,
@@ -25,7 +25,7 @@ from bisector.search.journal import (
 )
 
 
-def _lock_held(lock: Path) -> bool:
+def lock_held(lock: Path) -> bool:
     if not lock.exists():
         return False
     fd = os.open(lock, os.O_RDONLY)
@@ -83,22 +83,14 @@ def describe(run_dir: Path, *, running: bool = False) -> list[str]:
 
 def status(repo: Path, run_dir: Path | None) -> int:
     git_repo = GitRepo(repo)
-    running = _lock_held(git_repo.common_dir / "bisector.lock")
-    if run_dir is not None:
-        if not (run_dir / "journal.jsonl").is_file():
-            raise BisectorError(
-                f"{run_dir} is not a bisector run directory (no journal.jsonl); pass the "
-                "run's --run-dir, or leave --run-dir out to list the repository's runs"
-            )
-        dirs = [run_dir]
-    else:
-        runs = git_repo.common_dir / "bisector" / "runs"
-        dirs = sorted(runs.iterdir(), key=lambda p: p.stat().st_mtime) if runs.is_dir() else []
+    running = lock_held(git_repo.common_dir / "bisector.lock")
+    dirs = [check_run_dir(run_dir)] if run_dir is not None else run_dirs(git_repo)
     if not dirs:
         typer.echo("no bisector runs in this repository")
         return 0
     for directory in dirs:
         # The lock is per repository: only the most recently active run can be the live one.
-        for line in describe(directory, running=running and directory == dirs[-1]):
+        live = lock_held(RunLayout(directory).lock) or (running and directory == dirs[-1])
+        for line in describe(directory, running=live):
             typer.echo(line)
     return 0

@@ -30,7 +30,14 @@ from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
 from bisector.search.base import Job
 from bisector.search.decide import Decision, DecisionRule
-from bisector.search.journal import Begin, Cleaned, Journal, Mark, TeardownFailed
+from bisector.search.journal import (
+    Begin,
+    Cleaned,
+    Journal,
+    Mark,
+    TeardownFailed,
+    read_journal,
+)
 from bisector.search.measure import Measurement, Scorer, WindowRule, evaluate_candidate
 from bisector.search.parallel import CancellableBackend, run_concurrently
 from bisector.search.progress import Progress
@@ -161,7 +168,8 @@ class Evaluator:
 
     def mark(self, commit: str) -> Mark | None:
         """A person's verdict on `commit` (`bisector mark`), if any: the latest wins."""
-        found = [r for r in self.journal.of_kind(Mark) if isinstance(r, Mark)]
+        # Read from the file: `bisector mark` may append while this run is going.
+        found = [r for r in read_journal(self.journal.path) if isinstance(r, Mark)]
         for record in reversed(found):
             if record.commit == commit:
                 return record
