@@ -103,6 +103,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "local",
             "LocalBackend",
             ("git",),
+            "bisector.backends.local_doctor:check",
         ),
         BackendInfo(
             "kind",

@@ -247,7 +247,10 @@ statuses = [409]
 """,
         encoding="utf-8",
     )
-    assert run_nightly(config, log=quiet) == 4  # no backend: reported, not bisected
+    lines: list[str] = []
+    assert run_nightly(config, log=lines.append) == 4  # no backend: reported, not bisected
+    # Progress while it works: one line per CI run scored.
+    assert sum(" scored (" in line for line in lines) == len(values)
     data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
     assert data["metric"] == "node_patch_409"
     assert [r["value"] for r in data["runs"]] == values
