@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import statistics
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -106,7 +107,10 @@ class Evaluator:
         tree = self.repo.tree_of(job.commit)
         with self.lock:
             self.worktrees.add(worktree)
-            self.repo.add_worktree(worktree, job.commit)
+            try:
+                self.repo.add_worktree(worktree, job.commit)
+            except InfraError as exc:  # e.g. objects missing in a mirror: this commit skips
+                return self._unchecked_out(job, tree, slot, exc.reason)
             self._begun += 1
             eval_dir = self.layout.eval_dir(self._begun, job.commit)
             candidate = Candidate(job.commit, worktree, eval_dir, slot)
@@ -142,6 +146,15 @@ class Evaluator:
             self.progress.note(
                 f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in {m.duration_s:g}s"
             )
+        return m
+
+    def _unchecked_out(self, job: Job, tree: str, slot: int, why: str) -> Measurement:
+        """A commit git could not check out: a skip with the reason, nothing launched."""
+        m = Measurement(job.commit, tree, job.phase, reason=f"checkout: {why}", slot=slot)
+        m.started_at = time.time()
+        m.why = job.why
+        self.journal.add(m)
+        self.progress.note(f"measured {job.commit[:12]} [{job.phase}]: no value ({m.reason})")
         return m
 
     def batch(self, jobs: Sequence[Job]) -> list[Measurement]:
