@@ -100,6 +100,11 @@ def prepare_bisection(
     return PreparedBisection(settings, repo, good, bad, layout, context, backend)
 
 
+def _config_path(file: str) -> str:
+    """The config's absolute path (cleanup may run from elsewhere), or "" for none."""
+    return "" if file.startswith("<") else str(Path(file).resolve())
+
+
 def github_remote(repo: GitRepo) -> str | None:
     """https://github.com/OWNER/REPO of the `origin` (or first) remote, for report links."""
     with contextlib.suppress(Exception):
@@ -133,7 +138,16 @@ def open_bisection(
         )
         journal = Journal(layout.journal, measurement_cache(repo.common_dir), s.fingerprint())
         if journal.last(Start) is None:
-            journal.write(Start(prepared.good, prepared.bad, s.resume_command))
+            journal.write(
+                Start(
+                    prepared.good,
+                    prepared.bad,
+                    s.resume_command,
+                    str(repo.root),
+                    _config_path(s.config_file),
+                    s.backend,
+                )
+            )
         else:
             journal.write(Resume(s.resume_command))
         session = session_factory(repo, layout.bisect_worktree)

@@ -72,6 +72,10 @@ class Start(Record):
     good: str = ""
     bad: str = ""
     command: str = ""
+    # What `bisector cleanup` needs to rebuild the backend and tear down what is left up.
+    repo: str = ""
+    config: str = ""
+    backend: str = ""
 
 
 @dataclass(frozen=True)
