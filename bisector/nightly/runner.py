@@ -24,10 +24,6 @@ from bisector.nightly.series import Regression, find_new_step, update_series
 from bisector.nightly.store import HUNTING, Hunt, NightlyStore, nightly_lock
 from bisector.report import summary_lines
 
-EXIT_NOTHING = NightlyExit.NOTHING
-EXIT_FOUND = NightlyExit.FOUND
-EXIT_UNBISECTED = NightlyExit.REPORTED
-
 Log = Callable[[str], None]
 
 
@@ -47,7 +43,7 @@ def run_nightly(config_path: Path, *, log: Log = _log) -> int:
             codes = [_one_job(cfg, job, store, client, log) for job in cfg.jobs]
         finally:
             store.close()
-    return max(codes, default=EXIT_NOTHING)
+    return max(codes, default=NightlyExit.NOTHING)
 
 
 def check_run_table(job: JobConfig) -> None:
@@ -63,7 +59,7 @@ def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: An
         stored = update_series(cfg, job, store, client, log)
         log(f"{job.name}: {stored} new run(s) scored")
         regression = find_new_step(cfg, job, store)
-        codes: list[int] = [EXIT_NOTHING]
+        codes: list[int] = [NightlyExit.NOTHING]
         if regression is None:
             log(f"{job.name}: no regression in {job.metric}")
         else:
@@ -93,7 +89,7 @@ def _handle(
             f"{job.name}: regression between runs {regression.good.run} and "
             f"{regression.bad.run} already hunted ({hunt.status}); nothing new"
         )
-        return EXIT_NOTHING
+        return NightlyExit.NOTHING
     covering = _covering_hunt(store, job, regression)
     if hunt is None and covering is not None:
         # e.g. a run that was still going last night landed inside the range: the
@@ -103,7 +99,7 @@ def _handle(
             f"{regression.bad.run} lies inside runs {covering.good_run}..{covering.bad_run}, "
             f"already hunted ({covering.status}); nothing new"
         )
-        return EXIT_NOTHING
+        return NightlyExit.NOTHING
     if hunt is None:
         log(
             f"{job.name}: new regression between runs {regression.good.run} and "
@@ -126,7 +122,7 @@ def _handle(
         result = HuntResult(UNBISECTED, why_not)
     else:
         result = bisect_hunt(cfg, job, store, hunt)
-    code = EXIT_FOUND if result.status == FOUND else EXIT_UNBISECTED
+    code = NightlyExit.FOUND if result.status == FOUND else NightlyExit.REPORTED
     report_dir = cfg.reports_dir / job.name / f"{good[:12]}-{bad[:12]}".replace(":", "")
     data = build_data(
         job=job,

@@ -21,7 +21,6 @@ from bisector.errors import BisectorError
 from bisector.exitcodes import NightlyExit
 from bisector.locking import exclusive
 
-EXIT_BUSY = NightlyExit.BUSY
 SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -252,7 +251,7 @@ def nightly_lock(state_dir: Path) -> contextlib.AbstractContextManager[None]:
         lambda holder: BisectorError(
             f"another bisector nightly is running ({holder}, lock {path}); "
             "this one exits: the running one covers tonight",
-            exit_code=EXIT_BUSY,
+            exit_code=NightlyExit.BUSY,
         ),
     )
 

@@ -11,8 +11,9 @@ import pytest
 
 from bisector.demo_repo import create_demo_repo
 from bisector.errors import BisectorError, ConfigError
+from bisector.exitcodes import NightlyExit
 from bisector.nightly import run_nightly
-from bisector.nightly.store import EXIT_BUSY, NightlyStore, nightly_lock
+from bisector.nightly.store import NightlyStore, nightly_lock
 from tests.helpers.ci_history import CiRun, commit_of, write_job_history
 from tests.helpers.nightly import demo_ci_runs, nightly_config, run_cli
 
@@ -107,7 +108,7 @@ def test_a_second_nightly_on_the_same_state_is_refused(gcs_client: Any, tmp_path
     )
     with nightly_lock(state), pytest.raises(BisectorError) as caught:
         run_nightly(config, log=quiet)
-    assert caught.value.exit_code == EXIT_BUSY
+    assert caught.value.exit_code == NightlyExit.BUSY
     assert "another bisector nightly is running" in str(caught.value)
 
 
