@@ -103,7 +103,10 @@ def build_report(
         return subjects[commit]
 
     threshold = ends.threshold
-    ordered = sorted(b.evaluator.used.values(), key=lambda m: m.started_at)
+    # Every measurement of this run (a resumed run's too), and the cached ones it used:
+    # no row is missing, and rows are in the order they were measured.
+    measured = {m.id: m for m in b.journal.own} | b.evaluator.used
+    ordered = sorted(measured.values(), key=lambda m: (m.started_at, m.slot))
     cached = b.journal.cached_ids
     evaluations = [
         _evaluation(i, m, subject(m.commit), threshold, m.id in cached)

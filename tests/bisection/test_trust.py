@@ -230,3 +230,17 @@ def test_a_regression_inside_a_hunted_range_is_not_hunted_again(tmp_path: Path) 
     assert _covering_hunt(store, job, regression(95, 105)) is None  # reaches outside: new
     assert _covering_hunt(store, job, regression(105, 115)) is None
     store.close()
+
+
+def test_a_finished_run_is_never_extended_by_a_differently_configured_one(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", _step(32, 20))
+    first = _run(built, FileValueBackend(), tmp_path)
+    again = _run(built, FileValueBackend(), tmp_path)  # same question: same directory, reused
+    assert again.run_dir == first.run_dir
+    assert [e.commit for e in again.evaluations] == [e.commit for e in first.evaluations]
+    parallel = _run(built, FileValueBackend(), tmp_path, parallel=2)  # another question
+    assert parallel.run_dir != first.run_dir
+    numbers = [e.n for e in parallel.evaluations]
+    assert numbers == list(range(1, len(numbers) + 1))
+    starts = [e.started_at for e in parallel.evaluations]
+    assert starts == sorted(starts)
