@@ -7,14 +7,17 @@ cluster/images/kubemark), both tagged by the tree id so a re-evaluation of the
 same tree finds them in docker and skips the build. Launch creates the cluster
 (apiserver at --v=3), loads the kubemark image, creates namespace `kubemark`
 with the `kubeconfig` secret and the hollow-node Deployment; collect is
-`kubectl logs` of the apiserver pod; teardown is `kind delete cluster`.
+`kubectl logs` of the apiserver pod (and `peek`, the same into a separate
+file, while the warmup runs); teardown is `kind delete cluster`.
 The cluster has its own kubeconfig in the evaluation directory: the user's
-~/.kube/config is never touched.
+~/.kube/config is never touched. Both kubeconfigs there are cluster-admin
+credentials: the directory is 0700 and the file bisector writes is 0600.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import string
 import time
 from collections.abc import Callable
@@ -99,7 +102,7 @@ class KindBackend:
             internal = run_with_retries(
                 ks.internal_kubeconfig(self.cfg, slot), self.cfg.retry, self.sleep
             )
-            files.hollow_kubeconfig.write_text(internal.stdout, encoding="utf-8")
+            _write_private(files.hollow_kubeconfig, internal.stdout)
             self._write_manifest(files, tag, slot)
             for s in ks.hollow_steps(self.cfg, slot, tag, files):
                 run_with_retries(s, self.cfg.retry, self.sleep)
@@ -125,6 +128,28 @@ class KindBackend:
         path = candidate.log_dir / "kube-apiserver.log"
         path.write_text(out, encoding="utf-8")
         return [path]
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        """The apiserver log so far, while the warmup runs, for an early verdict.
+
+        One `kubectl logs` (no retries: the next peek is the retry) into
+        `<eval_dir>/peek/kube-apiserver.log`, replaced atomically so a reader never
+        sees half a file; the final log path is left to `collect`. Reading a pod's
+        log does not disturb the cluster. [] when the log is still empty; a failed
+        read is a CollectError.
+        """
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        try:
+            out = run_step(ks.apiserver_logs(self.cfg, candidate.slot, files)).stdout
+        except proc.CommandError as exc:
+            raise CollectError(f"kubectl logs of the apiserver failed: {tail(exc)}") from None
+        if not out.strip():
+            return []
+        files.peek_log.parent.mkdir(parents=True, exist_ok=True)
+        partial = files.peek_log.with_name(files.peek_log.name + ".part")
+        partial.write_text(out, encoding="utf-8")
+        partial.replace(files.peek_log)
+        return [files.peek_log]
 
     def teardown(self, candidate: Candidate) -> None:
         files = ks.EvalFiles.under(candidate.eval_dir)
@@ -152,6 +177,8 @@ class KindBackend:
         lines.append(ks.internal_kubeconfig(cfg, slot).render() + f" > {files.hollow_kubeconfig}")
         lines += [s.render() for s in ks.hollow_steps(cfg, slot, tag, files)]
         lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
+        peek = ks.apiserver_logs(cfg, slot, files).render()
+        lines.append(f"# during the warmup, the log so far: {peek} > {files.peek_log}")
         log_file = candidate.log_dir / "kube-apiserver.log"
         lines += ["# collect", ks.apiserver_logs(cfg, slot, files).render() + f" > {log_file}"]
         lines += ["# teardown", ks.delete(cfg, slot, files).render()]
@@ -190,7 +217,8 @@ class KindBackend:
             raise LaunchError(f"launch before build for {candidate.commit[:12]}") from None
 
     def _write_cluster_config(self, files: ks.EvalFiles) -> None:
-        files.kind_config.parent.mkdir(parents=True, exist_ok=True)
+        files.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        files.directory.chmod(0o700)  # mkdir's mode is masked by the umask
         if self.cfg.kind_config is not None:
             text = self.cfg.kind_config.read_text(encoding="utf-8")
         else:
@@ -208,3 +236,11 @@ class KindBackend:
             node=f"{ks.cluster(self.cfg, slot)}-control-plane",
         )
         files.manifest.write_text(text, encoding="utf-8")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` readable by its owner only (0600), also when `path` existed before."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)

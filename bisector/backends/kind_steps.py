@@ -18,8 +18,15 @@ KEYS = (
     "retry_attempts", "retry_initial", "retry_max",
 )  # fmt: skip
 
-KUBEMARK_BINARY = "_output/local/bin/linux/amd64/kubemark"
+# The kubemark binary is built in kubernetes' own build container (build/run.sh), as
+# `kind build node-image` builds the node's binaries: the container brings the Go
+# version each candidate needs, which one host toolchain cannot across a range.
+# build/run.sh copies its output back to _output/dockerized/bin/<os>/<arch>.
+KUBEMARK_BINARY = "_output/dockerized/bin/linux/amd64/kubemark"
 KUBEMARK_IMAGE_DIR = "cluster/images/kubemark"
+# Keys of the hollow nodes' `kubeconfig` secret: the ones start-kubemark.sh creates
+# for the three containers of the real hollow-node template (kubelet, proxy, npd).
+SECRET_KEYS = ("kubelet.kubeconfig", "kubeproxy.kubeconfig", "npd.kubeconfig")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 
@@ -112,16 +119,23 @@ def image_exists(image: str, timeout: float) -> Step:
 
 
 def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
-    """Node image, then the kubemark binary and image, as the kubemark docs build them."""
+    """Node image, then the kubemark binary and image.
+
+    `kind build node-image <source dir>` takes the source as an argument since kind
+    v0.11.0. The kubemark image is what cluster/images/kubemark's `make build` does
+    (`docker build --pull -t <image> .` there), run directly: the Makefile's naming
+    changed across versions (`$(REGISTRY)/$(PROJECT)/kubemark`, no tag, in 2018;
+    `$(REGISTRY)/kubemark:$(IMAGE_TAG)` later), the Dockerfile's place did not.
+    """
     image_dir = worktree / KUBEMARK_IMAGE_DIR
     return [
         step("kind", "build", "node-image", worktree.absolute(), "--image", node_image(cfg, tag),
              cwd=worktree, timeout=cfg.node_image_timeout),
-        step("make", "WHAT=cmd/kubemark", "KUBE_BUILD_PLATFORMS=linux/amd64",
+        step("build/run.sh", "make", "all", "WHAT=cmd/kubemark", "KUBE_BUILD_PLATFORMS=linux/amd64",
              cwd=worktree, timeout=cfg.kubemark_build_timeout),
         step("cp", KUBEMARK_BINARY, f"{KUBEMARK_IMAGE_DIR}/kubemark",
              cwd=worktree, timeout=cfg.git_timeout),
-        step("make", "build", f"REGISTRY={cfg.kubemark_registry}", f"IMAGE_TAG={tag}",
+        step("docker", "build", "--pull", "-t", kubemark_image(cfg, tag), ".",
              cwd=image_dir, timeout=cfg.kubemark_build_timeout),
     ]  # fmt: skip
 
@@ -130,16 +144,23 @@ def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
 class EvalFiles:
     """The files one evaluation writes into its eval_dir."""
 
+    directory: Path  # 0700: both kubeconfigs are cluster-admin credentials
     kind_config: Path
-    kubeconfig: Path  # host-side, for kubectl
-    hollow_kubeconfig: Path  # in-cluster address, for the hollow nodes' secret
+    kubeconfig: Path  # host-side, for kubectl (kind writes it 0600)
+    hollow_kubeconfig: Path  # in-cluster address, for the hollow nodes' secret (0600)
     manifest: Path
+    peek_log: Path  # the apiserver log so far, while the warmup runs; never the final log
 
     @classmethod
     def under(cls, eval_dir: Path) -> EvalFiles:
         d = eval_dir / "kind"
         return cls(
-            d / "cluster.yaml", d / "kubeconfig", d / "hollow.kubeconfig", d / "hollow-node.yaml"
+            d,
+            d / "cluster.yaml",
+            d / "kubeconfig",
+            d / "hollow.kubeconfig",
+            d / "hollow-node.yaml",
+            eval_dir / "peek" / "kube-apiserver.log",
         )
 
 
@@ -168,8 +189,8 @@ def hollow_steps(cfg: KindSettings, slot: int, tag: str, files: EvalFiles) -> li
              cluster(cfg, slot), timeout=cfg.create_timeout),
         step(*k, "create", "namespace", "kubemark", timeout=t),
         step(*k, "create", "secret", "generic", "kubeconfig", "--namespace", "kubemark",
-             f"--from-file=kubelet.kubeconfig={files.hollow_kubeconfig}",
-             f"--from-file=kubeproxy.kubeconfig={files.hollow_kubeconfig}", timeout=t),
+             *(f"--from-file={key}={files.hollow_kubeconfig}" for key in SECRET_KEYS),
+             timeout=t),
         step(*k, "apply", "-f", files.manifest, timeout=t),
         step(*k, "rollout", "status", "deployment/hollow-node", "--namespace", "kubemark",
              f"--timeout={int(ready)}s", timeout=ready + 60),
