@@ -75,6 +75,8 @@ class KindBackend:
             apply_patch(wt, self.patch, commit, self.cfg.git_timeout)
         key = cache_key(tree, self.patch.read_bytes() if self.patch else None)
         tag = "bisector-" + key.replace(tree, tree[:16])
+        if self.cfg.arch != "amd64":  # images of another architecture are other images
+            tag += f"-{self.cfg.arch}"
         self._tags[commit] = tag
         if self._cached(tag):
             return

@@ -15,15 +15,18 @@ KEYS = (
     "api_server_verbosity", "container_log_max_size", "kind_config", "instrument_patch",
     "git_timeout", "node_image_timeout", "kubemark_build_timeout", "create_timeout",
     "delete_timeout", "kubectl_timeout", "hollow_ready_timeout", "logs_timeout",
-    "retry_attempts", "retry_initial", "retry_max",
+    "retry_attempts", "retry_initial", "retry_max", "arch",
 )  # fmt: skip
 
 # The kubemark binary is built in kubernetes' own build container (build/run.sh), as
 # `kind build node-image` builds the node's binaries: the container brings the Go
 # version each candidate needs, which one host toolchain cannot across a range.
 # build/run.sh copies its output back to _output/dockerized/bin/<os>/<arch>.
-KUBEMARK_BINARY = "_output/dockerized/bin/linux/amd64/kubemark"
+KUBEMARK_BINARY = "_output/dockerized/bin/linux/{arch}/kubemark"
 KUBEMARK_IMAGE_DIR = "cluster/images/kubemark"
+# The architectures `kind build node-image --arch` builds (kind pkg/build/nodeimage
+# supportedArch); node image and kubemark are built for the same one.
+ARCHES = ("amd64", "arm64")
 # Keys of the hollow nodes' `kubeconfig` secret: the ones start-kubemark.sh creates
 # for the three containers of the real hollow-node template (kubelet, proxy, npd).
 SECRET_KEYS = ("kubelet.kubeconfig", "kubeproxy.kubeconfig", "npd.kubeconfig")
@@ -56,6 +59,7 @@ class KindSettings:
     hollow_ready_timeout: float
     logs_timeout: float
     retry: RetryPolicy
+    arch: str = "amd64"
 
     @classmethod
     def from_section(cls, s: Section) -> KindSettings:
@@ -65,6 +69,12 @@ class KindSettings:
         if min_version is None:
             raise ConfigError(f"{s.file}: key `min_version`: write a version such as v1.15")
         kind_config = s.opt_str("kind_config")
+        arch = s.get_str("arch", "amd64")
+        if arch not in ARCHES:
+            raise ConfigError(
+                f"{s.file}: key `arch`: {arch!r} is not one kind builds; write amd64 or arm64 "
+                "(your docker host's architecture)"
+            )
         return cls(
             cluster_name=s.get_str("cluster_name", "bisector"),
             node_image_repo=s.get_str("node_image_repo", "kindest/node"),
@@ -88,6 +98,7 @@ class KindSettings:
                 s.get_duration("retry_initial", "10s"),
                 s.get_duration("retry_max", "2m"),
             ),
+            arch=arch,
         )
 
 
@@ -130,12 +141,14 @@ def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
     image_dir = worktree / KUBEMARK_IMAGE_DIR
     return [
         step("kind", "build", "node-image", worktree.absolute(), "--image", node_image(cfg, tag),
-             cwd=worktree, timeout=cfg.node_image_timeout),
-        step("build/run.sh", "make", "all", "WHAT=cmd/kubemark", "KUBE_BUILD_PLATFORMS=linux/amd64",
+             "--arch", cfg.arch, cwd=worktree, timeout=cfg.node_image_timeout),
+        step("build/run.sh", "make", "all", "WHAT=cmd/kubemark",
+             f"KUBE_BUILD_PLATFORMS=linux/{cfg.arch}",
              cwd=worktree, timeout=cfg.kubemark_build_timeout),
-        step("cp", KUBEMARK_BINARY, f"{KUBEMARK_IMAGE_DIR}/kubemark",
+        step("cp", KUBEMARK_BINARY.format(arch=cfg.arch), f"{KUBEMARK_IMAGE_DIR}/kubemark",
              cwd=worktree, timeout=cfg.git_timeout),
-        step("docker", "build", "--pull", "-t", kubemark_image(cfg, tag), ".",
+        step("docker", "build", "--pull", f"--platform=linux/{cfg.arch}",
+             "-t", kubemark_image(cfg, tag), ".",
              cwd=image_dir, timeout=cfg.kubemark_build_timeout),
     ]  # fmt: skip
 

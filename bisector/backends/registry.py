@@ -111,6 +111,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "kind",
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
+            "bisector.backends.kind_doctor:check",
         ),
         BackendInfo(
             "gce",

@@ -9,13 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from bisector.backends import kind_doctor
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.kind import KindBackend
 from bisector.backends.kind_steps import parse_version
+from bisector.backends.registry import Finding
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step
 from bisector.config import Section
-from bisector.errors import CollectError
+from bisector.errors import CollectError, ConfigError
 from tests.helpers.fake_proc import Call, FakeProc
 from tests.helpers.loop_driver import evaluate
 
@@ -75,10 +77,10 @@ def test_successful_evaluation(fake: FakeProc, tmp_path: Path) -> None:
         f"git describe --tags --match 'v[0-9]*' --abbrev=14 {COMMIT}",
         f"git rev-parse '{COMMIT}^{{tree}}'",
         f"docker image inspect --format '{{{{.Id}}}}' kindest/node:{TAG}",
-        f"kind build node-image {wt} --image kindest/node:{TAG}",
+        f"kind build node-image {wt} --image kindest/node:{TAG} --arch amd64",
         "build/run.sh make all WHAT=cmd/kubemark KUBE_BUILD_PLATFORMS=linux/amd64",
         "cp _output/dockerized/bin/linux/amd64/kubemark cluster/images/kubemark/kubemark",
-        f"docker build --pull -t bisector/kubemark:{TAG} .",
+        f"docker build --pull --platform=linux/amd64 -t bisector/kubemark:{TAG} .",
         f"kind create cluster --name bisector --image kindest/node:{TAG} "
         f"--config {kdir}/cluster.yaml {kc} --wait 900s",
         "kind get kubeconfig --internal --name bisector",
@@ -416,5 +418,70 @@ def test_kubemark_is_built_in_the_build_container_like_kind_builds_the_node(
     ]  # fmt: skip
     assert fake.find("cp ")[0].argv[1] == "_output/dockerized/bin/linux/amd64/kubemark"
     image = fake.find("docker build")[0]
-    assert image.argv == ["docker", "build", "--pull", "-t", f"bisector/kubemark:{TAG}", "."]
+    assert image.argv == [
+        "docker", "build", "--pull", "--platform=linux/amd64",
+        "-t", f"bisector/kubemark:{TAG}", ".",
+    ]  # fmt: skip
     assert fake.find("kind load docker-image")[0].argv[3] == f"bisector/kubemark:{TAG}"
+
+
+def test_arm64_builds_both_images_for_arm64_under_their_own_tag(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    """`kind build node-image --arch` (kind 950a3191, v0.11.0) and the kubemark binary
+    and image for the same architecture, so the hollow nodes run on the node."""
+    cand = _candidate(tmp_path)
+    evaluate(_backend(tmp_path, Sleeps(), arch="arm64"), cand)
+    tag = TAG + "-arm64"
+    assert fake.find("kind build")[0].argv[-4:] == ["--image", f"kindest/node:{tag}", "--arch",
+                                                    "arm64"]  # fmt: skip
+    assert fake.find("build/run.sh")[0].argv[-1] == "KUBE_BUILD_PLATFORMS=linux/arm64"
+    assert fake.find("cp ")[0].argv[1] == "_output/dockerized/bin/linux/arm64/kubemark"
+    assert "--platform=linux/arm64" in fake.find("docker build")[0].argv
+    assert fake.find("kind load")[0].argv[3] == f"bisector/kubemark:{tag}"
+    assert fake.find("kind create")[0].argv[6] == f"kindest/node:{tag}"
+
+
+def test_an_arch_kind_does_not_build_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="key `arch`: 'x86_64' is not one kind builds"):
+        _backend(tmp_path, Sleeps(), arch="x86_64")
+
+
+# -- doctor ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("shown", "finding"),
+    [
+        # kind v0.10.0's `build node-image` has `Args: cobra.NoArgs` (kind v0.10.0
+        # pkg/cmd/kind/build/nodeimage/nodeimage.go); v0.11.0 takes the source directory.
+        ("kind v0.10.0 go1.15.7 linux/amd64", Finding(False, "kind version",
+         "kind v0.10.0 cannot build a node image from a source directory; "
+         "install kind >= v0.11.0")),
+        ("kind v0.11.0 go1.16.4 linux/amd64",
+         Finding(True, "kind version", "v0.11.0 (>= v0.11.0)")),
+        ("kind v0.33.0-alpha+fed26882a2f1e3 go1.25 linux/arm64",
+         Finding(True, "kind version", "v0.33.0 (>= v0.11.0)")),
+    ],
+)  # fmt: skip
+def test_doctor_checks_the_kind_version(fake: FakeProc, shown: str, finding: Finding) -> None:
+    fake.on("kind version", stdout=shown + "\n")
+    assert kind_doctor.check(Section({}, "kind.toml", "backends.kind"))[0] == finding
+
+
+def test_doctor_checks_arch_against_the_docker_host(fake: FakeProc) -> None:
+    fake.on("kind version", stdout="kind v0.23.0 go1.22 linux/amd64\n")
+    fake.on("{{.Server.Arch}}", stdout="arm64\n")
+    found = kind_doctor.check(Section({}, "kind.toml", "backends.kind"))
+    assert found[-1] == Finding(False, "arch", "the docker host is arm64 but `arch` is amd64: "
+                                "set arch = 'arm64' in [backends.kind] (node and kubemark "
+                                "images must run on this host)")  # fmt: skip
+    found = kind_doctor.check(Section({"arch": "arm64"}, "kind.toml", "backends.kind"))
+    assert found[-1] == Finding(True, "arch", "arm64 (the docker host's)")
+    assert fake.find("docker version")[0].argv == [
+        "docker", "version", "--format", "{{.Server.Arch}}",
+    ]  # fmt: skip
+
+
+def test_doctor_leaves_unreadable_output_to_the_tool_check(fake: FakeProc) -> None:
+    fake.on("kind version", code=1, stderr="boom")
+    fake.on("docker version", stdout="")
+    assert kind_doctor.check(Section({}, "kind.toml", "backends.kind")) == []
