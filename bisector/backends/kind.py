@@ -17,6 +17,7 @@ credentials: the directory is 0700 and the file bisector writes is 0600.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import string
 import time
@@ -108,6 +109,7 @@ class KindBackend:
             self._write_manifest(files, tag, slot)
             for s in ks.hollow_steps(self.cfg, slot, tag, files):
                 run_with_retries(s, self.cfg.retry, self.sleep)
+            self._wait_for_ready_hollow_nodes(files)
         except proc.CommandError as exc:
             raise LaunchError(
                 f"`{' '.join(exc.cmd[:3])}` failed ({exc.why}): {tail(exc)}"
@@ -178,6 +180,12 @@ class KindBackend:
         lines += ["# launch", ks.create(cfg, slot, tag, files).render()]
         lines.append(ks.internal_kubeconfig(cfg, slot).render() + f" > {files.hollow_kubeconfig}")
         lines += [s.render() for s in ks.hollow_steps(cfg, slot, tag, files)]
+        every, until = ks.NODES_POLL_S, cfg.hollow_ready_timeout
+        lines.append(
+            f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready (every "
+            f"{format_duration(every)}, up to {format_duration(until)}):"
+            f" {ks.get_nodes(cfg, files).render()}"
+        )
         lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
         peek = ks.apiserver_logs(cfg, slot, files).render()
         lines.append(f"# during the warmup, the log so far: {peek} > {files.peek_log}")
@@ -204,6 +212,28 @@ class KindBackend:
                 f"{commit[:12]} is Kubernetes {described}, too old for kind (needs >= {need}); "
                 "use the gce backend for it"
             )
+
+    def _wait_for_ready_hollow_nodes(self, files: ks.EvalFiles) -> None:
+        """Until `hollow_nodes` hollow nodes are Ready, as start-kubemark.sh waits.
+
+        Running pods are not registered nodes: a candidate whose hollow kubelets
+        never register would be measured under less load than the others. Fewer
+        than asked within `hollow_ready_timeout` is a LaunchError (a skip).
+        """
+        want = self.cfg.hollow_nodes
+        polls = max(1, math.ceil(self.cfg.hollow_ready_timeout / ks.NODES_POLL_S))
+        ready = 0
+        for poll in range(polls + 1):
+            out = run_with_retries(ks.get_nodes(self.cfg, files), self.cfg.retry, self.sleep)
+            ready = ks.ready_hollow_nodes(out.stdout)
+            if ready >= want:
+                return
+            if poll < polls:
+                self.sleep(ks.NODES_POLL_S)
+        raise LaunchError(
+            f"only {ready} of {want} hollow nodes Ready after "
+            f"{format_duration(self.cfg.hollow_ready_timeout)}"
+        )
 
     def _cached(self, tag: str) -> bool:
         images = (ks.node_image(self.cfg, tag), ks.kubemark_image(self.cfg, tag))

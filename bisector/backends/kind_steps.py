@@ -210,6 +210,32 @@ def hollow_steps(cfg: KindSettings, slot: int, tag: str, files: EvalFiles) -> li
     ]  # fmt: skip
 
 
+# How often launch counts the Ready hollow nodes, up to hollow_ready_timeout.
+NODES_POLL_S = 10.0
+
+
+def get_nodes(cfg: KindSettings, files: EvalFiles) -> Step:
+    """`kubectl get nodes --no-headers`: NAME STATUS ROLES AGE VERSION per line."""
+    return step(
+        "kubectl", "--kubeconfig", files.kubeconfig, "get", "nodes", "--no-headers",
+        timeout=cfg.kubectl_timeout,
+    )  # fmt: skip
+
+
+def ready_hollow_nodes(get_nodes_output: str) -> int:
+    """Hollow nodes (named after their `hollow-node-...` pods) whose STATUS is Ready.
+
+    STATUS is `Ready`, `NotReady` or e.g. `Ready,SchedulingDisabled`; the kind node
+    itself is not counted.
+    """
+    count = 0
+    for line in get_nodes_output.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0].startswith("hollow-node-"):
+            count += "Ready" in fields[1].split(",")
+    return count
+
+
 def internal_kubeconfig(cfg: KindSettings, slot: int) -> Step:
     return step(
         "kind", "get", "kubeconfig", "--internal", "--name", cluster(cfg, slot),

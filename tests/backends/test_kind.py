@@ -12,7 +12,7 @@ import pytest
 from bisector.backends import kind_doctor
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.kind import KindBackend
-from bisector.backends.kind_steps import parse_version
+from bisector.backends.kind_steps import parse_version, ready_hollow_nodes
 from bisector.backends.registry import Finding
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step
@@ -47,7 +47,18 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
     fake.on("kind get kubeconfig --internal", stdout="apiVersion: v1\nkind: Config\n")
     fake.on("kubectl --kubeconfig", stdout="")
     fake.on("kube-apiserver-bisector-control-plane", stdout=LOG, first=True)
+    fake.on("get nodes --no-headers", stdout=_nodes(ready=50), first=True)
     return fake
+
+
+def _nodes(ready: int, not_ready: int = 0) -> str:
+    """`kubectl get nodes --no-headers` of the kind node and some hollow nodes."""
+    lines = ["bisector-control-plane   Ready    control-plane   5m    v1.33.1"]
+    lines += [f"hollow-node-7c9f-{i:05d}   Ready    <none>   1m    v1.33.1" for i in range(ready)]
+    lines += [
+        f"hollow-node-7c9f-x{i:04d}   NotReady    <none>   1m    v1.33.1" for i in range(not_ready)
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _backend(tmp_path: Path, sleep: Sleeps, **extra: object) -> KindBackend:
@@ -92,6 +103,7 @@ def test_successful_evaluation(fake: FakeProc, tmp_path: Path) -> None:
         f"--from-file=npd.kubeconfig={kdir}/hollow.kubeconfig",
         f"kubectl {kc} apply -f {kdir}/hollow-node.yaml",
         f"kubectl {kc} rollout status deployment/hollow-node --namespace kubemark --timeout=900s",
+        f"kubectl {kc} get nodes --no-headers",
         f"kubectl {kc} logs --namespace kube-system kube-apiserver-bisector-control-plane",
         f"kind delete cluster --name bisector {kc}",
     ]
@@ -111,8 +123,11 @@ def test_successful_evaluation(fake: FakeProc, tmp_path: Path) -> None:
     assert sleeps.calls == [600.0]
     assert ResourceRecord(tmp_path / "run").ids() == []
     plan = [line.split(" > ")[0] for line in backend.plan(cand) if not line.startswith("#")]
-    ran = [_rendered(c) for c in fake.calls if "docker image inspect" not in c.line]
+    polled = ("docker image inspect", "get nodes --no-headers")  # plan comments say these
+    ran = [_rendered(c) for c in fake.calls if not any(p in c.line for p in polled)]
     assert ran == plan
+    assert any(line.startswith("# until 50 hollow-node-* nodes are Ready (every 10s")
+               for line in backend.plan(cand))  # fmt: skip
 
 
 def test_candidate_too_old_for_kind_is_a_skip_before_any_build(
@@ -485,3 +500,42 @@ def test_doctor_leaves_unreadable_output_to_the_tool_check(fake: FakeProc) -> No
     fake.on("kind version", code=1, stderr="boom")
     fake.on("docker version", stdout="")
     assert kind_doctor.check(Section({}, "kind.toml", "backends.kind")) == []
+
+
+# -- hollow nodes registered, not only running -------------------------------------
+def test_launch_waits_until_the_hollow_nodes_are_ready(fake: FakeProc, tmp_path: Path) -> None:
+    """start-kubemark.sh waits for Ready nodes, not running pods (hyperhq/kubernetes
+    49f8b6a test/kubemark/start-kubemark.sh:410-440, `get node | grep -v NotReady`)."""
+    fake.on("get nodes --no-headers", stdout=_nodes(ready=10, not_ready=40), times=2, first=True)
+    sleeps = Sleeps()
+    backend = _backend(tmp_path, sleeps)
+    cand = _candidate(tmp_path)
+    backend.build(cand)
+    backend.launch(cand)
+    assert len(fake.find("get nodes --no-headers")) == 3
+    assert sleeps.calls == [10.0, 10.0]
+
+
+def test_too_few_ready_hollow_nodes_is_a_launch_skip(fake: FakeProc, tmp_path: Path) -> None:
+    fake.on("get nodes --no-headers", stdout=_nodes(ready=49, not_ready=1), first=True)
+    sleeps = Sleeps()
+    outcome = evaluate(_backend(tmp_path, sleeps, hollow_ready_timeout="1m"), _candidate(tmp_path))
+    assert outcome.status == "skip"
+    assert outcome.reason == "only 49 of 50 hollow nodes Ready after 1m00s"
+    assert len(fake.find("get nodes --no-headers")) == 7  # at 0, 10, ..., 60 s
+    assert sleeps.calls == [10.0] * 6  # never the warmup
+    assert fake.lines[-1].startswith("kind delete cluster")
+
+
+@pytest.mark.parametrize(
+    ("output", "ready"),
+    [
+        (_nodes(ready=3, not_ready=2), 3),
+        ("hollow-node-a-1   Ready,SchedulingDisabled   <none>   1m   v1.33.1\n", 1),
+        ("bisector-control-plane   Ready   control-plane   5m   v1.33.1\n", 0),
+        ("hollow-node-a-1   Unknown   <none>   1m   v1.33.1\n", 0),
+        ("", 0),
+    ],
+)
+def test_ready_hollow_nodes_counts_only_ready_hollow_nodes(output: str, ready: int) -> None:
+    assert ready_hollow_nodes(output) == ready
