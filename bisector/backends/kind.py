@@ -37,7 +37,7 @@ from bisector.backends.steps import (
     tree_step,
 )
 from bisector.durations import format_duration
-from bisector.errors import BuildError, CollectError, LaunchError
+from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
 log = logging.getLogger("bisector.kind")
 DATA = Path(__file__).resolve().parent.parent / "data" / "kind"
@@ -110,6 +110,8 @@ class KindBackend:
             for s in ks.hollow_steps(self.cfg, slot, tag, files):
                 run_with_retries(s, self.cfg.retry, self.sleep)
             self._wait_for_ready_hollow_nodes(files)
+            restarts = self._restarts(slot, files, LaunchError)
+            files.restarts.write_text(str(restarts), encoding="utf-8")
         except proc.CommandError as exc:
             raise LaunchError(
                 f"`{' '.join(exc.cmd[:3])}` failed ({exc.why}): {tail(exc)}"
@@ -128,6 +130,13 @@ class KindBackend:
             raise CollectError(f"kubectl logs of the apiserver failed: {tail(exc)}") from None
         if not out.strip():
             raise CollectError("the apiserver pod's log is empty")
+        restarts = self._restarts(candidate.slot, files, CollectError)
+        before = int(files.restarts.read_text(encoding="utf-8")) if files.restarts.is_file() else 0
+        if restarts > before:
+            raise CollectError(
+                f"the apiserver restarted during the run ({before} -> {restarts} restarts): "
+                "its log covers only the time since"
+            )
         candidate.log_dir.mkdir(parents=True, exist_ok=True)
         path = candidate.log_dir / "kube-apiserver.log"
         path.write_text(out, encoding="utf-8")
@@ -186,11 +195,17 @@ class KindBackend:
             f"{format_duration(every)}, up to {format_duration(until)}):"
             f" {ks.get_nodes(cfg, files).render()}"
         )
+        restarts = ks.apiserver_restarts(cfg, slot, files).render()
+        lines.append(f"{restarts} > {files.restarts}")
         lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
         peek = ks.apiserver_logs(cfg, slot, files).render()
         lines.append(f"# during the warmup, the log so far: {peek} > {files.peek_log}")
         log_file = candidate.log_dir / "kube-apiserver.log"
         lines += ["# collect", ks.apiserver_logs(cfg, slot, files).render() + f" > {log_file}"]
+        lines += [
+            "# more apiserver restarts than at launch: the log is cut short, a skip",
+            restarts,
+        ]
         lines += ["# teardown", ks.delete(cfg, slot, files).render()]
         return lines
 
@@ -234,6 +249,18 @@ class KindBackend:
             f"only {ready} of {want} hollow nodes Ready after "
             f"{format_duration(self.cfg.hollow_ready_timeout)}"
         )
+
+    def _restarts(self, slot: int, files: ks.EvalFiles, error: type[InfraError]) -> int:
+        """The apiserver's restart count; what cannot be read raises `error`."""
+        step = ks.apiserver_restarts(self.cfg, slot, files)
+        try:
+            out = run_with_retries(step, self.cfg.retry, self.sleep).stdout
+        except proc.CommandError as exc:
+            raise error(f"cannot read the apiserver pod's restart count: {tail(exc)}") from None
+        count = ks.parse_restarts(out)
+        if count is None:
+            raise error(f"the apiserver pod's restart count reads {out.strip()!r}")
+        return count
 
     def _cached(self, tag: str) -> bool:
         images = (ks.node_image(self.cfg, tag), ks.kubemark_image(self.cfg, tag))

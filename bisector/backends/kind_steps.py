@@ -163,6 +163,7 @@ class EvalFiles:
     hollow_kubeconfig: Path  # in-cluster address, for the hollow nodes' secret (0600)
     manifest: Path
     peek_log: Path  # the apiserver log so far, while the warmup runs; never the final log
+    restarts: Path  # the apiserver's restart count once the hollow nodes were Ready
 
     @classmethod
     def under(cls, eval_dir: Path) -> EvalFiles:
@@ -174,6 +175,7 @@ class EvalFiles:
             d / "hollow.kubeconfig",
             d / "hollow-node.yaml",
             eval_dir / "peek" / "kube-apiserver.log",
+            d / "apiserver-restarts",
         )
 
 
@@ -243,8 +245,31 @@ def internal_kubeconfig(cfg: KindSettings, slot: int) -> Step:
     )  # fmt: skip
 
 
+def apiserver_pod(cfg: KindSettings, slot: int) -> str:
+    """The static pod's mirror: `<pod>-<node>`, the node `<cluster>-control-plane`."""
+    return f"kube-apiserver-{cluster(cfg, slot)}-control-plane"
+
+
 def apiserver_logs(cfg: KindSettings, slot: int, files: EvalFiles) -> Step:
     return step(
         "kubectl", "--kubeconfig", files.kubeconfig, "logs", "--namespace", "kube-system",
-        f"kube-apiserver-{cluster(cfg, slot)}-control-plane", timeout=cfg.logs_timeout,
+        apiserver_pod(cfg, slot), timeout=cfg.logs_timeout,
     )  # fmt: skip
+
+
+def apiserver_restarts(cfg: KindSettings, slot: int, files: EvalFiles) -> Step:
+    """The apiserver container's restart count: `kubectl logs` shows the current
+    container only, so a restart during the run cuts the log short."""
+    return step(
+        "kubectl", "--kubeconfig", files.kubeconfig, "get", "pod", "--namespace", "kube-system",
+        apiserver_pod(cfg, slot), "-o", "jsonpath={.status.containerStatuses[*].restartCount}",
+        timeout=cfg.kubectl_timeout,
+    )  # fmt: skip
+
+
+def parse_restarts(text: str) -> int | None:
+    """Sum of the space-separated restart counts jsonpath prints; None if not numbers."""
+    words = text.split()
+    if not words or not all(w.isdigit() for w in words):
+        return None
+    return sum(int(w) for w in words)

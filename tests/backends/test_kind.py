@@ -12,7 +12,7 @@ import pytest
 from bisector.backends import kind_doctor
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.kind import KindBackend
-from bisector.backends.kind_steps import parse_version, ready_hollow_nodes
+from bisector.backends.kind_steps import parse_restarts, parse_version, ready_hollow_nodes
 from bisector.backends.registry import Finding
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step
@@ -24,6 +24,7 @@ from tests.helpers.loop_driver import evaluate
 COMMIT = "8adc0f0" + "0" * 33
 TREE = "b" * 40
 TAG = "bisector-" + "b" * 16
+LOGS = "logs --namespace kube-system kube-apiserver-bisector-control-plane"  # the log read
 LOG = 'I0625 13:32:12.794864       1 httplog.go:134] "HTTP" verb="PATCH" resp=200\n'
 
 
@@ -46,8 +47,11 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
     fake.on("docker image inspect", code=1, stderr="Error: No such image")
     fake.on("kind get kubeconfig --internal", stdout="apiVersion: v1\nkind: Config\n")
     fake.on("kubectl --kubeconfig", stdout="")
-    fake.on("kube-apiserver-bisector-control-plane", stdout=LOG, first=True)
+    fake.on(
+        "logs --namespace kube-system kube-apiserver-bisector-control-plane", stdout=LOG, first=True
+    )
     fake.on("get nodes --no-headers", stdout=_nodes(ready=50), first=True)
+    fake.on("restartCount", stdout="0", first=True)
     return fake
 
 
@@ -104,7 +108,11 @@ def test_successful_evaluation(fake: FakeProc, tmp_path: Path) -> None:
         f"kubectl {kc} apply -f {kdir}/hollow-node.yaml",
         f"kubectl {kc} rollout status deployment/hollow-node --namespace kubemark --timeout=900s",
         f"kubectl {kc} get nodes --no-headers",
+        f"kubectl {kc} get pod --namespace kube-system kube-apiserver-bisector-control-plane "
+        f"-o 'jsonpath={{.status.containerStatuses[*].restartCount}}'",
         f"kubectl {kc} logs --namespace kube-system kube-apiserver-bisector-control-plane",
+        f"kubectl {kc} get pod --namespace kube-system kube-apiserver-bisector-control-plane "
+        f"-o 'jsonpath={{.status.containerStatuses[*].restartCount}}'",
         f"kind delete cluster --name bisector {kc}",
     ]
     cwds = {c.argv[0] + " " + c.argv[1]: c.cwd for c in fake.calls}
@@ -190,7 +198,9 @@ def test_interrupt_during_warmup_deletes_the_cluster(fake: FakeProc, tmp_path: P
 
 
 def test_empty_apiserver_log_is_a_collect_skip(fake: FakeProc, tmp_path: Path) -> None:
-    fake.on("kube-apiserver-bisector-control-plane", stdout="", first=True)
+    fake.on(
+        "logs --namespace kube-system kube-apiserver-bisector-control-plane", stdout="", first=True
+    )
     outcome = evaluate(_backend(tmp_path, Sleeps()), _candidate(tmp_path))
     assert outcome.status == "skip" and "log is empty" in outcome.reason
     assert fake.lines[-1].startswith("kind delete cluster")
@@ -251,7 +261,11 @@ def test_peek_reads_the_log_so_far_into_its_own_file(fake: FakeProc, tmp_path: P
     assert not (cand.log_dir / "kube-apiserver.log").exists()  # collect's path is untouched
     assert sleeps.calls == []  # the warmup's clock is not the peek's
     # A later peek replaces the file whole (no `.part` left behind).
-    fake.on("kube-apiserver-bisector-control-plane", stdout=LOG * 2, first=True)
+    fake.on(
+        "logs --namespace kube-system kube-apiserver-bisector-control-plane",
+        stdout=LOG * 2,
+        first=True,
+    )
     backend.peek(cand)
     assert (cand.eval_dir / "peek" / "kube-apiserver.log").read_text() == LOG * 2
     assert sorted(p.name for p in (cand.eval_dir / "peek").iterdir()) == ["kube-apiserver.log"]
@@ -260,7 +274,11 @@ def test_peek_reads_the_log_so_far_into_its_own_file(fake: FakeProc, tmp_path: P
 
 
 def test_peek_of_an_empty_log_returns_nothing(fake: FakeProc, tmp_path: Path) -> None:
-    fake.on("kube-apiserver-bisector-control-plane", stdout="  \n", first=True)
+    fake.on(
+        "logs --namespace kube-system kube-apiserver-bisector-control-plane",
+        stdout="  \n",
+        first=True,
+    )
     backend = _backend(tmp_path, Sleeps())
     cand = _candidate(tmp_path)
     assert backend.peek(cand) == []
@@ -268,7 +286,7 @@ def test_peek_of_an_empty_log_returns_nothing(fake: FakeProc, tmp_path: Path) ->
 
 
 def test_failed_peek_is_a_collect_error_without_retries(fake: FakeProc, tmp_path: Path) -> None:
-    fake.on("kube-apiserver-bisector-control-plane", code=1, first=True,
+    fake.on(LOGS, code=1, first=True,
             stderr="Error from server: connection refused")  # fmt: skip
     sleeps = Sleeps()
     backend = _backend(tmp_path, sleeps)
@@ -344,10 +362,15 @@ def test_apiserver_pod_name_follows_kind_and_kubelet_naming(fake: FakeProc, tmp_
     static pod's mirror `<pod>-<node>` (hyperhq/kubernetes 49f8b6a
     pkg/kubelet/config/common.go, generatePodName)."""
     cand = Candidate(COMMIT, _candidate(tmp_path).worktree, tmp_path / "run" / "evals" / "e2", 2)
-    fake.on("kube-apiserver-bisector-2-control-plane", stdout=LOG, first=True)
+    fake.on(
+        "logs --namespace kube-system kube-apiserver-bisector-2-control-plane",
+        stdout=LOG,
+        first=True,
+    )
     backend = _backend(tmp_path, Sleeps())
     backend.collect(cand)
-    assert fake.calls[-1].argv[-1] == "kube-apiserver-bisector-2-control-plane"
+    assert fake.find(" logs ")[0].argv[-1] == "kube-apiserver-bisector-2-control-plane"
+    assert fake.find("restartCount")[0].argv[7] == "kube-apiserver-bisector-2-control-plane"
     backend.build(cand)
     backend.launch(cand)
     manifest = (cand.eval_dir / "kind" / "hollow-node.yaml").read_text()
@@ -539,3 +562,41 @@ def test_too_few_ready_hollow_nodes_is_a_launch_skip(fake: FakeProc, tmp_path: P
 )
 def test_ready_hollow_nodes_counts_only_ready_hollow_nodes(output: str, ready: int) -> None:
     assert ready_hollow_nodes(output) == ready
+
+
+# -- an apiserver restart cuts `kubectl logs` short ------------------------------------
+def test_apiserver_restart_during_the_run_is_a_collect_skip(fake: FakeProc, tmp_path: Path) -> None:
+    """`kubectl logs` returns the current container's log only: a restart during the
+    run leaves a log that covers part of it. A restart before the hollow nodes came up
+    (kubeadm bootstrap) is fine: the count is compared with the one at launch."""
+    fake.on("restartCount", stdout="2", times=1, first=True)  # at collect
+    fake.on("restartCount", stdout="1", times=1, first=True)  # at launch
+    cand = _candidate(tmp_path)
+    outcome = evaluate(_backend(tmp_path, Sleeps()), cand)
+    assert outcome.status == "skip"
+    assert outcome.reason == (
+        "the apiserver restarted during the run (1 -> 2 restarts): its log covers only the time"
+        " since"
+    )
+    assert (cand.eval_dir / "kind" / "apiserver-restarts").read_text() == "1"
+    assert not (cand.log_dir / "kube-apiserver.log").exists()
+
+
+def test_restart_before_launch_ended_is_not_a_skip(fake: FakeProc, tmp_path: Path) -> None:
+    fake.on("restartCount", stdout="1", first=True)
+    assert evaluate(_backend(tmp_path, Sleeps()), _candidate(tmp_path)).status == "measured"
+
+
+@pytest.mark.parametrize("stdout", ["", "Error", "1 x"])
+def test_unreadable_restart_count_is_never_a_measurement(
+    fake: FakeProc, tmp_path: Path, stdout: str
+) -> None:
+    fake.on("restartCount", stdout=stdout, first=True)
+    outcome = evaluate(_backend(tmp_path, Sleeps()), _candidate(tmp_path))
+    assert outcome.status == "skip"
+    assert outcome.reason == f"the apiserver pod's restart count reads {stdout.strip()!r}"
+
+
+@pytest.mark.parametrize(("text", "count"), [("0", 0), ("3", 3), ("1 2", 3), ("", None)])
+def test_parse_restarts(text: str, count: int | None) -> None:
+    assert parse_restarts(text) == count
