@@ -131,7 +131,10 @@ class KindBackend:
         if not out.strip():
             raise CollectError("the apiserver pod's log is empty")
         restarts = self._restarts(candidate.slot, files, CollectError)
-        before = int(files.restarts.read_text(encoding="utf-8")) if files.restarts.is_file() else 0
+        recorded = files.restarts.read_text(encoding="utf-8") if files.restarts.is_file() else "0"
+        before = ks.parse_restarts(recorded)
+        if before is None:
+            raise CollectError(f"{files.restarts} holds {recorded!r}, not a restart count")
         if restarts > before:
             raise CollectError(
                 f"the apiserver restarted during the run ({before} -> {restarts} restarts): "
@@ -165,12 +168,17 @@ class KindBackend:
         return [files.peek_log]
 
     def teardown(self, candidate: Candidate) -> None:
+        """`kind delete cluster`; a failure keeps the cluster in the resource record
+        (for `bisector cleanup`) and raises, so the evaluation records it."""
         files = ks.EvalFiles.under(candidate.eval_dir)
         try:
             run_with_retries(ks.delete(self.cfg, candidate.slot, files), self.cfg.retry, self.sleep)
         except proc.CommandError as exc:
             log.warning("kind delete cluster failed (%s); run `bisector cleanup`", tail(exc))
-            return
+            raise InfraError(
+                f"kind delete cluster {ks.cluster(self.cfg, candidate.slot)} failed: {tail(exc)}; "
+                "run `bisector cleanup`"
+            ) from None
         self.record.remove(ks.resource_id(self.cfg, candidate.slot))
 
     def plan(self, candidate: Candidate) -> list[str]:

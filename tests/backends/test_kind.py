@@ -17,7 +17,7 @@ from bisector.backends.registry import Finding
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step
 from bisector.config import Section
-from bisector.errors import CollectError, ConfigError
+from bisector.errors import CollectError, ConfigError, InfraError
 from tests.helpers.fake_proc import Call, FakeProc
 from tests.helpers.loop_driver import evaluate
 
@@ -600,3 +600,14 @@ def test_unreadable_restart_count_is_never_a_measurement(
 @pytest.mark.parametrize(("text", "count"), [("0", 0), ("3", 3), ("1 2", 3), ("", None)])
 def test_parse_restarts(text: str, count: int | None) -> None:
     assert parse_restarts(text) == count
+
+
+def test_failed_delete_keeps_the_record_and_says_so(fake: FakeProc, tmp_path: Path) -> None:
+    backend = _backend(tmp_path, Sleeps())
+    cand = _candidate(tmp_path)
+    backend.build(cand)
+    backend.launch(cand)
+    fake.on("kind delete cluster", code=1, stderr="permission denied", first=True)
+    with pytest.raises(InfraError, match=r"kind delete cluster bisector failed: permission denied"):
+        backend.teardown(cand)
+    assert ResourceRecord(tmp_path / "run").ids() == ["kind/cluster/bisector"]
