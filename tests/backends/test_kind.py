@@ -406,7 +406,8 @@ def test_kubeadm_patches_are_unversioned_merge_patches(fake: FakeProc, tmp_path:
     assert (
         patches[0] == '  kind: ClusterConfiguration\n  apiServer:\n    extraArgs:\n      v: "4"\n'
     )
-    # kubelet.config.k8s.io/v1beta1 KubeletConfiguration field (kubelet default 10Mi).
+    # kubelet.config.k8s.io/v1beta1 KubeletConfiguration field; the kubelet's default is
+    # "10Mi" (kubernetes/kubernetes kubelet config v1beta1 defaults.go, SetDefaults_...).
     assert patches[1] == '  kind: KubeletConfiguration\n  containerLogMaxSize: "2Gi"\n'
 
 
