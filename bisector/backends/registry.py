@@ -115,6 +115,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "kind",
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
+            "bisector.backends.kind_doctor:check",
         ),
         BackendInfo(
             "gce",
