@@ -61,7 +61,7 @@ def panels(report: Report) -> list[Panel]:
 def _merge_title(report: Report, merge: str) -> str:
     refs = report.culprit.merges if report.culprit else []
     pr = next((m.pr for m in refs if m.commit == merge and m.pr), None)
-    return f"inside merge {short(merge)}" + (f" (PR #{pr})" if pr else "")
+    return f"inside merge {short(merge)}" + (f"\n(PR #{pr})" if pr else "")
 
 
 @dataclass(frozen=True)
@@ -134,9 +134,17 @@ def _draw_panel(ax: Any, report: Report, panel: Panel, mine: list[Point], log: b
     ticks = [i for i, c in enumerate(panel.commits) if c in measured or i in ends]
     ax.set_xticks(range(len(panel.commits)), minor=True)
     ax.set_xticks(ticks)
-    ax.set_xticklabels(
-        [panel.commits[i][:LABEL_CHARS] for i in ticks], rotation=60, ha="right", family="monospace"
+    ends_named = {report.good.commit: " (good)", report.bad.commit: " (bad)"}
+    labels = ax.set_xticklabels(
+        [panel.commits[i][:LABEL_CHARS] + ends_named.get(panel.commits[i], "") for i in ticks],
+        rotation=60,
+        ha="right",
+        family="monospace",
     )
+    for i, label in zip(ticks, labels, strict=True):
+        if panel.commits[i] == culprit:
+            label.set_color(COLOURS["bad"])
+            label.set_fontweight("bold")
     ax.grid(axis="y", alpha=0.25)
     ax.set_title(panel.title, fontsize=9, loc="left")
 
@@ -170,7 +178,7 @@ def range_svg(report: Report) -> str:
     placed = points(report, layout)
     values = [pt.evaluation.value for pt in placed if pt.evaluation.value is not None]
     log = _log_scale(values)
-    widths = [max(len(p.commits), 4) for p in layout]
+    widths = [max(len(p.commits), 6) for p in layout]
     widths[0] = max(widths[0], 2 * sum(widths[1:]))
 
     def draw(fig: Any) -> None:

@@ -115,6 +115,8 @@ def gun_svg(gun: SmokingGun) -> str | None:
         return None
 
     def draw(fig: Any) -> None:
+        from matplotlib.ticker import FuncFormatter
+
         fig.set_layout_engine("constrained")
         axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
         for ax, (kind, title) in zip(axes, panels, strict=True):
@@ -133,6 +135,7 @@ def gun_svg(gun: SmokingGun) -> str | None:
                     color="#555",
                 )
             ax.set_ylabel(title, fontsize=8)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
             ax.grid(alpha=0.25)
         axes[0].legend(loc="upper left", fontsize=8, frameon=False, ncol=2)
         axes[-1].set_xlabel(f"minutes since the run's first log line (buckets of {bucket}s)")
