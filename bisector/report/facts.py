@@ -54,6 +54,43 @@ def headline(report: Report) -> str:
     return "No single culprit: commits next to it could not be measured"
 
 
+def why_culprit(report: Report) -> str:
+    """One sentence: why this commit and not its neighbour."""
+    culprit = report.culprit
+    if culprit is None:
+        return ""
+    threshold = f"{report.threshold.value:g}"
+    parent = short(culprit.parent.commit)
+    below = _count(report, culprit.parent.commit, above=False)
+    above = _count(report, culprit.commit, above=True)
+    text = (
+        f"Its parent {parent} measured {values_of(report, culprit.parent.commit)} "
+        f"({below} below the threshold {threshold}) and this commit measured "
+        f"{values_of(report, culprit.commit)} ({above} at or above it): the regression "
+        "came in with this commit"
+    )
+    if culprit.merges:
+        text += (
+            f", which entered the first-parent history with merge {short(culprit.merges[0].commit)}"
+        )
+    if culprit.confirmed:
+        return text + "; measuring both again agreed."
+    return text + "; measuring both again did NOT agree, so treat it as a suspect only."
+
+
+def _count(report: Report, commit: str, *, above: bool) -> str:
+    values = [e.value for e in runs_of(report, commit) if e.value is not None]
+    hits = sum((v >= report.threshold.value) == above for v in values)
+    return f"{hits} of {len(values)} runs" if len(values) != 1 else f"{hits} of 1 run"
+
+
+def values_of(report: Report, commit: str) -> str:
+    values = [value_text(e.value) for e in runs_of(report, commit) if e.value is not None]
+    if not values:
+        return "nothing (no run of it had data)"
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
 def confidence_text(report: Report) -> str:
     search = report.search
     if search.mode != "posterior":

@@ -11,6 +11,7 @@ from bisector.report.facts import (
     search_text,
     short,
     threshold_how,
+    why_culprit,
 )
 from bisector.report.links import commit_url, pr_url
 from bisector.report.model import Report
@@ -41,6 +42,7 @@ pre.out{background:#f6f6f6;border-left:3px solid #9e9e9e;padding:.4em .7em;margi
  white-space:pre-wrap;word-break:break-all}
 figure{margin:.5em 0}figcaption{font-size:12px;color:#555}
 ul.facts{margin:.3em 0;padding-left:1.2em}
+p.why{background:#f3f6fb;border-left:3px solid #0b57d0;padding:.4em .8em;margin:.6em 0}
 @media print{body{max-width:none;margin:0;font-size:11px}h2{break-after:avoid}
  figure,tr{break-inside:avoid}a{color:inherit;text-decoration:none}}
 """
@@ -94,7 +96,8 @@ def _culprit(report: Report) -> str:
             ("came in with merge", f"{_sha(report, merge.commit)} {escape(merge.subject)}{pr}")
         )
     body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
-    return f'<h2>Culprit</h2><dl class="kv">{body}</dl>'
+    why = f'<p class="why">{escape(why_culprit(report))}</p>'
+    return f'<h2>Culprit</h2><dl class="kv">{body}</dl>{why}'
 
 
 def _no_culprit(report: Report) -> str:

@@ -9,6 +9,7 @@ from bisector.report.facts import (
     search_text,
     short,
     threshold_how,
+    why_culprit,
 )
 from bisector.report.links import commit_url, pr_url
 from bisector.report.model import Report
@@ -69,7 +70,7 @@ def _culprit(report: Report) -> list[str]:
         pr = f" (PR {_link(f'#{merge.pr}', pr_url(remote, merge.pr))})" if merge.pr else ""
         sha = _link(code(short(merge.commit)), commit_url(remote, merge.commit))
         lines.append(f"- came in with merge {sha} {esc(merge.subject)}{pr}")
-    return [*lines, ""]
+    return [*lines, "", why_culprit(report), ""]
 
 
 def _no_culprit(report: Report) -> list[str]:

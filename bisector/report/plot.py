@@ -19,6 +19,7 @@ from bisector.report.model import Evaluation, Report
 from bisector.report.svg import svg_of
 
 COLOURS = {"good": "#2e7d32", "bad": "#c62828", "skip": "#757575"}
+SUSPECT = "#ef6c00"  # shading of the commits the culprit could be, without a single one
 PHASE_MARKERS = {"endpoint": "s", "bisect": "o", "confirm": "D"}
 REPEAT_OFFSET = 0.16  # x offset between repeated measurements of one commit
 LABEL_CHARS = 7
@@ -98,12 +99,23 @@ def _log_scale(values: list[float]) -> bool:
     return bool(positive) and len(positive) == len(values) and max(positive) >= 100 * min(positive)
 
 
+def _suspects(report: Report) -> list[str]:
+    """Without a single culprit: the commits it could be (candidates or the likely range)."""
+    if report.culprit is not None:
+        return []
+    likely = report.search.likely_range
+    return list(report.candidates) or (list(likely.commits) if likely else [])
+
+
 def _draw_panel(ax: Any, report: Report, panel: Panel, mine: list[Point], log: bool) -> None:
     from matplotlib.transforms import blended_transform_factory
 
     culprit = report.culprit.commit if report.culprit else None
     merge = report.culprit.merge.commit if report.culprit and report.culprit.merge else None
+    suspects = set(_suspects(report))
     for x, commit in enumerate(panel.commits):
+        if commit in suspects:
+            ax.axvspan(x - 0.45, x + 0.45, color=SUSPECT, alpha=0.18, lw=0)
         if commit == culprit:
             ax.axvspan(x - 0.45, x + 0.45, color=COLOURS["bad"], alpha=0.12, lw=0)
         elif commit == merge and panel.merge is None:
@@ -170,6 +182,8 @@ def _legend(fig: Any, report: Report, has_skip: bool, has_culprit: bool) -> None
     ]
     if has_culprit:
         handles.append(Patch(color=COLOURS["bad"], alpha=0.15, label="culprit"))
+    elif _suspects(report):
+        handles.append(Patch(color=SUSPECT, alpha=0.25, label="could be the culprit"))
     fig.legend(handles=handles, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
 
 

@@ -27,10 +27,17 @@ class Row:
     reason: Reason
 
 
-def _started(e: Evaluation) -> str:
+def _started(e: Evaluation, days: bool) -> str:
     if not e.started_at:
         return ""
-    return datetime.fromtimestamp(e.started_at, UTC).strftime("%H:%M:%S")
+    return datetime.fromtimestamp(e.started_at, UTC).strftime(
+        "%m-%d %H:%M:%S" if days else "%H:%M:%S"
+    )
+
+
+def _spans_days(evaluations: list[Evaluation]) -> bool:
+    days = {datetime.fromtimestamp(e.started_at, UTC).date() for e in evaluations if e.started_at}
+    return len(days) > 1
 
 
 def window_text(e: Evaluation) -> str:
@@ -44,8 +51,8 @@ def window_text(e: Evaluation) -> str:
     return f"{span} from {start}"
 
 
-def _notes(e: Evaluation) -> list[str]:
-    notes = []
+def _notes(e: Evaluation, parallel: bool) -> list[str]:
+    notes = [f"slot {e.slot}"] if parallel else []
     if e.cached:
         notes.append("cached: reused from an earlier run's measurement")
     if e.stopped_early:
@@ -59,19 +66,21 @@ def _notes(e: Evaluation) -> list[str]:
 
 def rows(report: Report) -> list[Row]:
     ordered = sorted(report.evaluations, key=lambda e: (e.n or 0, e.started_at))
+    days = _spans_days(ordered)
+    parallel = report.search.parallel > 1
     return [
         Row(
             n=e.n or i,
             phase=e.phase,
             commit=short(e.commit),
             subject=e.subject,
-            started=_started(e),
+            started=_started(e, days),
             duration=format_duration(e.duration_s),
             verdict=e.verdict,
             value=value_text(e.value) if e.value is not None else "",
             why=e.why,
             window=window_text(e),
-            notes=_notes(e),
+            notes=_notes(e, parallel),
             command_logs=[relative_path(report, p) for p in e.command_logs],
             reason=split_reason(e.reason),
         )

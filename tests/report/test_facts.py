@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from bisector.report.facts import runs_text, split_reason
+from dataclasses import replace
+from pathlib import Path
+
+from bisector.report.facts import runs_text, split_reason, why_culprit
+from tests.report.sample import BRANCH, MAINLINE, sample_report
 
 
 def test_reason_keeps_the_quoted_command_whole_and_splits_its_output() -> None:
@@ -41,3 +45,14 @@ def test_multi_line_reason_keeps_the_last_lines() -> None:
 def test_runs_text_lists_every_run() -> None:
     assert runs_text([40.0]) == "1 run: 40"
     assert runs_text([10.0, 12.5, 11.0]) == "3 runs: 10, 12.5, 11"
+
+
+def test_why_names_both_sides_runs_and_the_confirmation(tmp_path: Path) -> None:
+    report = sample_report(tmp_path)
+    why = why_culprit(report)
+    assert why.startswith(f"Its parent {BRANCH[0][:12]} measured 13 and 12.5 (2 of 2 runs below")
+    assert "this commit measured 2300 and 2350 (2 of 2 runs at or above it)" in why
+    assert f"merge {MAINLINE[4][:12]}" in why and why.endswith("measuring both again agreed.")
+    assert report.culprit is not None
+    report.culprit = replace(report.culprit, confirmed=False)
+    assert "did NOT agree" in why_culprit(report)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from bisector.report.render import render_markdown
@@ -60,3 +61,16 @@ def test_timeline_rows_in_measurement_order_with_why_and_notes(tmp_path: Path) -
     assert "cached: reused" in rows[5] and "launched 2 times" in rows[7]
     assert "TEARDOWN FAILED: kind delete cluster" in rows[8]
     assert BRANCH[1][:12] in rows[9] and "1m50s from 06-02 05:51:10" in rows[9]
+
+
+def test_parallel_runs_name_their_slot_and_days_show_when_the_run_spans_them(
+    tmp_path: Path,
+) -> None:
+    report = sample_report(tmp_path)
+    report.search = replace(report.search, parallel=2)
+    last = report.evaluations[-1]
+    report.evaluations[-1] = replace(last, slot=1, started_at=last.started_at + 86400)
+    md = render_markdown(report)
+    rows = [line for line in md.splitlines() if re.match(r"\| \d+ \|", line)]
+    assert "| 06-02 05:52:40 |" in rows[0] and "| 06-03 06:09:20 |" in rows[10]
+    assert "slot 1" in rows[10] and "slot 0" in rows[0]

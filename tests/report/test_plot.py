@@ -55,9 +55,17 @@ def test_svg_labels_measured_commits_and_lists_skips_in_the_legend(tmp_path: Pat
         assert commit[:LABEL_CHARS] in svg
     assert MAINLINE[5][:LABEL_CHARS] not in svg  # never measured: a bare tick
     assert "skipped (no value)" in svg and "threshold 100" in svg
+    assert ">culprit<" in svg and "could be the culprit" not in svg
 
 
 def test_no_skip_entry_when_nothing_was_skipped(tmp_path: Path) -> None:
     report = sample_report(tmp_path)
     report.evaluations = [e for e in report.evaluations if e.value is not None]
     assert "skipped (no value)" not in range_svg(report)
+
+
+def test_without_a_culprit_its_candidates_are_shaded_and_named(tmp_path: Path) -> None:
+    report = sample_report(tmp_path)
+    report.culprit, report.status, report.candidates = None, "inconclusive", MAINLINE[2:4]
+    svg = range_svg(report)
+    assert "could be the culprit" in svg and ">culprit<" not in svg
