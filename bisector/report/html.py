@@ -173,9 +173,9 @@ def _skips(report: Report) -> str:
 
 def _range_plot(report: Report) -> str:
     axis = (
-        f"the {len(report.first_parent_range)} first-parent commits from good (left) to bad "
-        "(right), as the search walked them; commits measured inside a merged branch are in "
-        "the panel on the right, and their merge is shaded on the left"
+        f"good (left) and the {len(report.first_parent_range) - 1} first-parent commits after "
+        "it up to bad (right), as the search walked them; commits measured inside a merged "
+        "branch are in the panel on the right, and their merge is shaded on the left"
         if report.first_parent and report.first_parent_range
         else f"all {len(report.range)} commits of good..bad, oldest left"
     )

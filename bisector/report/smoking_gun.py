@@ -66,8 +66,9 @@ def smoking_gun(report: Report) -> SmokingGun:
             continue
         try:
             sides.append(Side(role, e, read_series(e.logs)))
-        except (BisectorError, OSError) as exc:
-            missing.append(f"{role} {short(commit)} ({exc})")
+        except Exception as exc:  # a garbled log must not cost the whole report
+            why = str(exc) if isinstance(exc, BisectorError | OSError) else repr(exc)
+            missing.append(f"{role} {short(commit)} ({why})")
     note = f"{what}, from their runs' apiserver logs"
     if missing:
         note += "; no readable log for " + ", ".join(missing)

@@ -45,3 +45,12 @@ def test_comparison_rows_come_from_the_scorer_numbers(tmp_path: Path) -> None:
     header, rows = comparison(smoking_gun(report))
     assert header[1].startswith("culprit ") and header[2].startswith("parent ")
     assert rows == [["node PATCH 409 conflicts", "2,350", "12.5"]]
+
+
+def test_a_log_that_cannot_be_read_is_named_and_the_rest_still_drawn(tmp_path: Path) -> None:
+    report = sample_report(tmp_path)
+    (log,) = (tmp_path / "evals/010/logs").iterdir()
+    log.write_bytes(b"\x1f\x8b\x08\x00garbage, not a gzip stream")
+    gun = smoking_gun(report)
+    assert [s.role for s in gun.sides] == ["parent"]
+    assert "no readable log for culprit" in gun.note and "gzip" in gun.note
