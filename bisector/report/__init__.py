@@ -15,11 +15,12 @@ __all__ = ["Report", "summary_lines", "write_reports"]
 
 
 def write_reports(report: Report, run_dir: Path) -> None:
-    from bisector.report.render import render_html, render_markdown
+    from bisector.report.render import render_both
 
     report.write_json(run_dir)
-    (run_dir / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    (run_dir / "report.html").write_text(render_html(report), encoding="utf-8")
+    markdown, html = render_both(report)
+    (run_dir / "report.md").write_text(markdown, encoding="utf-8")
+    (run_dir / "report.html").write_text(html, encoding="utf-8")
 
 
 def summary_lines(report: Report) -> list[str]:
