@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +13,7 @@ from typer.exceptions import TyperException
 
 from bisector.backends.registry import backend_names
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
+from bisector.exitcodes import for_command
 
 app = typer.Typer(
     name="bisector",
@@ -42,15 +45,31 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     until: Annotated[
         str | None, typer.Option(help="Ignore what follows this long after the first line (35m).")
     ] = None,
+    min_window: Annotated[
+        str | None,
+        typer.Option(help="No verdict (125) if the log covers less than this (30m)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     config: Annotated[
         Path | None, typer.Option(help="TOML file whose [metrics.NAME] tables add metrics.")
     ] = None,
 ) -> int:
-    """Score kube-apiserver logs; exit 0 good, 1 bad, 125 no data, 2 bad input."""
+    """Score kube-apiserver logs. Exit 0 good, 1 bad (at or above --threshold), 125 no
+    verdict (log missing, corrupt, truncated, no data, window empty or shorter than
+    --min-window: git bisect skips), 128 bad command line or config, or no --threshold
+    during a git bisect (git bisect stops), 129 internal error."""
     from bisector.commands.score import score
 
-    return score(logs, metric, threshold, as_json, since=since, until=until, config=config)
+    return score(
+        logs,
+        metric,
+        threshold,
+        as_json,
+        since=since,
+        until=until,
+        min_window=min_window,
+        config=config,
+    )
 
 
 @app.command("cleanup")
@@ -243,13 +262,26 @@ def nightly_cmd(
     return nightly(config)
 
 
+def _command(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option)."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((arg for arg in args if not arg.startswith("-")), None)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: maps every error to one line on stderr and an exit code."""
+    """Entry point: maps every error to one line on stderr and an exit code.
+
+    The codes come from the command's table (bisector.exitcodes): for `score`, run under
+    `git bisect run`, a usage error is 128 and a bug 129, so neither can read as *bad*.
+    """
+    codes = for_command(_command(argv))
+    usage = int(codes["USAGE"])
     try:
         result = app(args=argv, standalone_mode=False)
     except BisectorError as exc:
         print(f"bisector: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        # A plain BisectorError is the generic "bad input" (2): the command's own code for it.
+        sys.exit(usage if exc.exit_code == EXIT_USAGE else exc.exit_code)
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as exc:
@@ -260,7 +292,7 @@ def main(argv: list[str] | None = None) -> None:
             show()
         else:
             print(f"bisector: error: {exc.format_message()}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(usage)
     except KeyboardInterrupt:
         print("bisector: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
@@ -270,5 +302,14 @@ def main(argv: list[str] | None = None) -> None:
             f"bisector: error: {exc.strerror or exc}{where}; check the path and its permissions",
             file=sys.stderr,
         )
-        sys.exit(EXIT_USAGE)
+        sys.exit(usage)
+    except Exception as exc:  # a bug: its own code, never one that reads as a verdict
+        if os.environ.get("BISECTOR_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"bisector: internal error (a bug in bisector; BISECTOR_DEBUG=1 shows the "
+            f"traceback): {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        sys.exit(int(codes["INTERNAL"]))
     sys.exit(result if isinstance(result, int) else 0)

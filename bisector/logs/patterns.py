@@ -42,11 +42,10 @@ NEW_NODE_WRITE = (
 )
 # Fast path for plain 2017-style logs (groups: verb, status): not anchored, so it runs at
 # the speed of its literal prefix; matches inside continuation lines (stack traces,
-# `logging error output:`) are found separately by CONTINUATION and subtracted.
+# `logging error output:`) are found by records.classify and subtracted.
 FAST_OLD_NODE_WRITE = re.compile(
     rb"\] (P(?:ATCH|OST|UT)) " + _OLD_NODE_URI + rb": \([^)\n]*\) (\d+)(?=\s)"
 )
-CONTINUATION = re.compile(rb"\n(?![IWEF]\d{4} \d\d:)([^\n]+)")
 # Any request line (groups: time, verb, URI, status), for "is there request logging at
 # all" and for user-defined request metrics.
 OLD_ANY_REQUEST = HEADER + rb"([A-Z]+) (/\S*): \([^)\n]*\) (\d+|hijacked)(?=\s)"
@@ -76,7 +75,7 @@ FORCED_CLOSE = re.compile(
 # The incident's patch logged `AAA: dispatching event nr N`; bisector's instrumentation
 # patch (bisector/data/instrument/) logs `cacher (*api.Node): dispatched event nr N`,
 # counting node events only. `bisector: dispatched node event nr N` is also accepted.
-DISPATCH_MARKS = (b"dispatching event nr ", b"dispatched event nr ", b"dispatched node event nr ")
+DISPATCH_MARK = b"event nr "  # common to the three forms: one search per chunk
 DISPATCH = re.compile(rb"dispatch(?:ing|ed) (?:node )?event nr (\d+)")
 DISPATCH_LEADS = (
     b"",
