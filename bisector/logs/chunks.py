@@ -16,7 +16,7 @@ from bisector.logs.records import MAX_LINE, OVERLONG_MARK
 _SKIP_READ = 1 << 16
 
 
-def _read_after(stream: IO[bytes], head: bytes, size: int) -> bytearray:
+def _read_after(stream: IO[bytes], head: bytes | bytearray, size: int) -> bytearray:
     """A buffer holding b"\\n", `head`, then up to `size` bytes read straight into it."""
     buf = bytearray(1 + len(head) + size)
     buf[0] = 10
@@ -69,8 +69,25 @@ class LineCutter:
 
     def __init__(self, max_line: int = MAX_LINE) -> None:
         self.max_line = max_line
-        self.carry = b""
+        self.carry: bytes | bytearray = b""
         self.skipping = False  # inside an over-long line whose end has not come yet
+
+    def cut_after(self, piece: bytearray | bytes) -> bytearray | None:
+        """Like `cut`, for b"\\n" + new bytes *without* the carry: a piece with no newline
+        is appended to the carry (amortised O(piece), not a copy of the carry each time)."""
+        if piece.find(b"\n", 1) < 0:
+            if not self.skipping:
+                if not isinstance(self.carry, bytearray):
+                    self.carry = bytearray(self.carry)
+                self.carry += memoryview(piece)[1:]
+                if len(self.carry) > self.max_line:
+                    self.carry, self.skipping = b"", True
+            return None
+        buf = bytearray(b"\n")
+        buf += self.carry
+        buf += memoryview(piece)[1:]
+        self.carry = b""
+        return self.cut(buf)
 
     def cut(self, buf: bytearray) -> bytearray | None:
         if self.skipping:
@@ -116,6 +133,15 @@ def iter_chunks(
     """
     cutter = LineCutter(max_line)
     while True:
+        if len(cutter.carry) > chunk_size:  # a long unfinished line: append, do not re-copy
+            piece = _read_after(stream, b"", chunk_size)
+            if len(piece) == 1:
+                if (block := cutter.tail()) is not None:
+                    yield block
+                return
+            if (block := cutter.cut_after(piece)) is not None:
+                yield block
+            continue
         buf = _read_after(stream, cutter.carry, chunk_size)
         if len(buf) == 1 + len(cutter.carry):  # end of input
             if (block := cutter.tail()) is not None:
@@ -152,13 +178,12 @@ def range_chunks(
             if (block := cutter.cut(buf)) is not None:
                 yield block
         while cutter.carry or cutter.skipping:  # finish the line straddling `end`
-            buf = _read_after(handle, cutter.carry, _SKIP_READ)
-            old = 1 + len(cutter.carry)
-            if len(buf) == old:
+            piece = _read_after(handle, b"", _SKIP_READ)
+            if len(piece) == 1:
                 break
-            if (newline := buf.find(b"\n", old)) >= 0:
-                del buf[newline + 1 :]  # lines after it belong to the next range
-            if (block := cutter.cut(buf)) is not None:
+            if (newline := piece.find(b"\n", 1)) >= 0:
+                del piece[newline + 1 :]  # lines after it belong to the next range
+            if (block := cutter.cut_after(piece)) is not None:
                 yield block
             if newline >= 0:
                 return

@@ -108,9 +108,9 @@ class IncrementalScore:
         if self._reference is None:
             self._use_reference(datetime.now(UTC).date())
         self.offset += len(new_bytes)
-        buf = bytearray(b"\n" + self._cutter.carry)
-        buf += new_bytes
-        if (block := self._cutter.cut(buf)) is not None:
+        piece = bytearray(b"\n")
+        piece += new_bytes
+        if (block := self._cutter.cut_after(piece)) is not None:
             self._scan(block, self._part)
 
     def scores(self) -> Scores:

@@ -26,7 +26,6 @@ OVERLONG_MARK = b"\x00"  # what the chunk readers leave in place of an over-long
 _WIDTH = 22  # `I0602 05:51:10.000001 ` and `2017-06-02T05:51:10` both fit
 _DIGIT_AT_GLOG = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 17, 18, 19, 20]
 _DIGIT_AT_CRI = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
-_LEVELS = np.frombuffer(b"IWEF", dtype=np.uint8)
 _JSON_HEAD = np.frombuffer(b'{"ts":', dtype=np.uint8)
 _JSON_TS = re.compile(rb'\{"ts":([^,}\s]*)')
 _BINARY = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -35,6 +34,7 @@ _BINARY = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 @dataclass
 class ChunkLines:
     count: int = 0
+    has_json: bool = False  # some line starts with `{"ts":` (JSON logging)
     first_ts: float | None = None
     last_ts: float | None = None
     garbled: list[tuple[int, int]] = field(default_factory=list)  # (start, end) byte ranges
@@ -82,12 +82,23 @@ def classify(chunk: bytes | bytearray, reference: date) -> ChunkLines:
     out.count = len(starts)
     if not out.count:
         return out
-    head = a[np.minimum(starts[:, None] + np.arange(_WIDTH), size - 1)]
-    d = head.astype(np.int16) - 48
-    digit = (d >= 0) & (d <= 9)
+    # The first _WIDTH bytes of every line, one row each (a gather of rows, no index matrix).
+    # Lines that start too near the end to hold a header read the chunk's last bytes: their
+    # newline or length makes them fail every shape below.
+    windows = np.lib.stride_tricks.sliding_window_view(a, _WIDTH) if size >= _WIDTH else None
+    if windows is None:
+        head = np.zeros((out.count, _WIDTH), dtype=np.uint8)
+    else:
+        head = windows[np.minimum(starts, size - _WIDTH)]
+        short = (ends - starts) < _WIDTH
+        if short.any():
+            head[short] = 0  # shorter than any header: no record shape
+    d = head - np.uint8(48)  # digits become 0..9, everything else wraps above 9
+    digit = d <= 9
+    first = head[:, 0]
 
     glog = (
-        np.isin(head[:, 0], _LEVELS)
+        ((first == 73) | (first == 87) | (first == 69) | (first == 70))  # I W E F
         & digit[:, _DIGIT_AT_GLOG].all(axis=1)
         & (head[:, 5] == 32)
         & (head[:, 8] == 58)
@@ -97,22 +108,32 @@ def classify(chunk: bytes | bytearray, reference: date) -> ChunkLines:
     )
     glog_ok = glog.copy()
     if glog.any():
-        g = d[glog]
+        everywhere = bool(glog.all())  # the usual case: skip the row selection
+        g = (d[:, :13] if everywhere else d[glog, :13]).astype(np.int32)
         month_day = g[:, 1] * 1000 + g[:, 2] * 100 + g[:, 3] * 10 + g[:, 4]
         valid = (g[:, 6] * 10 + g[:, 7] < 24) & (g[:, 9] * 10 + g[:, 10] < 60) & (g[:, 12] < 6)
-        days = np.unique(month_day)
-        day_ok = np.array([not np.isnan(_day_start(int(md), reference)) for md in days])
-        valid &= day_ok[np.searchsorted(days, month_day)]
-        glog_ok[glog] = valid
+        day_ok = np.zeros(10000, dtype=bool)  # by MMDD; a run spans few days: no sort needed
+        for md in np.flatnonzero(np.bincount(month_day, minlength=10000)):
+            day_ok[md] = not np.isnan(_day_start(int(md), reference))
+        valid &= day_ok[month_day]
+        if everywhere:
+            glog_ok = valid
+        else:
+            glog_ok[glog] = valid
 
-    cri = (
-        digit[:, _DIGIT_AT_CRI].all(axis=1)
-        & (head[:, 4] == 45)
-        & (head[:, 7] == 45)
-        & (head[:, 10] == 84)
-        & (head[:, 13] == 58)
-        & (head[:, 16] == 58)
-    )
+    # A line cannot have two shapes: only lines that are not glog are tried as CRI or JSON.
+    cri = np.zeros(out.count, dtype=bool)
+    json = np.zeros(out.count, dtype=bool)
+    if (other := ~glog).any():
+        cri[other] = (
+            digit[other][:, _DIGIT_AT_CRI].all(axis=1)
+            & (head[other, 4] == 45)
+            & (head[other, 7] == 45)
+            & (head[other, 10] == 84)
+            & (head[other, 13] == 58)
+            & (head[other, 16] == 58)
+        )
+        json[other] = (head[other, :6] == _JSON_HEAD).all(axis=1)
     cri_ok = cri.copy()
     if cri.any():
         c = d[cri].astype(np.int32)
@@ -125,14 +146,17 @@ def classify(chunk: bytes | bytearray, reference: date) -> ChunkLines:
         valid &= date_ok[np.searchsorted(dates, ymd)]
         cri_ok[cri] = valid
 
-    json = (head[:, :6] == _JSON_HEAD).all(axis=1)
     json_ok = json.copy()
+    out.has_json = bool(json.any())
     for i in np.flatnonzero(json):
         match = _JSON_TS.match(chunk, int(starts[i]))
         json_ok[i] = match is not None and not np.isnan(json_seconds(match.group(1)))
 
     record = glog_ok | cri_ok | json_ok
     garbled = (glog | cri | json) & ~record
+    if record.all():
+        out.first_ts, out.last_ts = _edges(chunk, starts, reference)
+        return out
     for i in np.flatnonzero(~record & ~garbled):
         start, end = int(starts[i]), int(ends[i])
         if _is_binary(chunk[start:end]):  # also the over-long-line marker

@@ -56,7 +56,11 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     loose = lines.loose_text(chunk) if lines.loose else b""
     chunk = lines.cleaned(chunk)
     prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
-    json_rows = _json_requests(chunk, prefix, out) if p.JSON_HTTP_MARK in chunk else []
+    # JSON request lines start a line, or follow a CRI prefix: no search of the chunk else.
+    maybe_json = lines.has_json or prefix == "cri"
+    json_rows = (
+        _json_requests(chunk, prefix, out) if maybe_json and p.JSON_HTTP_MARK in chunk else []
+    )
     from_cacher = p.CACHER_FILES_MARK in chunk
     has_dispatch = from_cacher and p.DISPATCH_MARK in chunk
     if prefix == "plain" and not (
