@@ -280,8 +280,12 @@ def main(argv: list[str] | None = None) -> None:
         result = app(args=argv, standalone_mode=False)
     except BisectorError as exc:
         print(f"bisector: error: {exc}", file=sys.stderr)
-        # A plain BisectorError is the generic "bad input" (2): the command's own code for it.
-        sys.exit(usage if exc.exit_code == EXIT_USAGE else exc.exit_code)
+        # A plain BisectorError is the generic "bad input" (2): the command's own code for
+        # it. So is a code outside the command's table or one of its verdicts: an error is
+        # never `score`'s 1, which git bisect run reads as *bad*.
+        known = {int(m) for m in codes if m.name not in ("GOOD", "BAD") and int(m) != 0}
+        code = exc.exit_code
+        sys.exit(usage if code == EXIT_USAGE or code not in known else code)
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as exc:

@@ -373,3 +373,18 @@ def test_git_bisect_run_stops_on_a_config_mistake_and_marks_nothing_bad(tmp_path
     assert "git bisect bad" not in log  # no commit was judged (the start is `# bad:`)
     assert "git bisect good" not in log
     assert "first bad commit" not in result.stdout
+
+
+def test_an_error_with_a_code_outside_the_table_never_reads_as_bad(
+    capsys: pytest.CaptureFixture[str], log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bisector.commands.score as score_mod
+    from bisector.errors import BisectorError
+
+    def failing(*_args: object, **_kwargs: object) -> None:
+        raise BisectorError("some helper chose exit 1", exit_code=1)
+
+    monkeypatch.setattr(score_mod, "load_config", failing)
+    code, _, err = _run(capsys, str(log), "--config", str(log))
+    assert code == 128
+    assert "some helper chose exit 1" in err
