@@ -51,7 +51,7 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     config: Annotated[
-        Path | None, typer.Option(help="TOML file whose [metrics.NAME] tables add metrics.")
+        Path | None, typer.Option(help="TOML file whose \\[metrics.NAME] tables add metrics.")
     ] = None,
 ) -> int:
     """Score kube-apiserver logs. Exit 0 good, 1 bad (at or above --threshold), 125 no

@@ -37,13 +37,6 @@ from bisector.logs import (
     score_logs,
 )
 
-HELP_EXIT_CODES = (
-    "Exit 0 good, 1 bad (at or above --threshold), 125 no verdict (log missing, corrupt, "
-    "truncated, no data, window empty or shorter than --min-window: git bisect skips), "
-    "128 bad command line or config, or no --threshold during a git bisect (git bisect "
-    "stops), 129 internal error."
-)
-
 
 @dataclass(frozen=True)
 class ScoreRequest:

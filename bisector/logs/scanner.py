@@ -61,7 +61,7 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     json_rows = (
         _json_requests(chunk, prefix, out) if maybe_json and p.JSON_HTTP_MARK in chunk else []
     )
-    from_cacher = p.CACHER_FILES_MARK in chunk
+    from_cacher = p.CACHER_FILES.search(chunk) is not None
     has_dispatch = from_cacher and p.DISPATCH_MARK in chunk
     if prefix == "plain" and not (
         has_dispatch or s.need_times or s.since is not None or s.until is not None
