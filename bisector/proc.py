@@ -13,11 +13,16 @@ import os
 import shlex
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_TIMEOUT_S = 3600.0
+# Process groups of commands that must finish even when the run is interrupted
+# (teardowns): the interrupt handler's kill of running commands spares them.
+PROTECTED_GROUPS: set[int] = set()
+_local = threading.local()
 _TAIL_CHARS = 2000
 
 
@@ -53,6 +58,17 @@ def _kill_group(popen: subprocess.Popen[str]) -> None:
         os.killpg(popen.pid, signal.SIGKILL)
 
 
+@contextlib.contextmanager
+def protected() -> Iterator[None]:
+    """Commands this thread starts inside the block are spared by interrupt kills."""
+    before = getattr(_local, "protected", False)
+    _local.protected = True
+    try:
+        yield
+    finally:
+        _local.protected = before
+
+
 def run(
     cmd: Sequence[str],
     *,
@@ -83,6 +99,9 @@ def run(
         )
     except OSError as exc:
         raise CommandError(cmd, None, "", str(exc), why=f"could not start: {exc}") from exc
+    guarded = getattr(_local, "protected", False)
+    if guarded:
+        PROTECTED_GROUPS.add(popen.pid)
     try:
         out, err = popen.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -94,6 +113,8 @@ def run(
         _kill_group(popen)
         popen.wait()
         raise
+    finally:
+        PROTECTED_GROUPS.discard(popen.pid)
     if check and popen.returncode != 0:
         raise CommandError(cmd, popen.returncode, out, err)
     return CmdResult(popen.returncode, out, err)

@@ -6,6 +6,8 @@ import html
 import io
 from typing import Any
 
+from bisector.report.model import Report
+
 _VERDICT_COLOUR = {"good": "tab:green", "bad": "tab:red", "skip": "tab:gray"}
 
 
@@ -68,7 +70,8 @@ def _culprit_lines(data: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_markdown(data: dict[str, Any]) -> str:
+def render_markdown(report: Report) -> str:
+    data = report.to_json()
     threshold = data["threshold"]
     lines = [
         "# bisector report",
@@ -138,8 +141,9 @@ def plot_svg(data: dict[str, Any]) -> str:
     return svg[svg.find("<svg") :]
 
 
-def render_html(data: dict[str, Any]) -> str:
-    markdown = render_markdown(data)
+def render_html(report: Report) -> str:
+    data = report.to_json()
+    markdown = render_markdown(report)
     rows = "".join(
         "<tr>"
         + "".join(
