@@ -2,9 +2,11 @@
 
 The reference below reads a 2017-style log one line at a time with the plainest code:
 a line counts when it starts with a glog header whose date and time exist, and its
-message is a node write `VERB /api/v1/nodes...: (latency) STATUS ` (the wrap.go format of
-kubernetes 7043372, staging/src/k8s.io/apiserver/pkg/server/httplog/log.go in
-hyperhq/kubernetes). Seeded fuzz mixes real lines with the traps the scanner must not
+message is a node write `VERB /api/v1/nodes...: (latency) STATUS ` followed by whitespace
+(hyperhq/kubernetes at 7043372, staging/src/k8s.io/apiserver/pkg/server/httplog/log.go
+line 163: `"%s %s: (%v) %v%v%v [%s %s]"`, method, URI, latency, status, then the status
+stack or ` [user-agent addr]`; logged with InfoDepth(1) from pkg/server/filters/wrap.go,
+hence the `wrap.go:42]` header). Seeded fuzz mixes real lines with the traps the scanner must not
 count: stack traces and `logging error output` lines quoting a node PATCH 409, impossible
 times, binary noise, over-long lines, truncated last lines. Scored whole, in small chunks,
 in parallel byte ranges, and with every write dated (the slow path): all equal.
