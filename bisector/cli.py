@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 from enum import IntEnum
 from importlib.metadata import version as package_version
 from pathlib import Path
@@ -25,6 +27,7 @@ from bisector.exitcodes import (
     ScoreExit,
     StatusExit,
     describe,
+    for_command,
 )
 
 app = typer.Typer(
@@ -59,7 +62,17 @@ def _root(
     """Find the commit that made a Kubernetes cluster slower."""
 
 
-@app.command("score", help=_help("Score kube-apiserver logs against a threshold.", ScoreExit))
+_SCORE_HELP = (
+    "Score kube-apiserver logs against a threshold. Safe under `git bisect run`: 1 only "
+    "when the metric is at or above --threshold; 125 (git skips) whenever the log cannot "
+    "give a verdict: missing, unreadable, corrupt or truncated gzip, not an apiserver log, "
+    "no data for the metric, --since/--until past its end, shorter than --min-window; 128 "
+    "(git stops) for a mistake in the command line or config, and for no --threshold while "
+    "a git bisect is in progress; 129 (git stops) for a bug."
+)
+
+
+@app.command("score", help=_help(_SCORE_HELP, ScoreExit))
 def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
         list[str],
@@ -85,6 +98,12 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
             metavar="DURATION", help="Ignore what follows this long after the first line (35m)."
         ),
     ] = None,
+    min_window: Annotated[
+        str | None,
+        typer.Option(
+            metavar="DURATION", help="No verdict (125) if the log covers less than this (30m)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     config: Annotated[
         Path | None,
@@ -93,7 +112,16 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
 ) -> int:
     from bisector.commands.score import score
 
-    return score(logs, metric, threshold, as_json, since=since, until=until, config=config)
+    return score(
+        logs,
+        metric,
+        threshold,
+        as_json,
+        since=since,
+        until=until,
+        min_window=min_window,
+        config=config,
+    )
 
 
 @app.command(
@@ -360,6 +388,12 @@ def nightly_cmd(
     return nightly(config)
 
 
+def _command(argv: list[str] | None) -> str | None:
+    """The subcommand named on the command line (the first word that is not an option)."""
+    args = sys.argv[1:] if argv is None else argv
+    return next((arg for arg in args if not arg.startswith("-")), None)
+
+
 @app.command(
     "mark", help=_help("Record a person's verdict on a commit; the run takes it.", MarkExit)
 )
@@ -394,12 +428,23 @@ def runs_cmd(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: maps every error to one line on stderr and an exit code."""
+    """Entry point: maps every error to one line on stderr and an exit code.
+
+    The codes come from the command's table (bisector.exitcodes): for `score`, run under
+    `git bisect run`, a usage error is 128 and a bug 129, so neither can read as *bad*.
+    """
+    codes = for_command(_command(argv))
+    usage = int(codes["USAGE"])
     try:
         result = app(args=argv, standalone_mode=False)
     except BisectorError as exc:
         print(f"bisector: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        # A plain BisectorError is the generic "bad input" (2): the command's own code for
+        # it. So is a code outside the command's table or one of its verdicts: an error is
+        # never `score`'s 1, which git bisect run reads as *bad*.
+        known = {int(m) for m in codes if m.name not in ("GOOD", "BAD") and int(m) != 0}
+        code = exc.exit_code
+        sys.exit(usage if code == EXIT_USAGE or code not in known else code)
     except typer.Abort:
         sys.exit(EXIT_INTERRUPTED)
     except typer.Exit as exc:
@@ -410,7 +455,7 @@ def main(argv: list[str] | None = None) -> None:
             show()
         else:
             print(f"bisector: error: {exc.format_message()}", file=sys.stderr)
-        sys.exit(EXIT_USAGE)
+        sys.exit(usage)
     except KeyboardInterrupt:
         print("bisector: interrupted", file=sys.stderr)
         sys.exit(EXIT_INTERRUPTED)
@@ -420,5 +465,14 @@ def main(argv: list[str] | None = None) -> None:
             f"bisector: error: {exc.strerror or exc}{where}; check the path and its permissions",
             file=sys.stderr,
         )
-        sys.exit(EXIT_USAGE)
+        sys.exit(usage)
+    except Exception as exc:  # a bug: its own code, never one that reads as a verdict
+        if os.environ.get("BISECTOR_DEBUG"):
+            traceback.print_exc()
+        print(
+            f"bisector: internal error (a bug in bisector; BISECTOR_DEBUG=1 shows the "
+            f"traceback): {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        sys.exit(int(codes["INTERNAL"]))
     sys.exit(result if isinstance(result, int) else 0)
