@@ -57,6 +57,7 @@ MANAGED_ENV = {
     "API_SERVER_TEST_LOG_LEVEL": "api_server_log_level",
     "CONTAINER_REGISTRY": "(one registry host per slot)",
     "USE_KUBEMARK": "(always true for start/stop-kubemark.sh)",
+    "KUBE_DELETE_NETWORK": "(true unless `network` names your own network)",
 }
 
 KEYS = (
@@ -231,6 +232,12 @@ def _common_env(cfg: GceSettings, slot: int) -> dict[str, str]:
 def base_env(cfg: GceSettings, slot: int) -> dict[str, str]:
     env = _common_env(cfg, slot)
     env["KUBE_GCE_INSTANCE_PREFIX"] = base_prefix(cfg, slot)
+    if cfg.network is None:
+        # kube-up.sh creates the slot's network; kube-down.sh deletes it only with
+        # KUBE_DELETE_NETWORK=true (cluster/gce/config-default.sh defaults it to false),
+        # and GCE allows 5 networks per project by default. A configured `network` is the
+        # user's own and stays.
+        env["KUBE_DELETE_NETWORK"] = "true"
     env["NUM_NODES"] = str(cfg.num_nodes)
     env["NODE_SIZE"] = cfg.node_size
     if cfg.master_size:
