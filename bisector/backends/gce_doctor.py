@@ -65,6 +65,8 @@ def check(section: Section) -> list[Finding]:
                 "set `project` in [backends.gce] or `gcloud config set project`",
             )
         )
+    found.append(_gcloud_components())
+    found.append(_python_distutils())
     found.append(_docker_auth())
     found.append(_ssh_key())
     checkout = section.opt_str("base_checkout")
@@ -121,3 +123,39 @@ def _ssh_key() -> Finding:
         f"{key} is missing: gcloud compute ssh/scp would stop to ask for a passphrase; "
         f"run `ssh-keygen -t rsa -N '' -f {key}`",
     )
+
+
+# cluster/common.sh `update-or-verify-gcloud` (kubernetes 7043372 and 1444d25), run by
+# kube-up.sh and kube-down.sh: `gcloud version --format=json` must list these components,
+# and `python -c 'from distutils import version ...'` must work (distutils left Python 3.12).
+REQUIRED_COMPONENTS = ("alpha", "beta", "core")
+
+
+def _gcloud_components() -> Finding:
+    what = "gcloud components"
+    text = _gcloud("version", "--format=json")
+    try:
+        versions = json.loads(text or "")
+    except ValueError:
+        return Finding(False, what, "`gcloud version --format=json` gave no JSON")
+    missing = [
+        c for c in REQUIRED_COMPONENTS if not (isinstance(versions, dict) and versions.get(c))
+    ]
+    if missing:
+        return Finding(
+            False, what, f"kube-up.sh needs {', '.join(missing)}: run "
+            f"`gcloud components install {' '.join(missing)}`",
+        )  # fmt: skip
+    return Finding(True, what, ", ".join(REQUIRED_COMPONENTS))
+
+
+def _python_distutils() -> Finding:
+    what = "python for the 2017 scripts"
+    try:
+        proc.run(["python", "-c", "from distutils import version"], timeout=_TIMEOUT_S)
+    except proc.CommandError as exc:
+        return Finding(
+            False, what, f"`python -c 'from distutils import version'` {exc.why}: kube-up.sh "
+            "needs a `python` with distutils (Python <= 3.11, or setuptools installed)",
+        )  # fmt: skip
+    return Finding(True, what, "`python` has distutils")

@@ -41,6 +41,12 @@ def main(home: Home, argv: list[str]) -> int:
     server = _server(config_path)
     with home.locked() as state:
         out = _api(state, server, args)
+        for obj in state.kind("clusters").values():
+            for item in obj.get("objects", {}).values():
+                if "scheduling" in item and not item.get("logged"):
+                    item["logged"] = True
+                    with home.scheduling_file.open("a", encoding="utf-8") as log:
+                        log.write(json.dumps(item["scheduling"]) + "\n")
     print(out, end="")
     return 0
 

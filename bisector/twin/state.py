@@ -82,6 +82,18 @@ class Home:
         return self.path / "calls.jsonl"
 
     @property
+    def scheduling_file(self) -> Path:
+        """One line per hollow-node ReplicationController the base clusters scheduled."""
+        return self.path / "scheduling.jsonl"
+
+    def scheduling(self) -> list[dict[str, Any]]:
+        try:
+            text = self.scheduling_file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+    @property
     def settings_file(self) -> Path:
         return self.path / "settings.json"
 

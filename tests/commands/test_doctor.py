@@ -20,6 +20,9 @@ def _all_present(fake: FakeProc) -> FakeProc:
     fake.on("gcloud --version", stdout="Google Cloud SDK 480.0.0\n")
     fake.on("gcloud auth list", stdout="me@example.com\n")
     fake.on("gcloud config get-value project", stdout="my-project\n")
+    fake.on("gcloud version --format=json",
+            stdout='{"Google Cloud SDK": "528.0.0", "alpha": "2025.06.20", "beta": "2025.06.20", '
+            '"core": "2025.06.20"}')  # fmt: skip
     fake.on("kind version", stdout="kind v0.23.0 go1.22 linux/amd64\n")
     return fake
 
@@ -66,6 +69,8 @@ def test_gce_ready(fake: FakeProc, capsys: pytest.CaptureFixture[str]) -> None:
         "python",  # the 2017 scripts call `python`
         "gcloud",
         "gcloud",
+        "gcloud",  # version --format=json: alpha, beta, core
+        "python",  # distutils
     ]
     assert fake.calls[2].argv == ["docker", "version", "--format", "{{.Server.Version}}"]
     out = capsys.readouterr().out
@@ -73,7 +78,26 @@ def test_gce_ready(fake: FakeProc, capsys: pytest.CaptureFixture[str]) -> None:
     assert "my-project (gcloud default" in out
     assert "ok       docker auth to gcr.io: gcr.io, us.gcr.io, eu.gcr.io, asia.gcr.io" in out
     assert "ok       gcloud ssh key: " in out
+    assert "ok       gcloud components: alpha, beta, core" in out
+    assert "ok       python for the 2017 scripts: `python` has distutils" in out
     assert out.rstrip().endswith("ready")
+
+
+def test_gce_missing_beta_component_or_distutils(
+    fake: FakeProc, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cluster/common.sh update-or-verify-gcloud (kubernetes 7043372): kube-up.sh checks
+    `gcloud version --format=json` for alpha, beta and core with python's distutils."""
+    fake.on("gcloud version --format=json", stdout='{"core": "2025.06.20"}', first=True)
+    fake.on("python -c", code=1, stderr="ModuleNotFoundError: No module named 'distutils'",
+            first=True)  # fmt: skip
+    assert doctor("gce", None) == 1
+    out = capsys.readouterr().out
+    assert "MISSING  gcloud components: kube-up.sh needs alpha, beta: run " in out
+    assert "`gcloud components install alpha beta`" in out
+    assert (
+        "MISSING  python for the 2017 scripts: `python -c 'from distutils import version'`" in out
+    )
 
 
 def test_gce_without_docker_auth_or_ssh_key_says_what_to_run(

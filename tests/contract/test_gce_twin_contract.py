@@ -20,16 +20,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bisector.backends import gce_steps
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext
 from bisector.backends.gce import GceBackend
 from bisector.config import Section, load_config
 from bisector.twin import TwinConfig, install
+from bisector.twin.rehearse import rehearse
 from bisector.twin.state import Home
-from tests.helpers.loop_driver import evaluate
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = os.environ.get("KUBE")
@@ -43,13 +44,6 @@ def _git(repo: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
-@pytest.fixture
-def twin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
-    home = install(tmp_path / "twin", TwinConfig(project="twin-project", log_duration="10m"))
-    monkeypatch.setenv("PATH", f"{home.bin}{os.pathsep}{os.environ['PATH']}")
-    return home
-
-
 def _section(tmp_path: Path, checkout: Path) -> Section:
     """configs/gce-kubemark-500.toml's [backends.gce], with the twin's project."""
     gce = load_config(ROOT / "configs" / "gce-kubemark-500.toml").table("backends").table("gce")
@@ -59,73 +53,69 @@ def _section(tmp_path: Path, checkout: Path) -> Section:
     return Section(data, "gce-kubemark-500.toml", "backends.gce")
 
 
-def test_the_real_scripts_run_end_to_end_on_the_twin(twin: Home, tmp_path: Path) -> None:
+@pytest.mark.timeout(1800)
+def test_the_real_scripts_run_end_to_end_on_the_twin(tmp_path: Path) -> None:
     assert KUBE is not None
     checkout = Path(KUBE).absolute()
-    commit = _git(checkout, "rev-parse", "HEAD")
-    context = BackendContext(_section(tmp_path, checkout), tmp_path / "run", warmup_s=0.0)
-    backend = GceBackend(context, sleep=lambda s: None)
-    cfg = backend.cfg
-    cand = Candidate(commit, checkout, tmp_path / "run" / "evals" / "e1", 0)
+    section = _section(tmp_path, checkout)
+    cfg = GceBackend(BackendContext(section, tmp_path / "probe")).cfg
+    result = rehearse(section, checkout, tmp_path / "twin", TwinConfig(log_duration="10m"))
+    _write_text(f"{result.commit[:7]}-steps.txt", "\n".join(result.steps()) + "\n")
+    calls = result.calls
 
-    backend.setup()
-    state = twin.load()
+    assert result.unmodelled == []
+    assert result.status == "measured", result.reason
+    # base cluster up: kube-up.sh created the base master and NUM_NODES of NODE_SIZE
     base_master = f"{gce_steps.base_prefix(cfg, 0)}-master"
-    assert base_master in state.kind("instances"), "kube-up.sh brought no base master up"
-    minions = [i for i in state.kind("instances") if "-minion-group-" in i]
-    assert len(minions) == cfg.num_nodes
-    assert {state.kind("instances")[m]["machineType"] for m in minions} == {cfg.node_size}
-    config = gce_steps.kubeconfig(cfg, 0)
-    assert config.stat().st_mode & 0o777 == 0o600
-
-    outcome = evaluate(backend, cand)
-    assert outcome.status == "measured", outcome.reason
-    served = [
-        c for c in twin.calls()
-        if c["argv"][:2] == ["compute", "scp"] and c["argv"][-1].startswith(str(cand.log_dir))
-    ]  # fmt: skip
-    assert served and served[0]["code"] == 0
+    assert _created(calls, "instances", base_master)
+    minion_group = f"{gce_steps.base_prefix(cfg, 0)}-minion-group"
+    create_group = ["compute", "instance-groups", "managed", "create", minion_group]
+    group = [c for c in calls if c["argv"][:5] == create_group]
+    assert group and group[0]["argv"][group[0]["argv"].index("--size") + 1] == str(cfg.num_nodes)
+    # the kubemark master under the name bisector copies the log from
     master = gce_steps.master_name(cfg, 0)
-    assert f"{master}:/var/log/kube-apiserver.log*" in served[0]["argv"]
-    assert [p.name for p in outcome.logs] == ["kube-apiserver.log"]
-    assert outcome.logs[0].stat().st_size > 1_000_000
+    assert _created(calls, "instances", master)
+    copies = [c for c in calls if c["argv"][:2] == ["compute", "scp"] and
+              f"{master}:/var/log/kube-apiserver.log*" in c["argv"]]  # fmt: skip
+    assert copies and copies[0]["code"] == 0
+    # hollow nodes requested within the base cluster's capacity, all scheduled
+    (hollow,) = [c for c in calls if c["tool"] == "kubectl" and c["argv"][:2] == ["create", "-f"]
+                 and c["argv"][2].endswith("hollow-node.yaml")]  # fmt: skip
+    assert hollow["code"] == 0
+    (placed,) = result.home.scheduling()
+    assert placed["replicas"] == cfg.kubemark_num_nodes == placed["scheduled"]
+    assert placed["pending"] == 0 and placed["capacity"]["nodes"] == cfg.num_nodes
+    assert placed["pod_millicpu"] * placed["replicas"] <= placed["capacity"]["millicpu"]
+    assert placed["pod_bytes"] * placed["replicas"] <= placed["capacity"]["bytes"]
+    # the log copied
+    assert [p.name for p in result.logs] == ["kube-apiserver.log"]
+    assert result.logs[0].stat().st_size > 1_000_000
+    # everything deleted at the end: nothing billable left, nothing recorded for cleanup
+    assert result.leftovers == {}
+    assert not (result.home.path / "run" / "resources.json").exists()
+    assert _deleted(calls, "instances", master) and _deleted(
+        calls, "firewall-rules", f"{master}-https"
+    )
+    assert gce_steps.kubeconfig(cfg, 0).name == "base-0.kubeconfig"
 
-    created = [
-        c for c in twin.calls() if c["argv"][:4] == ["compute", "instances", "create", master]
-    ]
-    assert created, f"start-kubemark.sh created no {master}"
-    hollow = [
-        c for c in twin.calls()
-        if c["tool"] == "kubectl" and c["argv"][:2] == ["create", "-f"]
-        and c["argv"][2].endswith("hollow-node.yaml")
-    ]  # fmt: skip
-    assert hollow, "start-kubemark.sh never created the hollow-node ReplicationController"
 
-    backend.close()
-    left = twin.load()
-    assert left.leftovers() == {}
-    assert all(not c.get("objects") for c in left.kind("clusters").values())
-    assert not (tmp_path / "run" / "resources.json").exists()
-    unmodelled = [c for c in twin.calls() if c["code"] == 97]
-    assert unmodelled == []
-    _write_steps(twin, commit)
+def _created(calls: list[dict[str, Any]], kind: str, name: str) -> bool:
+    return any(c["argv"][:4] == ["compute", kind, "create", name] and c["code"] == 0
+               for c in calls)  # fmt: skip
 
 
-def _write_steps(twin: Home, commit: str) -> None:
-    out = os.environ.get("CONTRACT_OUT")
-    if not out:
-        return
-    lines = [f"{c['code']:>3} {c['tool']} {' '.join(c['argv'])[:200]}" for c in twin.calls()]
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / f"{commit[:7]}-steps.txt").write_text("\n".join(lines) + "\n")
+def _deleted(calls: list[dict[str, Any]], kind: str, name: str) -> bool:
+    return any(c["argv"][:3] == ["compute", kind, "delete"] and name in c["argv"]
+               and c["code"] == 0 for c in calls)  # fmt: skip
 
 
 # -- a whole `bisector run` on the twin, over a real range of the 2017 history ---------------
 # First-parent merges of kubernetes (hyperhq/kubernetes): b6c00aeb10 (#46377) is good;
 # e59fd18c16 (#46428), 481e017060 (#46588, which brings f93a270 "Optimize selector for
-# single-matching items"), c866355894 (#46561) and a4e730336d (#46566) follow it. The
-# twin is told that trees containing f93a270 are bad, so the culprit is 481e017060.
-GOOD, BAD, CULPRIT, CAUSE = "b6c00aeb10", "a4e730336d", "481e017060", "f93a270"
+# single-matching items" after 48d0249a40), c866355894 (#46561) and a4e730336d (#46566)
+# follow it. The twin is told that trees containing f93a270 are bad: the first-parent walk
+# finds the merge 481e017060, the search inside the PR then f93a270 itself.
+GOOD, BAD, MERGE, CAUSE = "b6c00aeb10", "a4e730336d", "481e017060", "f93a270"
 
 
 def _needs_history(checkout: Path) -> None:
@@ -154,6 +144,7 @@ def _bisector(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "bisector"), *args]
 
 
+@pytest.mark.timeout(3600)
 def test_bisector_run_on_the_twin_names_the_culprit_of_a_real_range(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -172,12 +163,17 @@ def test_bisector_run_on_the_twin_names_the_culprit_of_a_real_range(
     out = run.stdout + run.stderr
     _write_text("run-output.txt", out)
     assert run.returncode == 0, out[-3000:]
-    assert CULPRIT in out
+    assert CAUSE in out and MERGE in out
     assert home.load().leftovers() == {}
     assert [c for c in home.calls() if c["code"] == 97] == []
-    _write_steps(home, "run")
+    _write_text(
+        "run-steps.txt",
+        "\n".join(f"{c['code']:>3} {c['tool']} {' '.join(c['argv'])[:200]}" for c in home.calls())
+        + "\n",
+    )
 
 
+@pytest.mark.timeout(1800)
 def test_cleanup_after_kill_9_on_the_twin_leaves_nothing(tmp_path: Path) -> None:
     assert KUBE is not None
     checkout = Path(KUBE).absolute()

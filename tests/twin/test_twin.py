@@ -130,3 +130,75 @@ def test_quick_release_leaves_the_2017_layout_with_the_candidates_profile(
     assert run(twin, "make", "quick-release", cwd=tree).returncode == 0
     kubemark = json.loads((tree / "_output/dockerized/bin/linux/amd64/kubemark").read_text())
     assert kubemark["bad_because_of"] == [] and kubemark["profile"] == {}
+
+
+_HOLLOW = """apiVersion: v1
+kind: ReplicationController
+metadata:
+  name: hollow-node
+spec:
+  replicas: {replicas}
+  template:
+    spec:
+      containers:
+      - name: hollow-kubelet
+        command: ["--apiserver-override=https://{ip}:443"]
+        resources:
+          requests:
+            cpu: 70m
+            memory: 100M
+      - name: hollow-proxy
+        resources:
+          requests:
+            cpu: 20m
+            memory: 100Mi
+"""
+
+
+def test_base_cluster_schedules_hollow_nodes_by_their_requests(twin: Home, tmp_path: Path) -> None:
+    """Pods that do not fit stay Pending and never register with the kubemark master."""
+    z = ("--zone", "us-central1-f")
+    run(twin, "gcloud", "compute", "networks", "create", *P, "k")
+    run(
+        twin,
+        "gcloud",
+        "compute",
+        "addresses",
+        "create",
+        "k-master-ip",
+        *P,
+        "--region",
+        "us-central1",
+    )
+    ip = run(twin, "gcloud", "compute", "addresses", "describe", "k-master-ip", *P, "--region",
+             "us-central1", "--format=value(address)").stdout.strip()  # fmt: skip
+    run(twin, "gcloud", "compute", "instances", "create", "k-master", *P, *z, "--address", ip,
+        "--machine-type", "n1-standard-4", "--network", "k")  # fmt: skip
+    run(twin, "gcloud", "compute", "instance-templates", "create", "k-minion-template", *P,
+        "--machine-type", "n1-standard-8", "--network", "k", "--tags", "k-minion")  # fmt: skip
+    run(twin, "gcloud", "compute", "instance-groups", "managed", "create", "k-minion-group", *P,
+        *z, "--base-instance-name", "k-minion-group", "--size", "1", "--template",
+        "k-minion-template")  # fmt: skip
+    config = tmp_path / "kubeconfig"
+    for argv in (("config", "set-cluster", "c", f"--server=https://{ip}"),
+                 ("config", "set-credentials", "c", "--token=t"),
+                 ("config", "set-context", "c", "--cluster=c", "--user=c"),
+                 ("config", "use-context", "c")):  # fmt: skip
+        assert run(twin, "kubectl", f"--kubeconfig={config}", *argv).returncode == 0
+    assert config.stat().st_mode & 0o777 == 0o600
+    nodes = run(twin, "kubectl", f"--kubeconfig={config}", "get", "nodes").stdout
+    assert "k-master   Ready,SchedulingDisabled" in nodes and "k-minion-group-0000   Ready" in nodes
+    (tmp_path / "ns.json").write_text('{"kind": "Namespace", "metadata": {"name": "kubemark"}}')
+    (tmp_path / "hollow.yaml").write_text(_HOLLOW.format(replicas=100, ip="198.51.100.7"))
+    kubectl = ("kubectl", f"--kubeconfig={config}")
+    assert run(twin, *kubectl, "create", "-f", str(tmp_path / "ns.json")).returncode == 0
+    done = run(
+        twin, *kubectl, "create", "-f", str(tmp_path / "hollow.yaml"), "--namespace=kubemark"
+    )
+    assert done.returncode == 0, done.stderr
+    (placed,) = twin.scheduling()
+    # n1-standard-8: 7800m after kube-proxy and fluentd; 90m a pod -> 86 of 100
+    assert (placed["replicas"], placed["scheduled"], placed["pending"]) == (100, 86, 14)
+    assert twin.load().kind("clusters")["kubemark/198.51.100.7"]["ready"] == 86
+    assert run(twin, *kubectl, "delete", "-f", str(tmp_path / "ns.json")).returncode == 0
+    assert "kubemark/198.51.100.7" not in twin.load().kind("clusters")
