@@ -234,7 +234,8 @@ class GceBackend:
         down = gce_steps.kube_down(self.cfg, checkout, slot)
         resource_id = gce_steps.base_id(self.cfg, slot)
         what = f"base cluster {gce_steps.base_prefix(self.cfg, slot)} (kube-up.sh)"
-        self.record.add(Resource(resource_id, self.name, what, (down,)))
+        fallback = tuple(gce_steps.base_fallback(self.cfg, slot))
+        self.record.add(Resource(resource_id, self.name, what, (down,), fallback))
         try:
             self._start(up, down, "kube-up.sh")
             _private(config)

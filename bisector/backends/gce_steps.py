@@ -322,3 +322,42 @@ def kubemark_fallback(cfg: GceSettings, slot: int) -> list[Step]:
              f"{master}-https", "--project", cfg.project,
              "--quiet", timeout=t),
     ]  # fmt: skip
+
+
+def base_fallback(cfg: GceSettings, slot: int) -> list[Step]:
+    """What kube-down.sh deletes (cluster/gce/util.sh kube-down of 7043372 and 1444d25, as
+    it ran on the GCE twin), for a cleanup whose base checkout is gone."""
+    prefix, net, project = base_prefix(cfg, slot), network(cfg, slot), cfg.project
+    zone = ("--project", project, "--zone", cfg.zone, "--quiet")
+    t = cfg.down_timeout
+    rules = [f"{prefix}-master-https", f"{prefix}-master-etcd", f"{prefix}-minion-all"]
+    steps = [
+        step("gcloud", "compute", "instance-groups", "managed", "delete",
+             f"{prefix}-minion-group", *zone, timeout=t),
+        step("gcloud", "compute", "instance-templates", "delete", f"{prefix}-minion-template",
+             "--project", project, "--quiet", timeout=t),
+        step("gcloud", "compute", "instances", "delete", f"{prefix}-master", *zone,
+             "--delete-disks", "all", timeout=t),
+        step("gcloud", "compute", "disks", "delete", f"{prefix}-master-pd", *zone, timeout=t),
+        step("gcloud", "compute", "addresses", "delete", f"{prefix}-master-ip", "--project",
+             project, "--region", cfg.region, "--quiet", timeout=t),
+    ]  # fmt: skip
+    if cfg.network is None:  # the network and its rules are the slot's own (kube-up made them)
+        rules += [f"{prefix}-default-internal-master", f"{prefix}-default-internal-node",
+                  f"{net}-default-ssh"]  # fmt: skip
+    steps += [
+        step("gcloud", "compute", "firewall-rules", "delete", rule, "--project", project,
+             "--quiet", timeout=t)
+        for rule in rules
+    ]  # fmt: skip
+    # The route controller's pod routes (`${INSTANCE_PREFIX}-<uuid>`) block the network's delete.
+    routes = (
+        f"gcloud compute routes list --project {project} "
+        f"--regexp '{prefix}-.{{8}}-.{{4}}-.{{4}}-.{{4}}-.{{12}}' --format='value(name)' "
+        f"| xargs -r gcloud compute routes delete --project {project} --quiet"
+    )
+    steps.append(step("bash", "-c", routes, timeout=t))
+    if cfg.network is None:
+        steps.append(step("gcloud", "compute", "networks", "delete", net, "--project", project,
+                          "--quiet", timeout=t))  # fmt: skip
+    return steps

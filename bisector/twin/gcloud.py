@@ -194,17 +194,20 @@ def _delete(kind: str) -> Any:
                     if gone is not None:
                         _delete_instance_disks(state, gone)
             if kind == "instances":
-                _delete_instance_disks(state, removed)
+                _delete_instance_disks(state, removed, every=args.get("--delete-disks") == "all")
         return f"Deleted [{kind}/{', '.join(names)}].\n"
 
     return handler
 
 
-def _delete_instance_disks(state: TwinState, instance: dict[str, Any]) -> None:
-    """Boot disks go with the instance; attached `auto-delete=no` disks stay (as on GCE)."""
+def _delete_instance_disks(
+    state: TwinState, instance: dict[str, Any], *, every: bool = False
+) -> None:
+    """Boot disks go with the instance; attached `auto-delete=no` disks stay (as on GCE)
+    unless `--delete-disks all` (kube-down.sh deletes its master so)."""
     state.kind("disks").pop(instance["name"], None)
     for disk in instance.get("disks", []):
-        if disk.get("autoDelete"):
+        if every or disk.get("autoDelete"):
             state.kind("disks").pop(disk["deviceName"], None)
 
 

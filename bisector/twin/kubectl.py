@@ -54,9 +54,12 @@ def main(home: Home, argv: list[str]) -> int:
 def _kubeconfig_arg(argv: list[str]) -> tuple[Path, list[str]]:
     rest: list[str] = []
     path = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
-    for arg in argv:
+    args = iter(argv)
+    for arg in args:
         if arg.startswith("--kubeconfig="):
             path = arg.split("=", 1)[1]
+        elif arg == "--kubeconfig":  # bisector's cleanup fallback passes it as two words
+            path = next(args, "")
         else:
             rest.append(arg)
     if ":" in path:

@@ -596,3 +596,33 @@ def test_shipped_configs_mirror_the_june_2017_jobs() -> None:
                 assert value.items() <= gce["env"].items(), name
             else:
                 assert gce[key] == value, (name, key)
+
+
+def test_base_cluster_fallback_mirrors_kube_down(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    """What cluster/gce/util.sh kube-down (kubernetes 7043372 and 1444d25) deleted on the
+    GCE twin, for a `bisector cleanup` whose base checkout is gone."""
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    (record,) = ResourceRecord(tmp_path / "run").load()
+    assert record.teardown[0].cmd == ("./cluster/kube-down.sh",)
+    names = [" ".join(s.cmd) for s in record.fallback]
+    assert any("instance-groups managed delete kubemark-5000-minion-group" in n for n in names)
+    assert any("instance-templates delete kubemark-5000-minion-template" in n for n in names)
+    assert any(
+        "instances delete kubemark-5000-master" in n and "--delete-disks all" in n for n in names
+    )
+    rules = {s.cmd[4] for s in record.fallback if s.cmd[2] == "firewall-rules"}
+    assert rules == {
+        "kubemark-5000-master-https", "kubemark-5000-master-etcd", "kubemark-5000-minion-all",
+        "kubemark-5000-default-internal-master", "kubemark-5000-default-internal-node",
+        "kubemark-5000-default-ssh",
+    }  # fmt: skip
+    assert record.fallback[-2].cmd[:2] == ("bash", "-c")  # the route controller's routes
+    assert names[-1].startswith("gcloud compute networks delete kubemark-5000")
+    own = _backend(tmp_path / "own", base, Sleeps(), network="shared-vpc")
+    kept = [" ".join(s.cmd) for s in gce_steps.base_fallback(own.cfg, 0)]
+    assert not any("networks delete" in n or "default-ssh" in n for n in kept)
+    assert "KUBE_DELETE_NETWORK" not in gce_steps.base_env(own.cfg, 0)
+    assert gce_steps.base_env(backend.cfg, 0)["KUBE_DELETE_NETWORK"] == "true"

@@ -16,6 +16,7 @@ to `$CONTRACT_OUT/<commit>-steps.txt` when CONTRACT_OUT is set.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -128,6 +129,19 @@ def _needs_history(checkout: Path) -> None:
             )
 
 
+def _fresh_repo(checkout: Path, tmp_path: Path) -> Path:
+    """A clone sharing KUBE's objects: `bisector run` keeps a measurement cache per
+    repository (.git/bisector), and this test must measure, not reuse an earlier run's."""
+    common = Path(_git(checkout, "rev-parse", "--path-format=absolute", "--git-common-dir"))
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(common), str(repo)],
+                   check=True)  # fmt: skip
+    # Replacements of blobs a partial mirror lacks (none in a full checkout) come along.
+    subprocess.run(["git", "fetch", "-q", "origin", "refs/replace/*:refs/replace/*"], cwd=repo,
+                   check=True)  # fmt: skip
+    return repo
+
+
 def _run_config(tmp_path: Path, warmup: str) -> Path:
     text = (ROOT / "configs" / "gce-kubemark-500.toml").read_text()
     text = text.replace('project = "my-gcp-project"', 'project = "twin-project"')
@@ -155,15 +169,19 @@ def test_bisector_run_on_the_twin_names_the_culprit_of_a_real_range(
                                                   bad_if_contains=(CAUSE,)))  # fmt: skip
     env = {**os.environ, "PATH": f"{home.bin}{os.pathsep}{os.environ['PATH']}"}
     config = _run_config(tmp_path, "1s")
+    repo = _fresh_repo(checkout, tmp_path)
     run = subprocess.run(
         _bisector("run", "--config", str(config), "--good", GOOD, "--bad", BAD,
-                  "--repo", str(checkout), "--run-dir", str(tmp_path / "run")),
+                  "--repo", str(repo), "--run-dir", str(tmp_path / "run")),
         env=env, capture_output=True, text=True, check=False, timeout=1800,
     )  # fmt: skip
     out = run.stdout + run.stderr
     _write_text("run-output.txt", out)
     assert run.returncode == 0, out[-3000:]
     assert CAUSE in out and MERGE in out
+    assert "confirmed: True" in out
+    builds = [c for c in home.calls() if c["tool"] == "make" and c["argv"] == ["quick-release"]]
+    assert len(builds) >= 4  # measured here: endpoints, the merge, the PR's commits
     assert home.load().leftovers() == {}
     assert [c for c in home.calls() if c["code"] == 97] == []
     _write_text(
@@ -174,7 +192,10 @@ def test_bisector_run_on_the_twin_names_the_culprit_of_a_real_range(
 
 
 @pytest.mark.timeout(1800)
-def test_cleanup_after_kill_9_on_the_twin_leaves_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("worktrees", ["kept", "removed"])
+def test_cleanup_after_kill_9_on_the_twin_leaves_nothing(tmp_path: Path, worktrees: str) -> None:
+    """`removed`: the run's worktrees are gone too, so cleanup replays the recorded gcloud
+    fallbacks of both the kubemark master and the base cluster."""
     assert KUBE is not None
     checkout = Path(KUBE).absolute()
     _needs_history(checkout)
@@ -184,7 +205,8 @@ def test_cleanup_after_kill_9_on_the_twin_leaves_nothing(tmp_path: Path) -> None
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
         _bisector("run", "--config", str(_run_config(tmp_path, "10m")), "--good", GOOD,
-                  "--bad", BAD, "--repo", str(checkout), "--run-dir", str(run_dir)),
+                  "--bad", BAD, "--repo", str(_fresh_repo(checkout, tmp_path)),
+                  "--run-dir", str(run_dir)),
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
@@ -197,9 +219,11 @@ def test_cleanup_after_kill_9_on_the_twin_leaves_nothing(tmp_path: Path) -> None
         proc.kill()  # SIGKILL: no teardown, no journal close
         proc.wait()
     assert home.load().leftovers() != {}
+    if worktrees == "removed":
+        shutil.rmtree(run_dir / "worktrees")
     cleanup = subprocess.run(_bisector("cleanup", "--run-dir", str(run_dir)), env=env,
                              capture_output=True, text=True, check=False, timeout=900)  # fmt: skip
-    _write_text("cleanup-output.txt", cleanup.stdout + cleanup.stderr)
+    _write_text(f"cleanup-{worktrees}-output.txt", cleanup.stdout + cleanup.stderr)
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
     assert home.load().leftovers() == {}
     assert not (run_dir / "resources.json").exists()
