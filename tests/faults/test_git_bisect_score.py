@@ -1,6 +1,7 @@
 """`git bisect run bisector score LOG`: a truncated gzip log is a skip (125), never bad.
 
-git reads exit codes 1-127 except 125 as *bad* and 128+ as "stop". Every commit of
+git reads exit codes 1-127 except 125 as *bad*, 125 as skip and anything else as
+"abort" (git 2.39.5, `git help bisect`, section "Bisect run"). Every commit of
 a 16-commit history carries its apiserver log as `kube-apiserver.log.gz`; the logs
 of the good commits git would test first are cut in half (an upload or a copy that
 stopped). Read as bad, they would make git name a commit before the real one.

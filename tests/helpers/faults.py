@@ -28,7 +28,10 @@ A fault is a file `tools/faults/<name>` whose lines select where it strikes:
     collect:  hang-collect     sleeps a minute
               crash            apiserver crashed 30 s into the run: the log ends then
               restart          apiserver restarted: the log holds its last 40 s,
-                               its last line cut in the middle
+                               its last line cut in the middle (`kubectl logs`
+                               prints the current container only; the old one needs
+                               `--previous`: hyperhq/kubernetes 7043372,
+                               pkg/kubectl/cmd/logs.go:113)
               stale            the file left by the previous candidate (as it would
                                be after a 35-minute evaluation): its value, its time
               garbled          random bytes, no line of a log
