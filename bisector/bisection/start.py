@@ -144,6 +144,8 @@ def open_bisection(
                 retry_wait_s=s.retry_wait_s,
                 warmup_s=s.warmup_s if getattr(backend, "waits_warmup", True) else 0.0,
                 real_time_logs=bool(getattr(backend, "real_time_logs", False)),
+                check_every_s=s.check_every_s,
+                prefetch_builds=s.prefetch_builds,
             ),
             repo=repo,
             journal=journal,
