@@ -28,9 +28,11 @@ Variants, all at the same culprit (checked per trial and printed):
   +early           [run] check_every = "2m": bad warmups end once past the threshold
   +prefetch        [run] prefetch_builds = 2: both next midpoints built during a warmup
   +both            both
-  +both -P2        both, --parallel 2
+  +both -P2        both, --parallel 2 with prefetch_builds = 6 (the next round's 2 picks
+                   for each of the 3 parts this round can leave)
 
-Clock rules: an evaluation costs build (0 when its prefetched build is used) + launch +
+Clock rules: an evaluation costs build (0 when its build was prefetched, or when the
+backend's build cache keyed by tree has it, as gce/kind's BuildCache does) + launch +
 warmup (to the early stop) + collect + teardown; prefetched builds start with the
 warmup and the evaluation waits for them (as the evaluator does), so its part after
 launch lasts at least one build. A round of parallel slots lasts as long as its
@@ -145,7 +147,7 @@ class ClockBackend:
         self.ready: set[str] = set()  # prefetched builds waiting in the build cache
         self.cache: set[str] = set()  # commits built (their tree is in the build cache)
         self.prefetch_used = 0
-        self.warming: set[Path] = set()
+        self.last_launched: Path | None = None
 
     def setup(self) -> None: ...
     def close(self) -> None: ...
@@ -177,8 +179,11 @@ class ClockBackend:
 
     def prefetch_build(self, commit: str, worktree: Path) -> None:
         with self.lock:
-            for d in self.warming:  # the evaluations this build runs beside wait for it
-                self.evals[d].prefetch_started = True
+            # Started when the latest launched cluster began its warmup (the evaluator
+            # starts prefetches there, and the next launch waits for them): that
+            # evaluation waits for this build. The thread may run later on the real clock.
+            if self.last_launched is not None:
+                self.evals[self.last_launched].prefetch_started = True
         if self.is_bad(worktree) is None:
             raise BuildError("does not build")
         with self.lock:
@@ -191,7 +196,7 @@ class ClockBackend:
     def launch(self, candidate: Candidate) -> None:
         self.elapsed[candidate.eval_dir] = 0.0
         with self.lock:
-            self.warming.add(candidate.eval_dir)
+            self.last_launched = candidate.eval_dir
 
     def warmup(self, candidate: Candidate) -> None:
         self.elapsed[candidate.eval_dir] = PHASES.warmup_s
@@ -216,8 +221,6 @@ class ClockBackend:
 
     def teardown(self, candidate: Candidate) -> None:
         e = self.evals[candidate.eval_dir]
-        with self.lock:
-            self.warming.discard(candidate.eval_dir)
         warmup = self.elapsed.get(candidate.eval_dir, 0.0)
         e.warmup_s = warmup
         e.cluster_s = PHASES.launch_s + warmup + PHASES.collect_s + PHASES.teardown_s
@@ -240,7 +243,7 @@ VARIANTS = [
     Variant("+early", early=True),
     Variant("+prefetch", prefetch=2),
     Variant("+both", early=True, prefetch=2),
-    Variant("+both -P2", early=True, prefetch=2, parallel=2),
+    Variant("+both -P2", early=True, prefetch=6, parallel=2),
 ]
 
 

@@ -27,7 +27,6 @@ import statistics
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -58,7 +57,12 @@ from bisector.search.measure import (
     is_monotone,
     rescoring,
 )
-from bisector.search.parallel import CancellableBackend, Interrupted, run_concurrently
+from bisector.search.parallel import (
+    CancellableBackend,
+    Interrupted,
+    kill_running_commands,
+    run_concurrently,
+)
 from bisector.search.progress import Progress
 from bisector.signals import held_during
 
@@ -114,9 +118,11 @@ class Evaluator:
         self._begun = len(journal.of_kind(Begin))
         self.growing_scorer = growing_scorer or rescoring(scorer)
         self._upcoming: list[str] = []
-        self._prefetches: dict[str, Future[None]] = {}  # commit -> its build ahead
-        self._prefetch_pool: ThreadPoolExecutor | None = None
+        # commit -> the thread building it ahead. Daemon threads: an interrupted run does
+        # not wait for a build nobody needs (their commands are killed, see `measure`).
+        self._prefetches: dict[str, threading.Thread] = {}
         self._free_prefetch_trees: list[Path] = []
+        self._prefetch_trees_made = False
 
     # -- what the searches call ---------------------------------------------------
 
@@ -159,25 +165,12 @@ class Evaluator:
             self._slot_runs[slot] += 1
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
         early = self.early_stop(early_threshold)
-        m = evaluate_candidate(
-            CancellableBackend(self.backend, self.cancelled),
-            candidate,
-            metric=self.settings.metric,
-            tree=tree,
-            phase=job.phase,
-            launch_attempts=self.settings.launch_attempts,
-            retry_wait_s=self.settings.retry_wait_s,
-            scorer=self.scorer,
-            window=self.window_rule(),
-            why=job.why,
-            teardown=self._teardown,
-            early=early,
-            partial=self.backend if isinstance(self.backend, PartialLogs) else None,
-            on_build=self._use_prefetch,
-            on_warmup=self._start_prefetches,
-            on_step=self._check_cancelled,
-        )
-        self._finish_prefetches()
+        try:
+            m = self._evaluate(candidate, job, tree, early)
+            self._finish_prefetches()
+        except BaseException:
+            self._stop_prefetches()
+            raise
         with self.lock:
             self._in_flight.pop(slot, None)
             if m.teardown_error is not None:
@@ -196,6 +189,28 @@ class Evaluator:
                 f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in {m.duration_s:g}s"
             )
         return m
+
+    def _evaluate(
+        self, candidate: Candidate, job: Job, tree: str, early: EarlyStop | None
+    ) -> Measurement:
+        return evaluate_candidate(
+            CancellableBackend(self.backend, self.cancelled),
+            candidate,
+            metric=self.settings.metric,
+            tree=tree,
+            phase=job.phase,
+            launch_attempts=self.settings.launch_attempts,
+            retry_wait_s=self.settings.retry_wait_s,
+            scorer=self.scorer,
+            window=self.window_rule(),
+            why=job.why,
+            teardown=self._teardown,
+            early=early,
+            partial=self.backend if isinstance(self.backend, PartialLogs) else None,
+            on_build=self._use_prefetch,
+            on_warmup=self._start_prefetches,
+            on_step=self._check_cancelled,
+        )
 
     def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:
         """One fresh run per job, `slots` at a time (one round per `slots` jobs).
@@ -322,13 +337,13 @@ class Evaluator:
         if backend is None:
             return
         with self.lock:
-            if self._prefetch_pool is None:
+            if not self._prefetch_trees_made:
+                self._prefetch_trees_made = True
                 n = self.settings.prefetch_builds
-                self._prefetch_pool = ThreadPoolExecutor(n, thread_name_prefix="prefetch")
                 self._free_prefetch_trees = [
                     self.layout.worktrees / f"prefetch-{i}" for i in range(n)
                 ]
-            in_flight = sum(not f.done() for f in self._prefetches.values())
+            in_flight = sum(t.is_alive() for t in self._prefetches.values())
             room = self.settings.prefetch_builds - in_flight
             for commit in self._upcoming:
                 if room <= 0:
@@ -337,9 +352,11 @@ class Evaluator:
                     continue
                 if backend.prefetched(commit) or self.journal.for_tree(self.repo.tree_of(commit)):
                     continue  # built already, or measured already (nothing to build)
-                self._prefetches[commit] = self._prefetch_pool.submit(
-                    self._prefetch, backend, commit
+                thread = threading.Thread(
+                    target=self._prefetch, args=(backend, commit), name="prefetch", daemon=True
                 )
+                self._prefetches[commit] = thread
+                thread.start()
                 room -= 1
 
     def _in_flight_commits(self) -> set[str]:
@@ -370,18 +387,25 @@ class Evaluator:
     def _finish_prefetches(self) -> None:
         """Builds started during this warmup end before the measurement counts."""
         with self.lock:
-            pending = [f for f in self._prefetches.values() if not f.done()]
-        for future in pending:
-            future.exception()  # waits; failures were journaled by _prefetch
+            pending = [t for t in self._prefetches.values() if t.is_alive()]
+        for thread in pending:
+            thread.join()  # failures were journaled by _prefetch
+
+    def _stop_prefetches(self) -> None:
+        """An interrupt: builds ahead are not needed; kill their commands (not teardowns)."""
+        with self.lock:
+            running = any(t.is_alive() for t in self._prefetches.values())
+        if running:
+            kill_running_commands()
 
     def _use_prefetch(self, m: Measurement) -> None:
         """Before a build: wait for this commit's prefetch, and say whether it is used."""
         backend = self._prefetcher()
         with self.lock:
-            future = self._prefetches.get(m.commit)
-        if backend is None or future is None:
+            thread = self._prefetches.get(m.commit)
+        if backend is None or thread is None:
             return
-        future.exception()
+        thread.join()
         if backend.prefetched(m.commit):
             m.prefetched_build = True
             with self.lock:

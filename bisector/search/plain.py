@@ -71,7 +71,12 @@ class GitBisectSearch:
             if not picks:
                 break
             # Builds worth making while this round's clusters warm up (prefetch_builds).
-            open_ = [c for c in reversed(remaining[1:]) if state.verdicts.get(c) != "skip"]
+            # git's remaining list holds every commit: git's own first-parent pick (one slot)
+            # is on the chain, SplitStrategy's (K slots) on that list.
+            left = set(remaining[1:])
+            chain = within.first_parent and self.evaluator.slots == 1
+            walk = within.commits[:-1] if chain else list(reversed(remaining[1:]))
+            open_ = [c for c in walk if c in left and state.verdicts.get(c) != "skip"]
             self.evaluator.upcoming(next_candidates(open_, picks, self.evaluator.slots))
             why = f"git bisect midpoint, {len(remaining)} commits left"
             decisions = self.evaluator.decide_all(picks, self.threshold, self.rule, "bisect", why)
