@@ -38,8 +38,8 @@ def test_noise_costs_runs_by_the_channel_capacity() -> None:
     noisy = expected_search(SearchShape(256, error_rate=0.1))
     noisier = expected_search(SearchShape(256, error_rate=0.2))
     assert clean.evaluations < noisy.evaluations < noisier.evaluations
-    # (8 + log2 100) bits / (1 - H(0.1)) = 14.64 / 0.531 -> 28 search runs, +2 +2.
-    assert noisy.evaluations == 32
+    # (8 + log2(100) / 3) bits / (1 - H(0.1)) = 10.21 / 0.531 -> 20 search runs, +2 +2.
+    assert noisy.evaluations == 24
     parallel = expected_search(SearchShape(256, error_rate=0.1, parallel=4))
     assert parallel.evaluations == noisy.evaluations and parallel.rounds < noisy.rounds / 3
 
@@ -113,3 +113,13 @@ def test_dry_run_prints_the_cost_model(
     assert f"search: {mode}; rounds: {expected.rounds}\n" in out
     assert f"estimated wall time: {format_duration(costed.wall_s)}\n" in out
     assert f"cluster-hours: {costed.cluster_hours:.1f}; cost: {costed.money:.2f} at 12.5" in out
+
+
+@pytest.mark.parametrize(("noise", "p"), [("flip 0.1", 0.1), ("flip 0.2", 0.2)])
+def test_the_noisy_model_is_near_what_bench_bisect_measures(noise: str, p: float) -> None:
+    bench = _bench()
+    method = bench.Method("K=1", noise_aware=True)
+    outcomes = [bench.run_trial(bench.Cell(64, noise), method, seed) for seed in range(8)]
+    measured = statistics.median(o.evaluations for o in outcomes)
+    model = expected_search(SearchShape(64, error_rate=p)).evaluations
+    assert abs(model - measured) <= 0.25 * measured, (model, measured)
