@@ -65,7 +65,7 @@ from typing import Any
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
-from bisector.cost import KUBEMARK_2017, Phases
+from bisector.cost import KUBEMARK_2017, Phases, SearchShape, cost, expected_search
 from bisector.errors import BuildError
 from bisector.logs import Scores
 from bisector.search.evaluator import Evaluator
@@ -476,6 +476,18 @@ def table(outcomes: list[Outcome], names: list[str]) -> list[str]:
     return lines
 
 
+def model_line() -> str:
+    """What `--dry-run` (bisector.cost) expects for the incident-shaped range, to compare."""
+    shape = SearchShape(95, descent_size=sum(PR_SIZES) / len(PR_SIZES) + 1)
+    expected = expected_search(shape)
+    costed = cost(expected, PHASES)
+    return (
+        f"cost model (--dry-run, full warmups, no prefetch) for the incident-shaped range: "
+        f"{expected.evaluations} evaluations, wall {_hm(costed.wall_s)}, "
+        f"{costed.cluster_hours:.1f} cluster-h"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="demo + the real culprit position")
@@ -494,6 +506,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in table(outcomes, names):
         print(line)
+    print(model_line())
     wrong = [o for o in outcomes if not o.culprit_ok]
     print(f"same culprit in every trial: {'yes' if not wrong else 'NO: ' + repr(wrong)}")
     return 0 if not wrong else 1
