@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import io
 import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from bisector.backends.base import Candidate, PrefetchBuilds
 from bisector.bisection.pipeline import run_bisection
@@ -113,3 +116,41 @@ def test_no_prefetch_when_off(tmp_path: Path) -> None:
     _, backend, report, out = _run(tmp_path, [2] * 5 + [40] * 4, prefetch=0)
     assert backend.prefetch_calls == [] and "prefetch" not in out
     assert report.culprit is not None
+
+
+class SlowPrefetchBackend(PrefetchingBackend):
+    """A prefetch that takes 'forever'; Ctrl-C arrives during the first warmup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        self.started.set()
+        self.release.wait(60)  # a 30-minute make quick-release, as far as the run knows
+
+    def warmup(self, candidate: Candidate) -> None:
+        assert self.started.wait(10), "no prefetch started during the warmup"
+        raise KeyboardInterrupt
+
+
+def test_ctrl_c_does_not_wait_for_a_build_ahead(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", [2] * 5 + [40] * 4)
+    backend = SlowPrefetchBackend()
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=10.0,
+        prefetch_builds=1,
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+        assert time.monotonic() - started < 30  # not the prefetch's 60 s
+        assert ("teardown", built.mainline[0]) in backend.steps  # the cluster still went down
+    finally:
+        backend.release.set()
