@@ -239,7 +239,10 @@ def demo_config(demo: DemoRepo, duration: str = DEMO_DURATION) -> str:
         "[run]\n"
         'backend = "sim"\n'
         'metric = "conflicts"\n'
-        f'warmup = "{duration}"\n\n'
+        f'warmup = "{duration}"\n'
+        # Early verdicts and prefetched builds (README "Hours to culprit").
+        'check_every = "10s"\n'
+        "prefetch_builds = 2\n\n"
         "[backends.sim]\n"
         f'profile = "{PROFILE_PATH}"\n'
         f"nodes = {demo.nodes}\n"

@@ -13,8 +13,16 @@ from dataclasses import dataclass, field
 
 from bisector.config import Section
 from bisector.errors import ConfigError
-from bisector.logs import METRIC_NAMES, RequestMetric, load_metric_definitions, score_logs
-from bisector.search.measure import Scorer
+from bisector.logs import (
+    METRIC_NAMES,
+    IncrementalScore,
+    LogRestarted,
+    RequestMetric,
+    Scores,
+    load_metric_definitions,
+    score_logs,
+)
+from bisector.search.measure import GrowingScorer, GrowingScorerFactory, Scorer
 
 DEFAULT_METRIC = "conflicts"
 
@@ -43,11 +51,37 @@ class MetricRegistry:
             )
         return name
 
+    def growing_scorer(self) -> GrowingScorerFactory:
+        """A fresh incremental scorer per evaluation, for checks during the warmup."""
+        definitions = self.definitions
+        return lambda: _growing(definitions)
+
     def scorer(self) -> Scorer:
         """score_logs, knowing the user-defined request counts."""
         if not self.definitions:
             return score_logs
         return functools.partial(score_logs, extra_metrics=self.definitions)
+
+
+def _growing(definitions: dict[str, RequestMetric]) -> GrowingScorer:
+    """Scores of a log that grows between calls, reading only what was appended.
+
+    One file: the incremental scorer (O(new bytes) per call); a file replaced or cut
+    (a peek written anew, an apiserver restart) is scored again from its start. Several
+    files (a rotated set) are scored whole, as at the end of the run.
+    """
+    incremental = IncrementalScore(extra_metrics=definitions or None)
+
+    def scores(logs: list[str]) -> Scores:
+        if len(logs) != 1:
+            return score_logs(logs, extra_metrics=definitions or None)
+        try:
+            return incremental.feed(logs[0])
+        except LogRestarted:
+            incremental.reset()
+            return incremental.feed(logs[0])
+
+    return scores
 
 
 def check_threshold(value: float | None, where: str) -> float | None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from bisector.config import Section
 
@@ -69,3 +69,51 @@ class Backend(Protocol):
 
 
 BackendFactory = Callable[[BackendContext], Backend]
+
+
+# -- optional capabilities (checked with isinstance; backends without them keep working) --
+
+
+@runtime_checkable
+class PartialLogs(Protocol):
+    """A backend that can show the apiserver log while the cluster warms up (early verdicts).
+
+    `warmup_steps` replaces `warmup` when the run checks the log as it grows: it
+    yields the cluster time elapsed after each `every_s` (the last yield is the whole
+    warmup); the caller stops iterating (and closes the iterator) to end the warmup
+    there, then calls `collect` as usual, which returns the log up to that moment.
+    `peek` returns the log so far (the same file growing, or a fresh copy), without
+    disturbing the run; it raises CollectError when it cannot read it right now (the
+    run then simply waits for the full warmup).
+    """
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]: ...
+
+    def peek(self, candidate: Candidate) -> list[Path]: ...
+
+
+def sleep_steps(sleep: Callable[[float], None], total_s: float, every_s: float) -> Iterator[float]:
+    """`warmup_steps` for a backend whose warmup is waiting `total_s` (local, kind, gce)."""
+    elapsed = 0.0
+    every_s = max(every_s, 1e-3)
+    while elapsed < total_s:
+        step = min(every_s, total_s - elapsed)
+        sleep(step)
+        elapsed += step
+        yield elapsed
+
+
+@runtime_checkable
+class PrefetchBuilds(Protocol):
+    """A backend that can build a commit ahead of its evaluation (while a cluster warms up).
+
+    `prefetch_build(commit, worktree)` builds the checkout in `worktree` (the tool's own,
+    not a slot's) into the backend's build cache; the later `build` of a candidate with
+    the same tree takes it from there. It raises InfraError (BuildError) when the build
+    fails: the evaluation then builds again itself, so a failed prefetch is never a verdict.
+    `prefetched(commit)` says whether a finished prefetch is waiting for `commit`.
+    """
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None: ...
+
+    def prefetched(self, commit: str) -> bool: ...

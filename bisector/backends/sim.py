@@ -7,6 +7,12 @@ invalid: BuildError, hence skip); launch = create the simulated master's disk;
 warmup = run the model for the simulated duration, which writes the master's
 kube-apiserver.log; collect = move that log into the candidate's log dir.
 
+Early verdicts (`PartialLogs`): `warmup_steps` runs the model in steps of
+simulated time and `peek` is the master's log as written so far; when the
+caller stops early, `collect` ends the model there (the log covers that much).
+Prefetched builds (`PrefetchBuilds`): `prefetch_build` reads and validates the
+profile of another checkout ahead of time; `build` of that commit then uses it.
+
 `[backends.sim]` keys:
 profile  path of the profile inside the candidate's tree (default hack/kubemark-sim.toml)
 nodes    hollow nodes (default 5000)
@@ -21,13 +27,22 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Generator
 from dataclasses import asdict
 from pathlib import Path
 
 from bisector.backends.base import BackendContext, Candidate
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
-from bisector.sim import ProfileError, RunParams, SimProfile, SimSummary, load_profile, simulate
+from bisector.sim import (
+    ProfileError,
+    RunParams,
+    SimProfile,
+    SimRun,
+    SimSummary,
+    load_profile,
+    simulate,
+)
 
 DEFAULT_PROFILE = "hack/kubemark-sim.toml"
 KEYS = ("profile", "nodes", "duration", "noise", "seed", "ramp")
@@ -57,6 +72,8 @@ class SimBackend:
         if self.noise < 0:
             raise ConfigError(f"{where} noise must be zero or more, got {self.noise}")
         self._profiles: dict[Path, SimProfile] = {}
+        self._prefetched: dict[str, SimProfile] = {}  # commit -> profile read ahead
+        self._runs: dict[Path, SimRun] = {}  # eval dir -> a model run in steps
         self.summaries: dict[Path, SimSummary] = {}
 
     def _master(self, candidate: Candidate) -> Path:
@@ -82,12 +99,22 @@ class SimBackend:
     def setup(self) -> None:
         """Nothing is shared between candidates."""
 
-    def build(self, candidate: Candidate) -> None:
+    def _load(self, worktree: Path) -> SimProfile:
         try:
-            profile = load_profile(candidate.worktree / self.profile_path)
+            return load_profile(worktree / self.profile_path)
         except ProfileError as exc:
             raise BuildError(f"{exc} (the sim backend's build)") from None
-        self._profiles[candidate.eval_dir] = profile
+
+    def build(self, candidate: Candidate) -> None:
+        profile = self._prefetched.pop(candidate.commit, None)
+        self._profiles[candidate.eval_dir] = profile or self._load(candidate.worktree)
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        """Read `commit`'s profile from `worktree` now; its `build` takes it from here."""
+        self._prefetched[commit] = self._load(worktree)
+
+    def prefetched(self, commit: str) -> bool:
+        return commit in self._prefetched
 
     def launch(self, candidate: Candidate) -> None:
         if candidate.eval_dir not in self._profiles:
@@ -108,7 +135,37 @@ class SimBackend:
             json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8"
         )
 
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Generator[float, None, None]:
+        """The model in steps of `every_s` simulated seconds; the log is on disk at each."""
+        master = self._master(candidate)
+        if not master.is_dir():
+            raise LaunchError("the simulated cluster was not launched")
+        run = SimRun(self._profiles[candidate.eval_dir], self.params(candidate), master / LOG_NAME)
+        self._runs[candidate.eval_dir] = run
+        every_s = max(every_s, 1.0)
+        while not run.done:
+            run.advance(run.elapsed_s + every_s)
+            yield run.elapsed_s
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        log = self._master(candidate) / LOG_NAME
+        if candidate.eval_dir not in self._runs or not log.is_file():
+            raise CollectError("the simulated master has no log yet")
+        return [log]
+
+    def _end_run(self, candidate: Candidate) -> None:
+        """A run in steps ends where the caller stopped it (or at its end)."""
+        run = self._runs.pop(candidate.eval_dir, None)
+        if run is None:
+            return
+        summary = run.stop()
+        self.summaries[candidate.eval_dir] = summary
+        (candidate.eval_dir / "sim-summary.json").write_text(
+            json.dumps(asdict(summary), indent=2) + "\n", encoding="utf-8"
+        )
+
     def collect(self, candidate: Candidate) -> list[Path]:
+        self._end_run(candidate)
         source = self._master(candidate) / LOG_NAME
         if not source.is_file():
             raise CollectError(f"the simulated master has no {LOG_NAME}: warmup did not run")
@@ -118,6 +175,9 @@ class SimBackend:
         return [target]
 
     def teardown(self, candidate: Candidate) -> None:
+        run = self._runs.pop(candidate.eval_dir, None)
+        if run is not None:
+            run.stop()  # closes the log file before its directory goes
         shutil.rmtree(self._master(candidate), ignore_errors=True)
         self._profiles.pop(candidate.eval_dir, None)
 

@@ -26,7 +26,7 @@ from bisector.gitrepo import BisectSession, GitRepo
 from bisector.search.decide import DecisionRule, MajorityRule
 from bisector.search.evaluator import Evaluator, MeasureSettings
 from bisector.search.journal import Journal, Resume, Start
-from bisector.search.measure import Scorer
+from bisector.search.measure import Scorer, rescoring
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
@@ -158,6 +158,8 @@ def open_bisection(
                 retry_wait_s=s.retry_wait_s,
                 warmup_s=s.warmup_s if getattr(backend, "waits_warmup", True) else 0.0,
                 real_time_logs=bool(getattr(backend, "real_time_logs", False)),
+                check_every_s=s.check_every_s,
+                prefetch_builds=s.prefetch_builds,
             ),
             repo=repo,
             journal=journal,
@@ -165,6 +167,8 @@ def open_bisection(
             layout=layout,
             progress=progress,
             scorer=scorer or s.metrics.scorer(),
+            # A scorer given as a seam (tests, benchmarks) also judges the logs so far.
+            growing_scorer=rescoring(scorer) if scorer else s.metrics.growing_scorer(),
             slots=max(1, slots or 1, s.search.parallel),
         )
         try:

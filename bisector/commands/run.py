@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from bisector.bisection.pipeline import run_bisection
-from bisector.bisection.plan import plan_bisection
+from bisector.bisection.plan import Plan, plan_bisection
 from bisector.config import Section, load_config
 from bisector.durations import format_duration
 from bisector.errors import BisectorError
@@ -45,13 +45,11 @@ def build_settings(
 
 def dry_run(settings: RunSettings) -> int:
     plan = plan_bisection(settings)
-    typer.echo(f"range: {plan.good[:12]}..{plan.bad[:12]}, {plan.range_size} commits")
+    typer.echo(f"range: {plan.good[:12]}..{plan.bad[:12]}, {_count(plan.range_size, 'commit')}")
     search = "search, descent into the culprit merge" if settings.first_parent else "search"
     typer.echo(f"expected evaluations: {plan.expected_evaluations} (endpoints, {search}, confirm)")
-    if plan.estimate_s is None:
-        typer.echo("estimated wall time: unknown; set [run] estimate to one evaluation's time")
-    else:
-        typer.echo(f"estimated wall time: {format_duration(plan.estimate_s)}")
+    for line in cost_lines(settings, plan):
+        typer.echo(line)
     typer.echo(f"run directory: {plan.run_dir}")
     typer.echo(
         f"commands of the first evaluation, good endpoint {plan.good[:12]} "
@@ -60,6 +58,41 @@ def dry_run(settings: RunSettings) -> int:
     for command in plan.commands:
         typer.echo(f"  {command}")
     return RunExit.FOUND
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
+    """The cost model's estimate (bisector.cost): search, rounds, time, cluster-hours, money."""
+    s = settings.search
+    if s.likelihood == "metric":
+        mode = "noise-aware search (metric likelihood)"
+    elif s.error_rate > 0:
+        mode = f"noise-aware search (error rate {s.error_rate:g})"
+    else:
+        mode = "git bisect"
+    rounds = plan.expected.rounds if plan.expected else plan.expected_evaluations
+    search = f"search: {mode}, {_count(s.parallel, 'slot')}; rounds: {rounds}"
+    costed, phases = plan.cost, plan.phases
+    if costed is None or phases is None:
+        return [
+            "estimated wall time: unknown; set [run] estimate to one evaluation's time",
+            search,
+        ]
+    lines = [f"estimated wall time: {format_duration(costed.wall_s)}", search]
+    lines.append(
+        f"phases: build {format_duration(phases.build_s)}, launch "
+        f"{format_duration(phases.launch_s)}, warmup {format_duration(phases.warmup_s)}, "
+        f"collect {format_duration(phases.collect_s)}, teardown "
+        f"{format_duration(phases.teardown_s)}"
+    )
+    hours = f"cluster-hours: {costed.cluster_hours:.1f}"
+    if costed.money is not None:
+        hours += f"; cost: {costed.money:.2f} at {settings.price_per_cluster_hour:g} per hour"
+    lines.append(hours)
+    return lines
 
 
 def run(settings: RunSettings, *, is_dry_run: bool = False) -> int:

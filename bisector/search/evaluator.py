@@ -7,6 +7,14 @@ measurements mean. Parallel slots call `measure` for different commits at once;
 the lock serializes what they share (journal, worktree bookkeeping, progress),
 never the evaluations themselves. `batch` runs up to `slots` evaluations at once.
 
+Two ways to reach the culprit sooner (bisector.search.measure has the rules):
+early verdicts, armed once a threshold is known (`decide` outside the endpoints,
+`[run] check_every`, a backend that can `peek`): a warmup whose log already passes
+the threshold ends there; prefetched builds (`[run] prefetch_builds`, a backend
+that can `prefetch_build`): while a cluster warms up, the commits the search named
+as possible next ones (`upcoming`) are built in their own worktrees, at most
+`prefetch_builds` at once, all finished before the measurement returns.
+
 Teardown always finishes: it runs with signals held (see bisector.signals), a
 `cleaned` record is journaled only after it succeeded, and a failed one is said
 loudly, journaled (`teardown_failed`) and kept for the next run and `bisector cleanup`.
@@ -25,7 +33,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bisector import proc
-from bisector.backends.base import Backend, Candidate
+from bisector.backends.base import Backend, Candidate, PartialLogs, PrefetchBuilds
 from bisector.bisection.layout import RunLayout
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
@@ -36,11 +44,26 @@ from bisector.search.journal import (
     Cleaned,
     Journal,
     Mark,
+    Prefetch,
     TeardownFailed,
     read_journal,
 )
-from bisector.search.measure import Measurement, Scorer, WindowRule, evaluate_candidate
-from bisector.search.parallel import CancellableBackend, run_concurrently
+from bisector.search.measure import (
+    EarlyStop,
+    GrowingScorerFactory,
+    Measurement,
+    Scorer,
+    WindowRule,
+    evaluate_candidate,
+    is_monotone,
+    rescoring,
+)
+from bisector.search.parallel import (
+    CancellableBackend,
+    Interrupted,
+    kill_running_commands,
+    run_concurrently,
+)
 from bisector.search.progress import Progress
 from bisector.signals import held_during
 
@@ -54,6 +77,8 @@ class MeasureSettings:
     retry_wait_s: float = 0.0
     warmup_s: float = 0.0  # a log should cover (most of) this
     real_time_logs: bool = False  # the backend's logs carry wall-clock time
+    check_every_s: float | None = None  # look at the log this often during the warmup
+    prefetch_builds: int = 0  # builds of possible next candidates during a warmup (0: off)
 
 
 class Evaluator:
@@ -70,6 +95,7 @@ class Evaluator:
         progress: Progress,
         scorer: Scorer,
         slots: int = 1,
+        growing_scorer: GrowingScorerFactory | None = None,
     ) -> None:
         self.settings = settings
         self.repo = repo
@@ -91,6 +117,13 @@ class Evaluator:
         self._slot_runs: Counter[int] = Counter()
         self._steps_left: int | None = None
         self._begun = len(journal.of_kind(Begin))
+        self.growing_scorer = growing_scorer or rescoring(scorer)
+        self._upcoming: list[str] = []
+        # commit -> the thread building it ahead. Daemon threads: an interrupted run does
+        # not wait for a build nobody needs (their commands are killed, see `measure`).
+        self._prefetches: dict[str, threading.Thread] = {}
+        self._free_prefetch_trees: list[Path] = []
+        self._prefetch_trees_made = False
 
     # -- what the searches call ---------------------------------------------------
 
@@ -98,11 +131,28 @@ class Evaluator:
         """The search's estimate of the steps left, for the progress line."""
         self._steps_left = steps_left
 
+    def upcoming(self, commits: Sequence[str]) -> None:
+        """Commits the search may measure next, likeliest first: builds to prefetch."""
+        with self.lock:
+            self._upcoming = list(dict.fromkeys(commits))
+
+    def early_stop(self, threshold: float | None) -> EarlyStop | None:
+        """How a warmup may end early against `threshold` (None: it runs full length)."""
+        every = self.settings.check_every_s
+        if threshold is None or not every or not is_monotone(self.settings.metric):
+            return None
+        if not isinstance(self.backend, PartialLogs):
+            return None
+        # The sim backend's warmup is its simulated duration, which may differ from [run].
+        warmup = float(getattr(self.backend, "duration_s", 0.0) or self.settings.warmup_s)
+        return EarlyStop(self.settings.metric, threshold, every, warmup, self.growing_scorer)
+
     def window_rule(self) -> WindowRule:
         expected = max(self.settings.warmup_s, self.reference_span_s or 0.0)
         return WindowRule(expected, self.settings.real_time_logs)
 
-    def measure(self, job: Job, slot: int = 0) -> Measurement:
+    def measure(self, job: Job, slot: int = 0, early_threshold: float | None = None) -> Measurement:
+        """One evaluation of `job.commit`; with `early_threshold`, it may stop early as bad."""
         worktree = self.layout.slot_worktree(slot)
         tree = self.repo.tree_of(job.commit)
         with self.lock:
@@ -118,19 +168,13 @@ class Evaluator:
             self._in_flight[slot] = candidate
             self._slot_runs[slot] += 1
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
-        m = evaluate_candidate(
-            CancellableBackend(self.backend, self.cancelled),
-            candidate,
-            metric=self.settings.metric,
-            tree=tree,
-            phase=job.phase,
-            launch_attempts=self.settings.launch_attempts,
-            retry_wait_s=self.settings.retry_wait_s,
-            scorer=self.scorer,
-            window=self.window_rule(),
-            why=job.why,
-            teardown=self._teardown,
-        )
+        early = self.early_stop(early_threshold)
+        try:
+            m = self._evaluate(candidate, job, tree, early)
+            self._finish_prefetches()
+        except BaseException:
+            self._stop_prefetches()
+            raise
         with self.lock:
             self._in_flight.pop(slot, None)
             if m.teardown_error is not None:
@@ -143,6 +187,8 @@ class Evaluator:
             self.journal.add(m)
             shown = "no value" if m.value is None else f"{self.settings.metric}={m.value:g}"
             why = f" ({m.reason})" if m.reason else ""
+            if m.stopped_early:
+                why += f"; stopped early: {m.stopped_early}"
             self.progress.note(
                 f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in {m.duration_s:g}s"
             )
@@ -157,11 +203,37 @@ class Evaluator:
         self.progress.note(f"measured {job.commit[:12]} [{job.phase}]: no value ({m.reason})")
         return m
 
-    def batch(self, jobs: Sequence[Job]) -> list[Measurement]:
-        """One fresh run per job, `slots` at a time (one round per `slots` jobs)."""
+    def _evaluate(
+        self, candidate: Candidate, job: Job, tree: str, early: EarlyStop | None
+    ) -> Measurement:
+        return evaluate_candidate(
+            CancellableBackend(self.backend, self.cancelled),
+            candidate,
+            metric=self.settings.metric,
+            tree=tree,
+            phase=job.phase,
+            launch_attempts=self.settings.launch_attempts,
+            retry_wait_s=self.settings.retry_wait_s,
+            scorer=self.scorer,
+            window=self.window_rule(),
+            why=job.why,
+            teardown=self._teardown,
+            early=early,
+            partial=self.backend if isinstance(self.backend, PartialLogs) else None,
+            on_build=self._use_prefetch,
+            on_warmup=self._start_prefetches,
+            on_step=self._check_cancelled,
+        )
+
+    def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:
+        """One fresh run per job, `slots` at a time (one round per `slots` jobs).
+
+        `then`: commits likely measured after these (prefetched after the batch's own).
+        """
         out: list[Measurement] = []
         for start in range(0, len(jobs), self.slots):
             chunk = jobs[start : start + self.slots]
+            self.upcoming([j.commit for j in jobs[start + self.slots :]] + list(then))
 
             def task(slot: int, job: Job) -> Measurement:
                 m = self.measure(job, slot)
@@ -211,7 +283,9 @@ class Evaluator:
         ]
         idle = (-len(missing)) % self.slots if missing else 0
         ahead = spare(idle)[:idle] if spare and idle else []
-        for m in self.batch(missing + ahead):
+        # The search's first picks come next: their builds can run during these warmups.
+        then = [j.commit for j in spare(self.slots)] if spare and self._prefetcher() else []
+        for m in self.batch(missing + ahead, then):
             if m.commit in commits and m.phase == phase:
                 found[commits.index(m.commit)].append(m)
         return found
@@ -238,7 +312,11 @@ class Evaluator:
                 if decision.verdict == "skip" and found:
                     return Decision("skip", found[-1].reason or decision.reason)
                 return decision
-            self.measure(Job(commit, phase, why), slot)  # journaled; the next pass sees it
+            # Journaled; the next pass sees it. Search runs past the endpoints may end their
+            # warmup early once the log passes the threshold (bad for certain). Endpoints
+            # and the confirmation run full length: they are the evidence a person reads.
+            early = threshold if phase == "bisect" else None
+            self.measure(Job(commit, phase, why), slot, early_threshold=early)
 
     def decide_all(
         self, commits: list[str], threshold: float, rule: DecisionRule, phase: str, why: str
@@ -255,6 +333,97 @@ class Evaluator:
         spans = [m.span_s for m in runs if m.value is not None and m.span_s is not None]
         if spans:
             self.reference_span_s = float(statistics.median(spans))
+
+    # -- early verdicts and prefetched builds ----------------------------------------
+
+    def _check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise Interrupted("the run was interrupted")
+
+    def _prefetcher(self) -> PrefetchBuilds | None:
+        if self.settings.prefetch_builds <= 0 or not isinstance(self.backend, PrefetchBuilds):
+            return None
+        return self.backend
+
+    def _start_prefetches(self) -> None:
+        """The cluster warms up: build what may come next, at most `prefetch_builds` at once."""
+        backend = self._prefetcher()
+        if backend is None:
+            return
+        with self.lock:
+            if not self._prefetch_trees_made:
+                self._prefetch_trees_made = True
+                n = self.settings.prefetch_builds
+                self._free_prefetch_trees = [
+                    self.layout.worktrees / f"prefetch-{i}" for i in range(n)
+                ]
+            in_flight = sum(t.is_alive() for t in self._prefetches.values())
+            room = self.settings.prefetch_builds - in_flight
+            for commit in self._upcoming:
+                if room <= 0:
+                    break
+                if commit in self._prefetches or commit in self._in_flight_commits():
+                    continue
+                if backend.prefetched(commit) or self.journal.for_tree(self.repo.tree_of(commit)):
+                    continue  # built already, or measured already (nothing to build)
+                thread = threading.Thread(
+                    target=self._prefetch, args=(backend, commit), name="prefetch", daemon=True
+                )
+                self._prefetches[commit] = thread
+                thread.start()
+                room -= 1
+
+    def _in_flight_commits(self) -> set[str]:
+        return {c.commit for c in self._in_flight.values()}
+
+    def _prefetch(self, backend: PrefetchBuilds, commit: str) -> None:
+        with self.lock:
+            worktree = self._free_prefetch_trees.pop()
+            self.worktrees.add(worktree)
+            self.repo.add_worktree(worktree, commit)
+        try:
+            backend.prefetch_build(commit, worktree)
+        except InfraError as exc:
+            with self.lock:
+                self.journal.write(Prefetch(commit, exc.reason))
+                self.progress.note(f"prefetched build of {commit[:12]} failed: {exc.reason}")
+        except Exception as exc:  # a prefetch is a guess: its failure is never the run's
+            with self.lock:
+                self.journal.write(Prefetch(commit, f"{type(exc).__name__}: {exc}"))
+        else:
+            with self.lock:
+                self.journal.write(Prefetch(commit))
+                self.progress.note(f"prefetched the build of {commit[:12]} during a warmup")
+        finally:
+            with self.lock:
+                self._free_prefetch_trees.append(worktree)
+
+    def _finish_prefetches(self) -> None:
+        """Builds started during this warmup end before the measurement counts."""
+        with self.lock:
+            pending = [t for t in self._prefetches.values() if t.is_alive()]
+        for thread in pending:
+            thread.join()  # failures were journaled by _prefetch
+
+    def _stop_prefetches(self) -> None:
+        """An interrupt: builds ahead are not needed; kill their commands (not teardowns)."""
+        with self.lock:
+            running = any(t.is_alive() for t in self._prefetches.values())
+        if running:
+            kill_running_commands()
+
+    def _use_prefetch(self, m: Measurement) -> None:
+        """Before a build: wait for this commit's prefetch, and say whether it is used."""
+        backend = self._prefetcher()
+        with self.lock:
+            thread = self._prefetches.get(m.commit)
+        if backend is None or thread is None:
+            return
+        thread.join()
+        if backend.prefetched(m.commit):
+            m.prefetched_build = True
+            with self.lock:
+                self.progress.note(f"using the prefetched build of {m.commit[:12]}")
 
     # -- rounds, teardown, crashes --------------------------------------------------
 

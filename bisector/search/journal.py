@@ -163,6 +163,15 @@ class Interrupted(Record):
 
 
 @dataclass(frozen=True)
+class Prefetch(Record):
+    """A build made ahead of its evaluation (`[run] prefetch_builds`), or why it failed."""
+
+    kind: ClassVar[str] = "prefetch"
+    commit: str = ""
+    error: str | None = None  # None: built into the backend's build cache
+
+
+@dataclass(frozen=True)
 class Done(Record):
     kind: ClassVar[str] = "done"
     culprit: str | None = None
@@ -182,6 +191,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         ThresholdSet,
         LikelihoodSet,
         Interrupted,
+        Prefetch,
         Done,
     )
 }
@@ -234,8 +244,10 @@ class Journal:
             if not isinstance(record, Measured) or record.fingerprint != fingerprint:
                 continue
             m = record.measurement
-            # Only values are reusable: a skip cached by an older version is retried.
-            if m.id not in seen and m.phase != "confirm" and m.value is not None:
+            # Only values are reusable: a skip cached by an older version is retried. Not
+            # a run stopped early: its value is only known to pass its own run's threshold.
+            reusable = m.value is not None and not m.stopped_early
+            if m.id not in seen and m.phase != "confirm" and reusable:
                 seen.add(m.id)
                 self.cached_ids.add(m.id)
                 self.by_tree[m.tree].append(m)
@@ -247,7 +259,7 @@ class Journal:
     def add(self, m: Measurement) -> None:
         record = Measured(self.fingerprint, m)
         self.write(record)
-        if m.value is not None:
+        if m.value is not None and not m.stopped_early:
             append_line(self.cache_file, record.to_json())
         self.own.append(m)
         self.by_tree[m.tree].append(m)

@@ -4,24 +4,73 @@ Self-contained so `run`, `demo` and `nightly` share it. Infrastructure failures,
 logs without data for the metric, and logs that do not cover the measurement
 window (cut short by a restart, or stale) come back as a measurement with no value
 and a `reason`: the caller records them as *skip*, never as a verdict.
+
+Early verdicts (`EarlyStop`): with a backend that can show the log while it grows
+(`PartialLogs`), the warmup runs in steps; after each, the log so far is scored
+and once a metric that only grows during a run is at or above the threshold, the
+warmup ends there (`stopped_early` says when and why). The peeked value is only a
+reason to stop: the verdict still comes from the collected log, scored as always.
+Such a log legitimately covers less than the warmup, so the coverage rule is waived
+for it, but only when the collected log's own value is at or above the threshold;
+anything else (no log, garbled, stale, a value below) is what it would have been.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
-from bisector.backends.base import Backend, Candidate
+from bisector.backends.base import Backend, Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
-from bisector.logs import Scores, metric_value, score_logs
+from bisector.logs import METRIC_NAMES, Scores, metric_value, score_logs
 
 Scorer = Callable[[list[str]], Scores]
+# A scorer of one evaluation's growing log: called again each time the log has grown,
+# it returns the Scores of the whole log so far. `GrowingScorerFactory()` makes a fresh
+# one per evaluation (it may keep where it stopped reading: O(new bytes) per call).
+GrowingScorer = Callable[[list[str]], Scores]
+GrowingScorerFactory = Callable[[], GrowingScorer]
+
+# Built-in metrics that only grow while a run goes on (counts, a high-water mark, the
+# largest lag so far): a value of the log so far at or above the threshold stays there.
+# Not rates or windows: conflicts_per_min, cacher_saturated_after_s and window can fall.
+MONOTONE_METRICS = frozenset(
+    {"conflicts", "node_writes", "lines", "cacher_hwm", "forced_watcher_closes", "dispatch_lag_s"}
+)
+
+
+def is_monotone(metric: str) -> bool:
+    """Whether `metric` can only grow during a run (user `[metrics.NAME]` are request counts)."""
+    return metric in MONOTONE_METRICS or metric not in METRIC_NAMES
+
+
+def rescoring(scorer: Scorer) -> GrowingScorerFactory:
+    """The first growing-log scorer: score the whole log again at each check.
+
+    O(log so far) per check, not O(new bytes); the incremental scorer of bisector.logs
+    takes its place through the same factory type.
+    """
+    return lambda: scorer
+
+
+@dataclass(frozen=True)
+class EarlyStop:
+    """When to end a warmup early: `metric` of the log so far at or above `threshold`."""
+
+    metric: str
+    threshold: float
+    every_s: float  # cluster time between two looks at the log
+    warmup_s: float  # the whole warmup, for the message
+    scorers: GrowingScorerFactory
+
 
 # A log covering less than this share of what it should is cut short (a restarted
 # apiserver, a log rotated away): its counts are low for a reason that is not the code.
@@ -68,7 +117,8 @@ class Measurement:
     slot: int = 0
     why: str = ""  # why the search measured this commit
     window: dict[str, Any] | None = None  # {start, end, span_s} of the log (epoch seconds)
-    stopped_early: str | None = None
+    stopped_early: str | None = None  # why the warmup ended before its time, if it did
+    prefetched_build: bool = False  # the build was made ahead, while another cluster ran
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,7 +142,15 @@ def log_window(scores: Scores) -> dict[str, Any] | None:
     return {"start": window.first, "end": window.last, "span_s": window.seconds}
 
 
-def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement, rule: WindowRule) -> None:
+def _score(
+    scorer: Scorer,
+    logs: list[str],
+    metric: str,
+    m: Measurement,
+    rule: WindowRule,
+    *,
+    early_threshold: float | None = None,
+) -> None:
     try:
         scores = scorer(logs)
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
@@ -107,6 +165,9 @@ def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement, rule: W
     if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"
         return
+    if early_threshold is not None and value >= early_threshold:
+        # Stopped early on this very value: the log covers less than the warmup on purpose.
+        rule = WindowRule(0.0, rule.real_time)
     why_not = _garbled_problem(scores) or _window_problem(m, rule)
     if why_not is not None:
         m.reason = why_not  # the value stays in `metrics`, never in `value`
@@ -160,11 +221,20 @@ def evaluate_candidate(
     window: WindowRule | None = None,
     why: str = "",
     teardown: Callable[[Candidate], None] | None = None,
+    early: EarlyStop | None = None,
+    partial: PartialLogs | None = None,
+    on_build: Callable[[Measurement], None] | None = None,
+    on_warmup: Callable[[], None] | None = None,
+    on_step: Callable[[], None] | None = None,
 ) -> Measurement:
     """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
 
     `teardown` replaces `backend.teardown` (the caller's way to make it finish even
-    when a signal arrives meanwhile).
+    when a signal arrives meanwhile). `early` with `partial` (the backend's partial-log
+    capability) makes the warmup stop early on a certain bad; `on_build` runs before
+    the build (it waits for a prefetch of this commit and says whether one is used),
+    `on_warmup` once the cluster is up (prefetches start there), `on_step` between
+    warmup steps (a cancelled run raises there).
     """
     m = Measurement(
         candidate.commit, tree, phase, started_at=time.time(), slot=candidate.slot, why=why
@@ -179,6 +249,8 @@ def evaluate_candidate(
 
     try:
         candidate.eval_dir.mkdir(parents=True, exist_ok=True)
+        if on_build is not None:
+            on_build(m)
         backend.build(candidate)
         launched = True
         for attempt in Retrying(
@@ -191,13 +263,21 @@ def evaluate_candidate(
             with attempt:
                 m.launch_attempts += 1
                 backend.launch(candidate)
-        backend.warmup(candidate)
+        if on_warmup is not None:
+            on_warmup()
+        if early is not None and partial is not None:
+            m.stopped_early = warm_up_watching(partial, candidate, early, on_step)
+        else:
+            backend.warmup(candidate)
         logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
-        _score(scorer, logs, metric, m, window or WindowRule())
+        threshold = early.threshold if early is not None and m.stopped_early else None
+        _score(scorer, logs, metric, m, window or WindowRule(), early_threshold=threshold)
     except InfraError as exc:
         m.reason = f"{exc.kind}: {exc.reason}"
     finally:
+        if m.value is None:
+            m.stopped_early = None  # a skip: the early look decided nothing
         if launched:
             try:
                 tear_down(candidate)
@@ -205,3 +285,45 @@ def evaluate_candidate(
                 m.teardown_error = exc.reason
         m.duration_s = round(time.monotonic() - start, 3)
     return m
+
+
+def warm_up_watching(
+    partial: PartialLogs,
+    candidate: Candidate,
+    early: EarlyStop,
+    on_step: Callable[[], None] | None = None,
+) -> str | None:
+    """The warmup in steps, looking at the log after each; why it stopped early, or None.
+
+    A look that fails (the log cannot be read or scored right now, no data yet) only
+    means: go on warming up. Only a value at or above the threshold stops the warmup.
+    """
+    scorer = early.scorers()
+    steps = partial.warmup_steps(candidate, early.every_s)
+    try:
+        for elapsed in steps:
+            if on_step is not None:
+                on_step()
+            value = _peek_value(partial, candidate, early.metric, scorer)
+            if value is not None and value >= early.threshold:
+                if elapsed >= early.warmup_s > 0:
+                    return None  # the warmup's end anyway: nothing stopped early
+                whole = format_duration(early.warmup_s) if early.warmup_s else "the warmup"
+                return (
+                    f"{early.metric} {value:g} >= {early.threshold:g} after "
+                    f"{format_duration(elapsed)} of {whole}"
+                )
+        return None
+    finally:
+        close = getattr(steps, "close", None)
+        if close is not None:
+            close()
+
+
+def _peek_value(
+    partial: PartialLogs, candidate: Candidate, metric: str, scorer: GrowingScorer
+) -> float | None:
+    with contextlib.suppress(InfraError, BisectorError, OSError, ValueError):
+        paths: list[Path] = partial.peek(candidate)
+        return metric_value(scorer([str(p) for p in paths]), metric)
+    return None

@@ -11,6 +11,7 @@ import math
 
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.report.model import SearchSummary
+from bisector.search.ahead import next_candidates
 from bisector.search.base import Found, Job, SearchRange
 from bisector.search.decide import Decision, DecisionRule
 from bisector.search.evaluator import Evaluator
@@ -69,6 +70,14 @@ class GitBisectSearch:
             picks = picks or self.strategy.choose(state, self.evaluator.slots)
             if not picks:
                 break
+            # Builds worth making while this round's clusters warm up (prefetch_builds).
+            # git's remaining list holds every commit: git's own first-parent pick (one slot)
+            # is on the chain, SplitStrategy's (K slots) on that list.
+            left = set(remaining[1:])
+            chain = within.first_parent and self.evaluator.slots == 1
+            walk = within.commits[:-1] if chain else list(reversed(remaining[1:]))
+            open_ = [c for c in walk if c in left and state.verdicts.get(c) != "skip"]
+            self.evaluator.upcoming(next_candidates(open_, picks, self.evaluator.slots))
             why = f"git bisect midpoint, {len(remaining)} commits left"
             decisions = self.evaluator.decide_all(picks, self.threshold, self.rule, "bisect", why)
             verdicts = [d.verdict or "skip" for d in decisions]

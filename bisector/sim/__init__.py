@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from bisector.sim.model import RunParams, SimSummary, simulate
+from bisector.sim.model import RunParams, SimRun, SimSummary, simulate
 from bisector.sim.profile import ProfileError, SimProfile, load_profile, render_profile
 
 __all__ = [
     "ProfileError",
     "RunParams",
     "SimProfile",
+    "SimRun",
     "SimSummary",
     "load_profile",
     "render_profile",

@@ -69,6 +69,11 @@ class LogSink:
             self._file.write(block)
             self.pieces.clear()
 
+    def sync(self) -> None:
+        """Everything appended so far on disk, for a reader of the log while it grows."""
+        self.flush()
+        self._file.flush()
+
     def close(self) -> None:
         self.flush()
         self._file.close()

@@ -20,6 +20,7 @@ import heapq
 import math
 import random
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -88,6 +89,62 @@ def _stalls(rng: random.Random, params: RunParams) -> list[tuple[float, float]]:
 
 def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSummary:
     """Run the cluster for `params.duration_s` simulated seconds; write its apiserver log."""
+    run = SimRun(profile, params, log_path)
+    run.advance(params.duration_s)
+    return run.finish()
+
+
+class SimRun:
+    """A simulation run in steps: the log so far is on disk at every pause.
+
+    `advance(t)` runs the model up to simulated time `t` and flushes the log, so a
+    reader sees every line dated before `t` (the cacher's progress lines included);
+    `finish()` runs to the end, `stop()` ends the run where it is (an early verdict:
+    the log then covers only the time simulated). Run in steps or in one go, the
+    model writes the same bytes: pausing only flushes.
+    """
+
+    def __init__(self, profile: SimProfile, params: RunParams, log_path: Path) -> None:
+        self.params = params
+        self.elapsed_s = 0.0
+        self.summary: SimSummary | None = None
+        self._steps = _run(profile, params, log_path)
+        next(self._steps)  # primed: waits for the first pause time
+
+    @property
+    def done(self) -> bool:
+        return self.summary is not None
+
+    def advance(self, until_s: float) -> None:
+        if self.summary is not None:
+            return
+        until_s = min(until_s, self.params.duration_s)
+        try:
+            self._steps.send(until_s)
+        except StopIteration as stop:
+            self.summary = stop.value
+        self.elapsed_s = until_s
+
+    def finish(self) -> SimSummary:
+        self.advance(self.params.duration_s)  # a pause at the end is the end: it returns
+        assert self.summary is not None
+        return self.summary
+
+    def stop(self) -> SimSummary:
+        """End the run at the time simulated so far; the log ends there."""
+        if self.summary is None:
+            try:
+                self._steps.send(None)
+            except StopIteration as stop:
+                self.summary = stop.value
+        assert self.summary is not None
+        return self.summary
+
+
+def _run(
+    profile: SimProfile, params: RunParams, log_path: Path
+) -> Generator[None, float | None, SimSummary]:
+    """The model as a generator: sent a pause time, it runs to it (None: stop there)."""
     rng = random.Random(params.seed)
     cost_factor = math.exp(rng.gauss(0.0, params.noise)) if params.noise > 0 else 1.0
     stalls = _stalls(rng, params)
@@ -132,6 +189,10 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
         out = sink.pieces
         cur_sec, pre = -1, ""
         _startup_lines(stamp, params, out)
+        pause = yield
+        if pause is None:  # stopped before it ran
+            end = 0.0
+        stop_at = end if pause is None else min(pause, end)
         while True:
             if retry_q and retry_q[0][0] <= heap[0][0]:
                 t, code = retry_q.popleft()
@@ -139,8 +200,19 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
             else:
                 t, code = heap[0]
                 from_retries = False
-            if t >= end:
-                break
+            if t >= stop_at:
+                # A pause before this event: the log so far is everything dated before it.
+                while t >= stop_at < end:
+                    _emit_marks(cacher, stop_at, stamp, out, summary)
+                    _emit_closes(cacher, stop_at, stamp, out, summary)
+                    sink.sync()
+                    pause = yield
+                    if pause is None:  # stopped early: the run ends at the pause
+                        end = stop_at
+                        break
+                    stop_at = min(pause, end)
+                if t >= end:
+                    break
             if (hwm_marks and hwm_marks[0][0] <= t) or (
                 dispatch_marks and dispatch_marks[0][0] <= t
             ):
@@ -276,6 +348,7 @@ def simulate(profile: SimProfile, params: RunParams, log_path: Path) -> SimSumma
     summary.hwm = cacher.hwm
     summary.saturated_at_s = cacher.saturated_at
     summary.lines = sink.written
+    summary.duration_s = end
     return summary
 
 

@@ -149,3 +149,89 @@ def test_default_config_selects_a_working_sim_backend(tmp_path: Path) -> None:
     assert isinstance(backend, SimBackend)
     assert backend.profile_path == "hack/kubemark-sim.toml"
     assert backend.duration_s == 300.0 and backend.nodes == 5000
+
+
+# -- early verdicts: the model's log so far (PartialLogs) ----------------------------
+
+
+def test_the_model_in_steps_writes_the_same_log_as_in_one_go(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path, warmup_s=40.0, noise=0.2)
+    profile = render_profile(SimProfile(trigger_index=False))
+    whole = evaluate(backend, candidate(tmp_path, profile, "whole"))[0]
+    stepped = candidate(tmp_path, profile, "whole")  # same eval dir name: same seed
+    stepped = replace(stepped, eval_dir=tmp_path / "stepped" / "whole")
+    backend.build(stepped)
+    backend.launch(stepped)
+    sizes = []
+    elapsed = []
+    for t in backend.warmup_steps(stepped, 7.0):
+        elapsed.append(t)
+        sizes.append(backend.peek(stepped)[0].stat().st_size)
+    logs = backend.collect(stepped)
+    backend.teardown(stepped)
+    assert elapsed == [7.0, 14.0, 21.0, 28.0, 35.0, 40.0]
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]  # the log grows step by step
+    assert logs[0].read_bytes() == whole.read_bytes()
+
+
+def test_peek_shows_the_log_so_far_and_collect_ends_the_run_there(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path, warmup_s=60.0)
+    cand = candidate(tmp_path, render_profile(SimProfile(trigger_index=False)))
+    backend.build(cand)
+    backend.launch(cand)
+    with pytest.raises(CollectError):
+        backend.peek(cand)  # nothing runs yet
+    steps = backend.warmup_steps(cand, 10.0)
+    assert next(steps) == 10.0
+    peeked = read_log(backend.peek(cand)[0])
+    assert next(steps) == 20.0
+    later = read_log(backend.peek(cand)[0])
+    assert 0 < peeked.node_patches < later.node_patches  # the log grows, counts only grow
+    assert peeked.conflicts <= later.conflicts
+    steps.close()  # the caller stops the warmup early
+    logs = backend.collect(cand)
+    backend.teardown(cand)
+    counts = read_log(logs[0])
+    assert counts.bad_lines == [] and counts.node_patches == later.node_patches
+    summary = json.loads((cand.eval_dir / "sim-summary.json").read_text())
+    assert summary["duration_s"] == 20.0 and summary["conflicts"] == counts.conflicts
+
+
+def test_teardown_mid_warmup_closes_the_run(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path, warmup_s=30.0)
+    cand = candidate(tmp_path, render_profile(SimProfile()))
+    backend.build(cand)
+    backend.launch(cand)
+    next(backend.warmup_steps(cand, 10.0))
+    backend.teardown(cand)  # e.g. an interrupt during the warmup
+    assert not (cand.eval_dir / "sim-master").exists()
+
+
+# -- prefetched builds --------------------------------------------------------------
+
+
+def test_a_prefetched_build_is_used_by_the_build_of_that_commit(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path)
+    ahead = tmp_path / "prefetch"
+    (ahead / "hack").mkdir(parents=True)
+    (ahead / "hack" / "kubemark-sim.toml").write_text(render_profile(SimProfile()))
+    backend.prefetch_build(COMMIT, ahead)
+    assert backend.prefetched(COMMIT)
+    cand = candidate(tmp_path, None)  # its own checkout has no profile: only the prefetch does
+    backend.build(cand)
+    assert not backend.prefetched(COMMIT)  # taken
+    backend.launch(cand)
+    backend.warmup(cand)
+    assert backend.collect(cand)[0].is_file()
+    backend.teardown(cand)
+
+
+def test_a_failed_prefetch_leaves_the_build_to_fail_as_a_skip(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path)
+    ahead = tmp_path / "prefetch"
+    ahead.mkdir()
+    with pytest.raises(BuildError):
+        backend.prefetch_build(COMMIT, ahead)
+    assert not backend.prefetched(COMMIT)
+    with pytest.raises(BuildError):
+        backend.build(candidate(tmp_path, None))

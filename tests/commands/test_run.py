@@ -150,7 +150,7 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     assert driver.calls("launches") == []
     paths = _cli(*_args(built, driver, "--dry-run", "--repeats", "3", "--", "value"))
     assert paths.returncode == 0, paths.stderr
-    assert "1 commits" in paths.stdout  # only the commit that changed `value`
+    assert ", 1 commit\n" in paths.stdout  # only the commit that changed `value`
     assert "expected evaluations: 8" in paths.stdout  # flag beats file: (2 + 0 + 2) x 2 runs
 
 

@@ -1,0 +1,194 @@
+"""The one cost model: evaluations, rounds, wall time, cluster-hours and money of a bisection.
+
+Used by `--dry-run` (bisector.bisection.plan) and scripts/bench_hours.py.
+
+Evaluations and rounds (what scripts/bench_bisect.py counts: endpoints, search,
+descent into a merged branch, confirmation of culprit and parent):
+* plain git bisect, K slots: each round splits what is left into K + 1 parts, so
+  ceil(log_{K+1} N) search rounds of K evaluations (K = 1: git's ceil(log2 N));
+  the endpoints take ceil(2 r / K) rounds, the confirmation ceil(2 r / K) (r: runs
+  per commit, `repeats`);
+* noise-aware search (probabilistic bisection): each run carries at most the
+  capacity C = 1 - H(p) bits of a binary channel that flips a verdict with
+  probability p; naming one of N commits with `confidence` takes about
+  (log2 N + CONFIDENCE_SHARE * log2(1 / (1 - confidence))) / C runs, the share fitted
+  to what scripts/bench_bisect.py measures (N = 64, 12 trials: median 18 evaluations
+  at p = 0.1, 34.5 at p = 0.2; this model says 20 and 34). `likelihood = "metric"`
+  weighs each run by its value: modeled as p = METRIC_EQUIVALENT_ERROR, with 3
+  endpoint runs each. With K slots a round measures K commits: rounds = runs / K.
+
+Phases of one evaluation (seconds): build, launch, warmup, collect, teardown; a
+cluster exists from launch to the end of teardown: cluster-hours are the sum of
+that over evaluations. `setup` is paid once per bisection in wall time (e.g. the gce
+base cluster; a base cluster kept up is up for the whole wall time, not counted here).
+Wall time is rounds x (build + cluster time): K slots run side by side. Early
+verdicts shorten a bad evaluation's warmup to `early_bad_s`; prefetched builds
+hide a build behind the previous warmup (`prefetch_hit` of them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+METRIC_EQUIVALENT_ERROR = 0.05  # a run weighed by its value, as a verdict's error rate
+CONFIDENCE_SHARE = 1 / 3  # of the confidence's bits the posterior pays (fitted, see above)
+
+
+@dataclass(frozen=True)
+class Phases:
+    build_s: float = 0.0
+    launch_s: float = 0.0
+    warmup_s: float = 0.0
+    collect_s: float = 0.0
+    teardown_s: float = 0.0
+    setup_s: float = 0.0  # once per bisection (a base cluster)
+
+    @property
+    def cluster_s(self) -> float:
+        """Time a cluster of one evaluation exists: launch to the end of teardown."""
+        return self.launch_s + self.warmup_s + self.collect_s + self.teardown_s
+
+    @property
+    def evaluation_s(self) -> float:
+        return self.build_s + self.cluster_s
+
+
+# ci-kubernetes-kubemark-gce-scale in June 2017 (issue 15): make quick-release 20-40 min,
+# start-kubemark 10-15 min, warmup 30 min, log copy ~2 min, stop-kubemark 5 min. The base
+# cluster (kube-up) is paid once; its length is not in the thread: 15 min is an assumption.
+KUBEMARK_2017 = Phases(
+    build_s=30 * 60,
+    launch_s=12 * 60,
+    warmup_s=30 * 60,
+    collect_s=2 * 60,
+    teardown_s=5 * 60,
+    setup_s=15 * 60,
+)
+
+
+@dataclass(frozen=True)
+class SearchShape:
+    """What decides how many evaluations a bisection takes."""
+
+    range_size: int  # commits in good..bad as the search walks them (first parent or all)
+    descent_size: float = 1.0  # commits of the merged branch bisected after a merge is found
+    repeats: int = 1  # runs per commit (plain search's majority rule)
+    error_rate: float = 0.0
+    likelihood: str = "verdict"
+    confidence: float = 0.99
+    parallel: int = 1
+    endpoint_runs: int | None = None
+
+    @property
+    def noise_aware(self) -> bool:
+        return self.error_rate > 0 or self.likelihood == "metric"
+
+
+@dataclass(frozen=True)
+class Expected:
+    evaluations: int
+    rounds: int
+
+
+def _log(size: float, base: float) -> int:
+    return math.ceil(math.log(size) / math.log(base) - 1e-9) if size > 1 else 0
+
+
+def _entropy(p: float) -> float:
+    if p <= 0 or p >= 1:
+        return 0.0
+    return -(p * math.log2(p) + (1 - p) * math.log2(1 - p))
+
+
+def expected_search(shape: SearchShape) -> Expected:
+    """Expected evaluations and rounds of concurrent evaluations, all phases."""
+    k = max(1, shape.parallel)
+    if not shape.noise_aware:
+        r = shape.repeats
+        ends = 2 * (shape.endpoint_runs or r)
+        steps = _log(shape.range_size, k + 1) + _log(shape.descent_size, k + 1)
+        search = steps * k * r
+        rounds = math.ceil(ends / k) + steps * r + math.ceil(2 * r / k)
+        return Expected(ends + search + 2 * r, rounds)
+    p = shape.error_rate if shape.likelihood == "verdict" else METRIC_EQUIVALENT_ERROR
+    capacity = max(1 - _entropy(p), 1e-3)
+    ends_each = shape.endpoint_runs or (3 if shape.likelihood == "metric" else shape.repeats)
+    ends = 2 * ends_each
+    bits = math.log2(max(shape.range_size, 2)) + math.log2(max(shape.descent_size, 1))
+    bits += CONFIDENCE_SHARE * math.log2(1 / (1 - shape.confidence))
+    search = math.ceil(bits / capacity)
+    rounds = math.ceil(ends / k) + math.ceil(search / k) + math.ceil(2 / k)
+    return Expected(ends + search + 2, rounds)
+
+
+@dataclass(frozen=True)
+class Cost:
+    evaluations: int
+    rounds: int
+    wall_s: float
+    cluster_s: float
+    money: float | None  # None: no price given
+
+    @property
+    def cluster_hours(self) -> float:
+        return self.cluster_s / 3600
+
+
+def cost(
+    expected: Expected,
+    phases: Phases,
+    *,
+    price_per_cluster_hour: float | None = None,
+    bad_share: float = 0.0,
+    early_bad_s: float | None = None,
+    prefetch_hit: float = 0.0,
+) -> Cost:
+    """Wall time, cluster time and money of `expected` evaluations with `phases`.
+
+    `bad_share`: the share of evaluations that are bad (about half in a bisection);
+    with `early_bad_s` (early verdicts) their warmup lasts that long. `prefetch_hit`:
+    the share of builds hidden behind an earlier warmup (0: none, 1: all but the first).
+    """
+    warmup = phases.warmup_s
+    if early_bad_s is not None:
+        warmup = (1 - bad_share) * phases.warmup_s + bad_share * min(early_bad_s, phases.warmup_s)
+    per = replace(phases, warmup_s=warmup)
+    build = phases.build_s * (1 - prefetch_hit)
+    wall = phases.setup_s + expected.rounds * (build + per.cluster_s)
+    if prefetch_hit:
+        wall += phases.build_s  # the first build has nothing to hide behind
+    cluster = expected.evaluations * per.cluster_s
+    money = None
+    if price_per_cluster_hour is not None:
+        money = round(cluster / 3600 * price_per_cluster_hour, 2)
+    return Cost(expected.evaluations, expected.rounds, wall, cluster, money)
+
+
+def phases_for(
+    *, backend: str, warmup_s: float, estimate_s: float | None, build_s: float | None = None
+) -> Phases | None:
+    """Phase durations for a run: the 2017 job's, scaled to `[run] estimate` when given.
+
+    With an estimate, the time outside the warmup is split as in the 2017 job (build,
+    launch, collect, teardown); without one, the gce backend gets the 2017 job's phases
+    and other backends have no known durations (None). `warmup_s` is the run's, except
+    for the simulator, whose warmup is simulated: its estimate is all its wall time.
+    """
+    j = KUBEMARK_2017
+    outside = j.build_s + j.launch_s + j.collect_s + j.teardown_s
+    if backend == "sim":
+        # The simulator's warmup is simulated time: the whole estimate is the model's run.
+        return None if estimate_s is None else Phases(warmup_s=estimate_s)
+    if estimate_s is not None:
+        scale = max(0.0, estimate_s - warmup_s) / outside
+        return Phases(
+            build_s=j.build_s * scale if build_s is None else build_s,
+            launch_s=j.launch_s * scale,
+            warmup_s=warmup_s,
+            collect_s=j.collect_s * scale,
+            teardown_s=j.teardown_s * scale,
+        )
+    if backend == "gce":
+        return replace(j, warmup_s=warmup_s or j.warmup_s)
+    return None
