@@ -117,7 +117,7 @@ class EndpointCheck:
                     )
                     runs_good, runs_bad = self._measure(needed)
             return runs_good, runs_bad
-        if s.error_rate > 0 and self.settings.threshold is None:
+        if s.error_rate > 0 and self.settings.threshold is None and not s.endpoint_runs:
             while not _separated(_values(runs_good), _values(runs_bad)):
                 n = max(len(runs_good), len(runs_bad))
                 if n >= MAX_ENDPOINT_RUNS:

@@ -22,7 +22,7 @@ from bisector.bisection.start import (
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.report import Report, write_reports
 from bisector.search.base import Found, Search, SearchRange
-from bisector.search.decide import DecisionRule
+from bisector.search.decide import ConfirmRule, DecisionRule
 from bisector.search.journal import Done, Interrupted, LikelihoodSet, ThresholdSet
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
 from bisector.search.measure import Scorer
@@ -160,10 +160,21 @@ def _confirm(b: Bisection, found: Found, threshold: float) -> dict[str, str]:
     b.evaluator.expect(0)
     pair = [found.culprit, parent]
     why = "confirming the culprit against its parent"
+    # Runs that may flip (a noise model): a disagreeing confirmation run is measured
+    # again, so one flipped run does not undo a culprit the posterior is sure of.
+    rules: list[DecisionRule] = (
+        [
+            ConfirmRule("bad", max(3, b.settings.repeats)),
+            ConfirmRule("good", max(3, b.settings.repeats)),
+        ]
+        if b.settings.noise_aware
+        else [b.rule, b.rule]
+    )
     if b.evaluator.slots >= 2:
-        decisions = b.evaluator.decide_all(pair, threshold, b.rule, "confirm", why)
+        decisions = b.evaluator.decide_each(pair, threshold, rules, "confirm", why)
     else:
         decisions = [
-            b.evaluator.decide_all([c], threshold, b.rule, "confirm", why)[0] for c in pair
+            b.evaluator.decide_each([c], threshold, [r], "confirm", why)[0]
+            for c, r in zip(pair, rules, strict=True)
         ]
     return {c: d.verdict or "skip" for c, d in zip(pair, decisions, strict=True)}

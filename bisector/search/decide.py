@@ -73,3 +73,31 @@ def calibrate_threshold(good: float, bad: float) -> tuple[float, str]:
         )
     value = (good + bad) / 2
     return value, f"calibrated: midpoint of good {good:g} and bad {bad:g}"
+
+
+@dataclass(frozen=True)
+class ConfirmRule:
+    """Confirmation when runs may flip: one run agreeing with the search is enough; a run
+    that disagrees is measured again and a majority of `repeats` decides.
+
+    A single flipped run must not undo a culprit the posterior is sure of; a wrong
+    culprit is no likelier to pass than with one run (its first run must flip too).
+    """
+
+    expected: str  # "bad" for the culprit, "good" for its parent
+    repeats: int = 3
+
+    def planned_runs(self) -> int:
+        return 1
+
+    def decide(self, values: Sequence[float | None], threshold: float) -> Decision:
+        valid = [v for v in values if v is not None]
+        if len(values) == 1 and len(valid) == 1:
+            verdict = "bad" if valid[0] >= threshold else "good"
+            if verdict == self.expected:
+                return Decision(
+                    verdict,
+                    f"1 run {'at or above' if verdict == 'bad' else 'below'} "
+                    f"{threshold:g}, as the search found",
+                )
+        return MajorityRule(self.repeats).decide(values, threshold)

@@ -322,9 +322,20 @@ class Evaluator:
         self, commits: list[str], threshold: float, rule: DecisionRule, phase: str, why: str
     ) -> list[Decision]:
         """Decisions on up to `slots` commits, made concurrently (one slot each)."""
+        return self.decide_each(commits, threshold, [rule] * len(commits), phase, why)
+
+    def decide_each(
+        self,
+        commits: list[str],
+        threshold: float,
+        rules: Sequence[DecisionRule],
+        phase: str,
+        why: str,
+    ) -> list[Decision]:
+        """Like `decide_all`, each commit with its own rule."""
         tasks = [
             functools.partial(self.decide, commit, threshold, rule, phase, slot=slot, why=why)
-            for slot, commit in enumerate(commits)
+            for slot, (commit, rule) in enumerate(zip(commits, rules, strict=True))
         ]
         return self.concurrently(tasks, phase)
 

@@ -37,3 +37,17 @@ def test_calibration() -> None:
     assert calibrate_threshold(0, 40)[0] == 20
     with pytest.raises(BisectorError, match="good 50, bad 40"):
         calibrate_threshold(50, 40)
+
+
+def test_confirm_rule_takes_one_agreeing_run_and_a_majority_after_a_disagreeing_one() -> None:
+    from bisector.search.decide import ConfirmRule
+
+    culprit = ConfirmRule("bad")
+    assert culprit.decide([40.0], 10.0).verdict == "bad"  # agrees: one run is enough
+    assert culprit.decide([2.0], 10.0).verdict is None  # flipped? measure again
+    assert culprit.decide([2.0, 40.0], 10.0).verdict is None
+    assert culprit.decide([2.0, 40.0, 40.0], 10.0).verdict == "bad"
+    assert culprit.decide([2.0, 2.0], 10.0).verdict == "good"  # really good: not confirmed
+    parent = ConfirmRule("good")
+    assert parent.decide([2.0], 10.0).verdict == "good"
+    assert parent.decide([10.0], 10.0).verdict is None  # at the threshold is bad: disagrees

@@ -186,7 +186,11 @@ def test_four_slots_take_fewer_rounds(tmp_path: Path, noise: float) -> None:
     report = _run(built, backend, error_rate=noise, parallel=4, fold=False)
     assert report.culprit is not None and report.culprit.commit == built.mainline[41]
     rounds = report.search.rounds
-    assert rounds["endpoint"] == 1 and rounds["confirm"] == 1
+    assert rounds["endpoint"] == 1
+    # One confirmation round, unless a confirmation run flipped: then it is measured
+    # again (a majority of 3) instead of leaving the culprit unconfirmed.
+    assert rounds["confirm"] == 1 or (noise and rounds["confirm"] <= 3)
+    assert report.culprit.confirmed
     bisect = [e for e in report.evaluations if e.phase == "bisect"]
     assert rounds["bisect"] < len(bisect)
     if noise == 0:
