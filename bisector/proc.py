@@ -1,24 +1,50 @@
 """The one place the tool starts external programs.
 
-Backends call only `run`; tests replace only `run`. Every call has a timeout,
-runs in its own process group (so a timeout or Ctrl-C kills the whole tree a
-script started, not just the shell), and failures raise `CommandError` carrying
-the command and what it printed.
+Backends call only `run`; tests replace only `run`. Every call has a timeout and
+runs in its own process group, so a timeout or Ctrl-C/SIGTERM kills the whole
+tree a script started, not just the shell. The child's stdout and stderr go to
+unlinked temporary files, not pipes: the wait is for the process to exit, so a
+daemon the command leaves behind holding its output cannot stretch the wait
+past the deadline. Failures raise `CommandError` carrying the command and what
+it printed; `log=` keeps every command's output in a file (see `bisector.proclog`).
+
+Every child gets BISECTOR_OWNER (this process's pid and start time) in its
+environment, and inside `track_groups(path)` every group started is recorded,
+so a later process can stop what a killed run left behind (`bisector.orphans`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
+
+from bisector import orphans, proclog
+from bisector.orphans import OWNER_ENV, stop_orphans, track_groups
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "OWNER_ENV",
+    "CmdResult",
+    "CommandError",
+    "run",
+    "stop_orphans",
+    "track_groups",
+]
 
 DEFAULT_TIMEOUT_S = 3600.0
-_TAIL_CHARS = 2000
+# How much of the output an error message carries: the last lines, within this many chars.
+_TAIL_LINES = 5
+_TAIL_CHARS = 800
+_CMD_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -28,8 +54,33 @@ class CmdResult:
     stderr: str
 
 
+def last_lines(text: str, lines: int = _TAIL_LINES, chars: int = _TAIL_CHARS) -> list[str]:
+    """The last non-blank `lines` of `text`, dropping older ones beyond `chars` in total."""
+    kept: list[str] = []
+    size = 0
+    for raw in reversed(text.splitlines()):
+        line = raw.strip()
+        if not line:
+            continue
+        if len(kept) == lines or (kept and size + len(line) > chars):
+            break
+        kept.append(line[-chars:])
+        size += len(kept[-1])
+    return kept[::-1]
+
+
+def short_command(cmd: Sequence[str], chars: int = _CMD_CHARS) -> str:
+    """The command line, abbreviated: the full text is in the command log."""
+    text = shlex.join(cmd).replace("\n", " ")
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
 class CommandError(Exception):
-    """An external command failed, timed out, or could not be started."""
+    """An external command failed, timed out, or could not be started.
+
+    The message is `` `cmd` why: last lines `` with the command abbreviated, so
+    the actual error text survives any cut of the message that follows it.
+    """
 
     def __init__(
         self, cmd: Sequence[str], code: int | None, stdout: str, stderr: str, why: str = ""
@@ -38,9 +89,9 @@ class CommandError(Exception):
         self.code = code
         self.stdout = stdout
         self.stderr = stderr
-        self.why = why or f"exited with code {code}"
-        tail = (stderr or stdout).strip()[-_TAIL_CHARS:]
-        msg = f"`{shlex.join(self.cmd)}` {self.why}"
+        self.why = why or _exit_text(code)
+        tail = " | ".join(last_lines(stderr if stderr.strip() else stdout))
+        msg = f"`{short_command(self.cmd)}` {self.why}"
         super().__init__(f"{msg}: {tail}" if tail else msg)
 
     @property
@@ -48,9 +99,32 @@ class CommandError(Exception):
         return self.why.startswith("timed out")
 
 
-def _kill_group(popen: subprocess.Popen[str]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(popen.pid, signal.SIGKILL)
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        with suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+def _kill_group(pgid: int) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+@contextmanager
+def _stdin_file(text: str | None) -> Iterator[IO[bytes] | int]:
+    if text is None:
+        yield subprocess.DEVNULL
+        return
+    with tempfile.TemporaryFile() as handle:
+        handle.write(text.encode())
+        handle.seek(0)
+        yield handle
+
+
+def _read(handle: IO[bytes]) -> str:
+    handle.seek(0)
+    return handle.read().decode("utf-8", errors="replace")
 
 
 def run(
@@ -61,39 +135,58 @@ def run(
     timeout: float | None = DEFAULT_TIMEOUT_S,
     check: bool = True,
     stdin: str | None = None,
+    log: Path | None = None,
 ) -> CmdResult:
     """Run `cmd` (an argv list; use ["bash", "-c", script] for shell text).
 
-    `env` is added to the current environment, not a replacement for it.
-    Raises CommandError when the program is missing, times out, or (with
-    `check`) exits non-zero.
+    `env` is added to the current environment, not a replacement for it. With
+    `log`, a block (command line, output, exit code, duration) is appended to
+    that file, whatever the outcome. Raises CommandError when the program is
+    missing, times out (its whole process group is then killed), or (with
+    `check`) exits non-zero. An exception while waiting (Ctrl-C, SIGTERM turned
+    into KeyboardInterrupt) kills the whole group before it propagates.
     """
-    full_env = {**os.environ, **env} if env else None
-    try:
-        popen = subprocess.Popen(
-            list(cmd),
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-    except OSError as exc:
-        raise CommandError(cmd, None, "", str(exc), why=f"could not start: {exc}") from exc
-    try:
-        out, err = popen.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(popen)
-        out, err = popen.communicate()
-        raise CommandError(cmd, None, out, err, why=f"timed out after {timeout:g}s") from None
-    except BaseException:
-        # Ctrl-C or SIGTERM while waiting: the child's whole group goes too.
-        _kill_group(popen)
-        popen.wait()
-        raise
-    if check and popen.returncode != 0:
-        raise CommandError(cmd, popen.returncode, out, err)
-    return CmdResult(popen.returncode, out, err)
+    full_env = {**os.environ, **(env or {}), OWNER_ENV: orphans.owner_tag()}
+    entry = proclog.begin(log, cmd, cwd)
+    start = time.monotonic()
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        _stdin_file(stdin) as inp,
+    ):
+        try:
+            popen = subprocess.Popen(
+                list(cmd),
+                cwd=cwd,
+                env=full_env,
+                stdin=inp,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            why = f"could not start: {exc}"
+            entry.end("", str(exc), why, time.monotonic() - start)
+            raise CommandError(cmd, None, "", str(exc), why=why) from exc
+        orphans.record_group(popen.pid, cmd)
+        code: int | None
+        try:
+            code = popen.wait(timeout)
+            why = ""
+        except subprocess.TimeoutExpired:
+            _kill_group(popen.pid)
+            popen.wait()
+            code, why = None, f"timed out after {timeout:g}s"
+        except BaseException as exc:
+            # Ctrl-C or SIGTERM while waiting: the child's whole group goes too.
+            _kill_group(popen.pid)
+            popen.wait()
+            entry.end(_read(out), _read(err), f"interrupted ({type(exc).__name__})", None)
+            raise
+        stdout, stderr = _read(out), _read(err)
+    entry.end(stdout, stderr, why or _exit_text(code), time.monotonic() - start)
+    if code is None:
+        raise CommandError(cmd, None, stdout, stderr, why=why)
+    if check and code != 0:
+        raise CommandError(cmd, code, stdout, stderr)
+    return CmdResult(code, stdout, stderr)
