@@ -24,7 +24,7 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from bisector.ci.gcs import access_error, retrying
+from bisector.ci.gcs import TIMEOUT, access_error, retrying
 from bisector.errors import BisectorError
 from bisector.logs.sources import gcs_client
 
@@ -85,7 +85,11 @@ def upload_run(
         blob = bucket.blob(name)
         content_type = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0]
         try:
-            retrying(lambda: blob.upload_from_filename(str(path), content_type=content_type))
+            retrying(
+                lambda: blob.upload_from_filename(
+                    str(path), content_type=content_type, timeout=TIMEOUT, retry=None
+                )
+            )
         except gexc.GoogleAPIError as exc:
             raise access_error(exc, f"gs://{bucket_name}/{name}") from None
         return path.stat().st_size
@@ -128,7 +132,8 @@ def _walk(top: Path) -> Iterator[Path]:
 
 def _existing_sizes(client: Any, bucket: str, prefix: str) -> dict[str, int]:
     def listing() -> dict[str, int]:
-        return {b.name: int(b.size or 0) for b in client.list_blobs(bucket, prefix=prefix)}
+        blobs = client.list_blobs(bucket, prefix=prefix, timeout=TIMEOUT, retry=None)
+        return {b.name: int(b.size or 0) for b in blobs}
 
     try:
         sizes: dict[str, int] = retrying(listing)

@@ -23,7 +23,7 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from bisector.ci.gcs import access_error, retrying
+from bisector.ci.gcs import TIMEOUT, access_error, retrying
 from bisector.ci.metadata import RunInfo, parse_run
 from bisector.errors import BisectorError
 
@@ -75,7 +75,9 @@ def list_runs(client: Any, job: JobRef) -> list[int]:
     """Run numbers of the job (from its `RUN/` prefixes), ascending; errors if there are none."""
 
     def prefixes() -> set[str]:
-        pages = client.list_blobs(job.bucket, prefix=job.prefix, delimiter="/")
+        pages = client.list_blobs(
+            job.bucket, prefix=job.prefix, delimiter="/", timeout=TIMEOUT, retry=None
+        )
         for _ in pages:  # the prefixes are filled in while iterating
             pass
         return set(pages.prefixes)
@@ -141,7 +143,9 @@ def find_log_set(client: Any, job: JobRef, run: int, master: str | None = None) 
     artifacts = job.run_prefix(run) + "artifacts/"
 
     def directories() -> list[str]:
-        pages = client.list_blobs(job.bucket, prefix=artifacts, delimiter="/")
+        pages = client.list_blobs(
+            job.bucket, prefix=artifacts, delimiter="/", timeout=TIMEOUT, retry=None
+        )
         for _ in pages:
             pass
         return sorted(p[len(artifacts) :].rstrip("/") for p in pages.prefixes)
@@ -150,7 +154,7 @@ def find_log_set(client: Any, job: JobRef, run: int, master: str | None = None) 
         prefix = f"{artifacts}{directory}/kube-apiserver.log"
         return [
             LogObject(blob.name, int(blob.generation), int(blob.size or 0))
-            for blob in client.list_blobs(job.bucket, prefix=prefix)
+            for blob in client.list_blobs(job.bucket, prefix=prefix, timeout=TIMEOUT, retry=None)
             if APISERVER_LOG.match(blob.name.rsplit("/", 1)[-1])
         ]
 
@@ -178,7 +182,7 @@ def _master_order(directories: Sequence[str], master: str | None) -> list[str]:
 def _read_text(client: Any, bucket: str, name: str) -> str | None:
     blob = client.bucket(bucket).blob(name)
     try:
-        data: bytes = retrying(blob.download_as_bytes)
+        data: bytes = retrying(lambda: blob.download_as_bytes(timeout=TIMEOUT, retry=None))
     except gexc.NotFound:
         return None
     except gexc.GoogleAPIError as exc:
