@@ -60,6 +60,15 @@ def _stat(pid: int) -> tuple[str, int, int, int, str] | None:
     return fields[0], int(fields[1]), int(fields[2]), int(fields[19]), name
 
 
+def children_stats() -> list[tuple[int, int, int]]:
+    """(pid, ppid, pgid) of every live process (zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) and stat[0] not in "ZX":
+            found.append((int(entry.name), stat[1], stat[2]))
+    return found
+
+
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks after boot; None when it is gone or a zombie."""
     stat = _stat(pid)

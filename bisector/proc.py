@@ -20,6 +20,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -111,6 +112,22 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+# Groups `run` is waiting for, so an interrupt that lands inside Popen (the child
+# already started, its Popen object not yet ours) can find the group it left.
+_lock = threading.Lock()
+_known: set[int] = set()
+
+
+def _kill_unknown_children() -> None:
+    """Kill the groups led by children of ours that no `run` call knows of."""
+    me = os.getpid()
+    with _lock:
+        known = set(_known)
+    for pid, ppid, pgid in orphans.children_stats():
+        if ppid == me and pgid == pid and pid not in known:
+            _kill_group(pid)
+
+
 @contextmanager
 def _stdin_file(text: str | None) -> Iterator[IO[bytes] | int]:
     if text is None:
@@ -154,6 +171,10 @@ def run(
         tempfile.TemporaryFile() as err,
         _stdin_file(stdin) as inp,
     ):
+        # One try from Popen to the end of the wait: an interrupt anywhere in it
+        # (even inside Popen, once the child runs) kills the command's group.
+        popen: subprocess.Popen[bytes] | None = None
+        code: int | None = None
         try:
             popen = subprocess.Popen(
                 list(cmd),
@@ -164,25 +185,36 @@ def run(
                 stderr=err,
                 start_new_session=True,
             )
-        except OSError as exc:
-            why = f"could not start: {exc}"
-            entry.end("", str(exc), why, time.monotonic() - start)
-            raise CommandError(cmd, None, "", str(exc), why=why) from exc
-        orphans.record_group(popen.pid, cmd)
-        code: int | None
-        try:
+            with _lock:
+                _known.add(popen.pid)
+            orphans.record_group(popen.pid, cmd)
             code = popen.wait(timeout)
             why = ""
         except subprocess.TimeoutExpired:
+            assert popen is not None
             _kill_group(popen.pid)
             popen.wait()
             code, why = None, f"timed out after {timeout:g}s"
+        except OSError as exc:
+            if popen is not None:  # pragma: no cover - wait() itself failing
+                _kill_group(popen.pid)
+                raise
+            why = f"could not start: {exc}"
+            entry.end("", str(exc), why, time.monotonic() - start)
+            raise CommandError(cmd, None, "", str(exc), why=why) from exc
         except BaseException as exc:
-            # Ctrl-C or SIGTERM while waiting: the child's whole group goes too.
+            # Ctrl-C or SIGTERM (raised as KeyboardInterrupt): the whole group goes too.
+            if popen is None:  # inside Popen, the child maybe started: find its group
+                _kill_unknown_children()
+                raise
             _kill_group(popen.pid)
             popen.wait()
             entry.end(_read(out), _read(err), f"interrupted ({type(exc).__name__})", None)
             raise
+        finally:
+            if popen is not None:
+                with _lock:
+                    _known.discard(popen.pid)
         stdout, stderr = _read(out), _read(err)
     entry.end(stdout, stderr, why or _exit_text(code), time.monotonic() - start)
     if code is None:

@@ -211,3 +211,20 @@ def test_log_keeps_every_command_as_its_own_block(tmp_path: Path) -> None:
 def test_an_unwritable_log_does_not_fail_the_command(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
     assert proc.run(["true"], log=tmp_path / "file" / "build.log").code == 0
+
+
+def test_an_interrupt_inside_popen_still_finds_the_group(tmp_path: Path) -> None:
+    # The fallback when Ctrl-C lands after the child started but before Popen
+    # returned: groups led by our children that no `run` call knows are killed.
+    pidfile = tmp_path / "grandchild"
+    child = subprocess.Popen(
+        ["bash", "-c", f"sleep 60 & echo $! > {pidfile}; wait"], start_new_session=True
+    )
+    try:
+        grandchild = int(_wait_for(pidfile))
+        proc._kill_unknown_children()
+        assert child.wait(10) == -signal.SIGKILL
+        assert _gone(grandchild)
+    finally:
+        child.kill()
+        child.wait()
