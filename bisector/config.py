@@ -30,6 +30,10 @@ class Section:
     file: str = "<defaults>"
     path: str = ""
 
+    def where(self, key: str) -> str:
+        """`file: key `table.key``, for error messages about `key`."""
+        return self._where(key)
+
     def _where(self, key: str) -> str:
         dotted = f"{self.path}.{key}" if self.path else key
         return f"{self.file}: key `{dotted}`"

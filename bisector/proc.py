@@ -34,14 +34,20 @@ from bisector.orphans import OWNER_ENV, stop_orphans, track_groups
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "OWNER_ENV",
+    "PROTECTED_GROUPS",
     "CmdResult",
     "CommandError",
+    "protected",
     "run",
     "stop_orphans",
     "track_groups",
 ]
 
 DEFAULT_TIMEOUT_S = 3600.0
+# Process groups of commands that must finish even when the run is interrupted
+# (teardowns): the interrupt handler's kill of running commands spares them.
+PROTECTED_GROUPS: set[int] = set()
+_local = threading.local()
 # How much of the output an error message carries: the last lines, within this many chars.
 _TAIL_LINES = 5
 _TAIL_CHARS = 800
@@ -118,6 +124,17 @@ _lock = threading.Lock()
 _known: set[int] = set()
 
 
+@contextmanager
+def protected() -> Iterator[None]:
+    """Commands this thread starts inside the block are spared by interrupt kills."""
+    before = getattr(_local, "protected", False)
+    _local.protected = True
+    try:
+        yield
+    finally:
+        _local.protected = before
+
+
 def _kill_unknown_children() -> None:
     """Kill the groups led by children of ours that no `run` call knows of."""
     me = os.getpid()
@@ -187,6 +204,8 @@ def run(
             )
             with _lock:
                 _known.add(popen.pid)
+            if getattr(_local, "protected", False):
+                PROTECTED_GROUPS.add(popen.pid)
             orphans.record_group(popen.pid, cmd)
             code = popen.wait(timeout)
             why = ""
@@ -213,6 +232,7 @@ def run(
             raise
         finally:
             if popen is not None:
+                PROTECTED_GROUPS.discard(popen.pid)
                 with _lock:
                     _known.discard(popen.pid)
         stdout, stderr = _read(out), _read(err)

@@ -51,12 +51,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.backends.base import Candidate
+from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
 from bisector.errors import BisectorError, BuildError
 from bisector.gitrepo import CommitInfo
 from bisector.logs import Scores
-from bisector.search import MajorityRule, RunOptions, run_bisection
+from bisector.search.decide import MajorityRule
 from bisector.search.progress import PlainProgress
+from bisector.settings import RunSettings
 
 GOOD_VALUE, BAD_VALUE = 100.0, 1000.0
 LOGNORMAL = (1000.0, 1600.0, 0.25)  # good median, bad median, sigma of log
@@ -272,7 +274,7 @@ def make_world(cell: Cell, seed: int) -> World:
 
 def _options(
     world: World, method: Method, run_dir: Path, repo_path: Path, commits: list[str]
-) -> RunOptions:
+) -> RunSettings:
     search: dict[str, object] = {"parallel": method.slots}
     run: dict[str, object] = {"backend": "sim", "repeats": method.repeats}
     if world.model == "flip":
@@ -282,10 +284,11 @@ def _options(
     elif method.noise_aware:
         search["likelihood"] = "metric"
     config = Section({"run": run, "search": search}, "bench.toml")
-    options = RunOptions.from_config(
+    settings = RunSettings.from_config(
         config, good=commits[0], bad=commits[-1], repo=repo_path, run_dir=run_dir
     )
-    return dataclasses.replace(options, fold_rounds=method.fold)
+    searched = dataclasses.replace(settings.search, measure_ahead=method.fold)
+    return dataclasses.replace(settings, search=searched)
 
 
 def run_trial(cell: Cell, method: Method, seed: int, real_git: bool = False) -> Outcome:
@@ -321,8 +324,8 @@ def run_trial(cell: Cell, method: Method, seed: int, real_git: bool = False) -> 
         except BisectorError:
             return Outcome(False, False, True, 0, 0)
         evaluations = sum(1 for e in report.evaluations)
-        rounds = sum(report.data["search"]["rounds"].values())
-        culprit = report.culprit["commit"] if report.culprit else None
+        rounds = sum(report.search.rounds.values())
+        culprit = report.culprit.commit if report.culprit else None
         correct = culprit is not None and positions[culprit] == world.culprit
         return Outcome(correct, culprit is not None and not correct, False, evaluations, rounds)
     finally:

@@ -18,9 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bisector.bisection.pipeline import run_bisection
 from bisector.config import load_config
-from bisector.search import RunOptions, run_bisection
 from bisector.search.progress import PlainProgress
+from bisector.settings import RunSettings
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 
@@ -57,14 +58,14 @@ def main() -> None:
             git_culprit, git_evals = plain_git_bisect_run(built.path, good, bad, root / "count")
             git_s = time.monotonic() - start
             driver = write_local_config(root / "cfg", teardown=False)
-            options = RunOptions.from_config(
+            settings = RunSettings.from_config(
                 load_config(driver.config), good=good, bad=bad, repo=built.path
             )
             start = time.monotonic()
-            report = run_bisection(options, progress=PlainProgress(io.StringIO()))
+            report = run_bisection(settings, progress=PlainProgress(io.StringIO()))
             ours_s = time.monotonic() - start
             assert report.culprit is not None
-            ours = report.culprit["commit"]
+            ours = report.culprit.commit
             assert ours == git_culprit == built.mainline[at], (trial, at)
             rows.append((git_evals, len(report.evaluations), git_s, ours_s))
     bound = math.ceil(math.log2(n))

@@ -9,7 +9,9 @@ lines of 5000 hollow kubelets: node GET + status PATCH every 10 s, a share of th
     plain: bisector score LOG --json vs grep "v1\\/nodes" LOG | grep PATCH | grep " 409 " | wc -l
     gzip:  bisector score LOG.gz --json vs zcat LOG.gz | grep ... | wc -l
 
-and prints wall times, ratios (target <= 1.0), the scorer's peak memory (target <= 200
+and prints wall times, ratios (target <= 1.0), CPU seconds (user + system of the whole
+process tree: on a machine shared with other jobs, wall time swings with the load, CPU
+time much less; both ratios are printed), the scorer's peak memory (target <= 200
 MiB: the largest sum over its process tree of PSS, i.e. pages shared by forked workers
 counted once, sampled every 20 ms; the sum of RSS is printed beside it) and checks its
 count equals the exact count the generator wrote. `--runs N` repeats each comparison
@@ -28,6 +30,7 @@ import json
 import os
 import random
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -141,6 +144,7 @@ class Run:
     stdout: str
     peak_pss_kib: int = 0
     peak_rss_kib: int = 0
+    cpu_s: float = 0.0  # user + system of the process and every descendant it waited for
 
 
 def _tree(root: int) -> list[int]:
@@ -171,7 +175,13 @@ def _memory_kib(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(cmd: list[str], env: dict[str, str] | None = None, *, sample: bool = False) -> Run:
+    cpu_before = _children_cpu_s()
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     peak_pss = peak_rss = 0
@@ -185,7 +195,7 @@ def timed(cmd: list[str], env: dict[str, str] | None = None, *, sample: bool = F
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{cmd[:4]} failed ({proc.returncode}): {err.strip()}")
-    return Run(wall, out, peak_pss, peak_rss)
+    return Run(wall, out, peak_pss, peak_rss, _children_cpu_s() - cpu_before)
 
 
 def score_cmd(path: Path) -> list[str]:
@@ -206,13 +216,17 @@ def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse
         runs = {"score": timed(score_cmd(path), _with_path(here), sample=True)}
         if args.before:
             runs["before"] = timed(score_cmd(path), _with_path(args.before), sample=True)
-        print(f"  run {k + 1}: grep pipeline {grep.wall_s:6.2f} s  count {int(grep.stdout):,}")
+        print(
+            f"  run {k + 1}: grep pipeline {grep.wall_s:6.2f} s (cpu {grep.cpu_s:5.2f} s)"
+            f"  count {int(grep.stdout):,}"
+        )
         for name, run in runs.items():
             metrics = json.loads(run.stdout)["metrics"]
             count = metrics["conflicts"]
             ok &= bool(count == expected)
             print(
                 f"    {name:6s} {run.wall_s:6.2f} s  ratio {run.wall_s / grep.wall_s:5.2f}"
+                f"  cpu {run.cpu_s:5.2f} s ratio {run.cpu_s / max(grep.cpu_s, 1e-9):5.2f}"
                 f"  peak PSS {run.peak_pss_kib / 1024:4.0f} MiB (RSS sum"
                 f" {run.peak_rss_kib / 1024:4.0f})  count {count:,} (exact {expected:,})"
                 f"  node_writes {metrics['node_writes']:,}"

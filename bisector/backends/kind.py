@@ -7,14 +7,18 @@ cluster/images/kubemark), both tagged by the tree id so a re-evaluation of the
 same tree finds them in docker and skips the build. Launch creates the cluster
 (apiserver at --v=3), loads the kubemark image, creates namespace `kubemark`
 with the `kubeconfig` secret and the hollow-node Deployment; collect is
-`kubectl logs` of the apiserver pod; teardown is `kind delete cluster`.
+`kubectl logs` of the apiserver pod (and `peek`, the same into a separate
+file, while the warmup runs); teardown is `kind delete cluster`.
 The cluster has its own kubeconfig in the evaluation directory: the user's
-~/.kube/config is never touched.
+~/.kube/config is never touched. Both kubeconfigs there are cluster-admin
+credentials: the directory is 0700 and the file bisector writes is 0600.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
 import string
 import time
 from collections.abc import Callable
@@ -33,7 +37,7 @@ from bisector.backends.steps import (
     tree_step,
 )
 from bisector.durations import format_duration
-from bisector.errors import BuildError, CollectError, LaunchError
+from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
 log = logging.getLogger("bisector.kind")
 DATA = Path(__file__).resolve().parent.parent / "data" / "kind"
@@ -72,6 +76,8 @@ class KindBackend:
             apply_patch(wt, self.patch, commit, self.cfg.git_timeout)
         key = cache_key(tree, self.patch.read_bytes() if self.patch else None)
         tag = "bisector-" + key.replace(tree, tree[:16])
+        if self.cfg.arch != "amd64":  # images of another architecture are other images
+            tag += f"-{self.cfg.arch}"
         self._tags[commit] = tag
         if self._cached(tag):
             return
@@ -99,10 +105,13 @@ class KindBackend:
             internal = run_with_retries(
                 ks.internal_kubeconfig(self.cfg, slot), self.cfg.retry, self.sleep
             )
-            files.hollow_kubeconfig.write_text(internal.stdout, encoding="utf-8")
+            _write_private(files.hollow_kubeconfig, internal.stdout)
             self._write_manifest(files, tag, slot)
             for s in ks.hollow_steps(self.cfg, slot, tag, files):
                 run_with_retries(s, self.cfg.retry, self.sleep)
+            self._wait_for_ready_hollow_nodes(files)
+            restarts = self._restarts(slot, files, LaunchError)
+            files.restarts.write_text(str(restarts), encoding="utf-8")
         except proc.CommandError as exc:
             raise LaunchError(
                 f"`{' '.join(exc.cmd[:3])}` failed ({exc.why}): {tail(exc)}"
@@ -121,18 +130,55 @@ class KindBackend:
             raise CollectError(f"kubectl logs of the apiserver failed: {tail(exc)}") from None
         if not out.strip():
             raise CollectError("the apiserver pod's log is empty")
+        restarts = self._restarts(candidate.slot, files, CollectError)
+        recorded = files.restarts.read_text(encoding="utf-8") if files.restarts.is_file() else "0"
+        before = ks.parse_restarts(recorded)
+        if before is None:
+            raise CollectError(f"{files.restarts} holds {recorded!r}, not a restart count")
+        if restarts > before:
+            raise CollectError(
+                f"the apiserver restarted during the run ({before} -> {restarts} restarts): "
+                "its log covers only the time since"
+            )
         candidate.log_dir.mkdir(parents=True, exist_ok=True)
         path = candidate.log_dir / "kube-apiserver.log"
         path.write_text(out, encoding="utf-8")
         return [path]
 
+    def peek(self, candidate: Candidate) -> list[Path]:
+        """The apiserver log so far, while the warmup runs, for an early verdict.
+
+        One `kubectl logs` (no retries: the next peek is the retry) into
+        `<eval_dir>/peek/kube-apiserver.log`, replaced atomically so a reader never
+        sees half a file; the final log path is left to `collect`. Reading a pod's
+        log does not disturb the cluster. [] when the log is still empty; a failed
+        read is a CollectError.
+        """
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        try:
+            out = run_step(ks.apiserver_logs(self.cfg, candidate.slot, files)).stdout
+        except proc.CommandError as exc:
+            raise CollectError(f"kubectl logs of the apiserver failed: {tail(exc)}") from None
+        if not out.strip():
+            return []
+        files.peek_log.parent.mkdir(parents=True, exist_ok=True)
+        partial = files.peek_log.with_name(files.peek_log.name + ".part")
+        partial.write_text(out, encoding="utf-8")
+        partial.replace(files.peek_log)
+        return [files.peek_log]
+
     def teardown(self, candidate: Candidate) -> None:
+        """`kind delete cluster`; a failure keeps the cluster in the resource record
+        (for `bisector cleanup`) and raises, so the evaluation records it."""
         files = ks.EvalFiles.under(candidate.eval_dir)
         try:
             run_with_retries(ks.delete(self.cfg, candidate.slot, files), self.cfg.retry, self.sleep)
         except proc.CommandError as exc:
             log.warning("kind delete cluster failed (%s); run `bisector cleanup`", tail(exc))
-            return
+            raise InfraError(
+                f"kind delete cluster {ks.cluster(self.cfg, candidate.slot)} failed: {tail(exc)}; "
+                "run `bisector cleanup`"
+            ) from None
         self.record.remove(ks.resource_id(self.cfg, candidate.slot))
 
     def plan(self, candidate: Candidate) -> list[str]:
@@ -151,9 +197,23 @@ class KindBackend:
         lines += ["# launch", ks.create(cfg, slot, tag, files).render()]
         lines.append(ks.internal_kubeconfig(cfg, slot).render() + f" > {files.hollow_kubeconfig}")
         lines += [s.render() for s in ks.hollow_steps(cfg, slot, tag, files)]
+        every, until = ks.NODES_POLL_S, cfg.hollow_ready_timeout
+        lines.append(
+            f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready (every "
+            f"{format_duration(every)}, up to {format_duration(until)}):"
+            f" {ks.get_nodes(cfg, files).render()}"
+        )
+        restarts = ks.apiserver_restarts(cfg, slot, files).render()
+        lines.append(f"{restarts} > {files.restarts}")
         lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
+        peek = ks.apiserver_logs(cfg, slot, files).render()
+        lines.append(f"# during the warmup, the log so far: {peek} > {files.peek_log}")
         log_file = candidate.log_dir / "kube-apiserver.log"
         lines += ["# collect", ks.apiserver_logs(cfg, slot, files).render() + f" > {log_file}"]
+        lines += [
+            "# more apiserver restarts than at launch: the log is cut short, a skip",
+            restarts,
+        ]
         lines += ["# teardown", ks.delete(cfg, slot, files).render()]
         return lines
 
@@ -176,6 +236,40 @@ class KindBackend:
                 "use the gce backend for it"
             )
 
+    def _wait_for_ready_hollow_nodes(self, files: ks.EvalFiles) -> None:
+        """Until `hollow_nodes` hollow nodes are Ready, as start-kubemark.sh waits.
+
+        Running pods are not registered nodes: a candidate whose hollow kubelets
+        never register would be measured under less load than the others. Fewer
+        than asked within `hollow_ready_timeout` is a LaunchError (a skip).
+        """
+        want = self.cfg.hollow_nodes
+        polls = max(1, math.ceil(self.cfg.hollow_ready_timeout / ks.NODES_POLL_S))
+        ready = 0
+        for poll in range(polls + 1):
+            out = run_with_retries(ks.get_nodes(self.cfg, files), self.cfg.retry, self.sleep)
+            ready = ks.ready_hollow_nodes(out.stdout)
+            if ready >= want:
+                return
+            if poll < polls:
+                self.sleep(ks.NODES_POLL_S)
+        raise LaunchError(
+            f"only {ready} of {want} hollow nodes Ready after "
+            f"{format_duration(self.cfg.hollow_ready_timeout)}"
+        )
+
+    def _restarts(self, slot: int, files: ks.EvalFiles, error: type[InfraError]) -> int:
+        """The apiserver's restart count; what cannot be read raises `error`."""
+        step = ks.apiserver_restarts(self.cfg, slot, files)
+        try:
+            out = run_with_retries(step, self.cfg.retry, self.sleep).stdout
+        except proc.CommandError as exc:
+            raise error(f"cannot read the apiserver pod's restart count: {tail(exc)}") from None
+        count = ks.parse_restarts(out)
+        if count is None:
+            raise error(f"the apiserver pod's restart count reads {out.strip()!r}")
+        return count
+
     def _cached(self, tag: str) -> bool:
         images = (ks.node_image(self.cfg, tag), ks.kubemark_image(self.cfg, tag))
         for image in images:
@@ -190,7 +284,8 @@ class KindBackend:
             raise LaunchError(f"launch before build for {candidate.commit[:12]}") from None
 
     def _write_cluster_config(self, files: ks.EvalFiles) -> None:
-        files.kind_config.parent.mkdir(parents=True, exist_ok=True)
+        files.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        files.directory.chmod(0o700)  # mkdir's mode is masked by the umask
         if self.cfg.kind_config is not None:
             text = self.cfg.kind_config.read_text(encoding="utf-8")
         else:
@@ -208,3 +303,11 @@ class KindBackend:
             node=f"{ks.cluster(self.cfg, slot)}-control-plane",
         )
         files.manifest.write_text(text, encoding="utf-8")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write `text` readable by its owner only (0600), also when `path` existed before."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)

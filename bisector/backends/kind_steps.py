@@ -15,11 +15,21 @@ KEYS = (
     "api_server_verbosity", "container_log_max_size", "kind_config", "instrument_patch",
     "git_timeout", "node_image_timeout", "kubemark_build_timeout", "create_timeout",
     "delete_timeout", "kubectl_timeout", "hollow_ready_timeout", "logs_timeout",
-    "retry_attempts", "retry_initial", "retry_max",
+    "retry_attempts", "retry_initial", "retry_max", "arch",
 )  # fmt: skip
 
-KUBEMARK_BINARY = "_output/local/bin/linux/amd64/kubemark"
+# The kubemark binary is built in kubernetes' own build container (build/run.sh), as
+# `kind build node-image` builds the node's binaries: the container brings the Go
+# version each candidate needs, which one host toolchain cannot across a range.
+# build/run.sh copies its output back to _output/dockerized/bin/<os>/<arch>.
+KUBEMARK_BINARY = "_output/dockerized/bin/linux/{arch}/kubemark"
 KUBEMARK_IMAGE_DIR = "cluster/images/kubemark"
+# The architectures `kind build node-image --arch` builds (kind pkg/build/nodeimage
+# supportedArch); node image and kubemark are built for the same one.
+ARCHES = ("amd64", "arm64")
+# Keys of the hollow nodes' `kubeconfig` secret: the ones start-kubemark.sh creates
+# for the three containers of the real hollow-node template (kubelet, proxy, npd).
+SECRET_KEYS = ("kubelet.kubeconfig", "kubeproxy.kubeconfig", "npd.kubeconfig")
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)")
 
 
@@ -49,6 +59,7 @@ class KindSettings:
     hollow_ready_timeout: float
     logs_timeout: float
     retry: RetryPolicy
+    arch: str = "amd64"
 
     @classmethod
     def from_section(cls, s: Section) -> KindSettings:
@@ -58,6 +69,12 @@ class KindSettings:
         if min_version is None:
             raise ConfigError(f"{s.file}: key `min_version`: write a version such as v1.15")
         kind_config = s.opt_str("kind_config")
+        arch = s.get_str("arch", "amd64")
+        if arch not in ARCHES:
+            raise ConfigError(
+                f"{s.file}: key `arch`: {arch!r} is not one kind builds; write amd64 or arm64 "
+                "(your docker host's architecture)"
+            )
         return cls(
             cluster_name=s.get_str("cluster_name", "bisector"),
             node_image_repo=s.get_str("node_image_repo", "kindest/node"),
@@ -81,6 +98,7 @@ class KindSettings:
                 s.get_duration("retry_initial", "10s"),
                 s.get_duration("retry_max", "2m"),
             ),
+            arch=arch,
         )
 
 
@@ -112,16 +130,25 @@ def image_exists(image: str, timeout: float) -> Step:
 
 
 def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
-    """Node image, then the kubemark binary and image, as the kubemark docs build them."""
+    """Node image, then the kubemark binary and image.
+
+    `kind build node-image <source dir>` takes the source as an argument since kind
+    v0.11.0. The kubemark image is what cluster/images/kubemark's `make build` does
+    (`docker build --pull -t <image> .` there), run directly: the Makefile's naming
+    changed across versions (`$(REGISTRY)/$(PROJECT)/kubemark`, no tag, in 2018;
+    `$(REGISTRY)/kubemark:$(IMAGE_TAG)` later), the Dockerfile's place did not.
+    """
     image_dir = worktree / KUBEMARK_IMAGE_DIR
     return [
         step("kind", "build", "node-image", worktree.absolute(), "--image", node_image(cfg, tag),
-             cwd=worktree, timeout=cfg.node_image_timeout),
-        step("make", "WHAT=cmd/kubemark", "KUBE_BUILD_PLATFORMS=linux/amd64",
+             "--arch", cfg.arch, cwd=worktree, timeout=cfg.node_image_timeout),
+        step("build/run.sh", "make", "all", "WHAT=cmd/kubemark",
+             f"KUBE_BUILD_PLATFORMS=linux/{cfg.arch}",
              cwd=worktree, timeout=cfg.kubemark_build_timeout),
-        step("cp", KUBEMARK_BINARY, f"{KUBEMARK_IMAGE_DIR}/kubemark",
+        step("cp", KUBEMARK_BINARY.format(arch=cfg.arch), f"{KUBEMARK_IMAGE_DIR}/kubemark",
              cwd=worktree, timeout=cfg.git_timeout),
-        step("make", "build", f"REGISTRY={cfg.kubemark_registry}", f"IMAGE_TAG={tag}",
+        step("docker", "build", "--pull", f"--platform=linux/{cfg.arch}",
+             "-t", kubemark_image(cfg, tag), ".",
              cwd=image_dir, timeout=cfg.kubemark_build_timeout),
     ]  # fmt: skip
 
@@ -130,16 +157,25 @@ def build_steps(cfg: KindSettings, worktree: Path, tag: str) -> list[Step]:
 class EvalFiles:
     """The files one evaluation writes into its eval_dir."""
 
+    directory: Path  # 0700: both kubeconfigs are cluster-admin credentials
     kind_config: Path
-    kubeconfig: Path  # host-side, for kubectl
-    hollow_kubeconfig: Path  # in-cluster address, for the hollow nodes' secret
+    kubeconfig: Path  # host-side, for kubectl (kind writes it 0600)
+    hollow_kubeconfig: Path  # in-cluster address, for the hollow nodes' secret (0600)
     manifest: Path
+    peek_log: Path  # the apiserver log so far, while the warmup runs; never the final log
+    restarts: Path  # the apiserver's restart count once the hollow nodes were Ready
 
     @classmethod
     def under(cls, eval_dir: Path) -> EvalFiles:
         d = eval_dir / "kind"
         return cls(
-            d / "cluster.yaml", d / "kubeconfig", d / "hollow.kubeconfig", d / "hollow-node.yaml"
+            d,
+            d / "cluster.yaml",
+            d / "kubeconfig",
+            d / "hollow.kubeconfig",
+            d / "hollow-node.yaml",
+            eval_dir / "peek" / "kube-apiserver.log",
+            d / "apiserver-restarts",
         )
 
 
@@ -168,12 +204,38 @@ def hollow_steps(cfg: KindSettings, slot: int, tag: str, files: EvalFiles) -> li
              cluster(cfg, slot), timeout=cfg.create_timeout),
         step(*k, "create", "namespace", "kubemark", timeout=t),
         step(*k, "create", "secret", "generic", "kubeconfig", "--namespace", "kubemark",
-             f"--from-file=kubelet.kubeconfig={files.hollow_kubeconfig}",
-             f"--from-file=kubeproxy.kubeconfig={files.hollow_kubeconfig}", timeout=t),
+             *(f"--from-file={key}={files.hollow_kubeconfig}" for key in SECRET_KEYS),
+             timeout=t),
         step(*k, "apply", "-f", files.manifest, timeout=t),
         step(*k, "rollout", "status", "deployment/hollow-node", "--namespace", "kubemark",
              f"--timeout={int(ready)}s", timeout=ready + 60),
     ]  # fmt: skip
+
+
+# How often launch counts the Ready hollow nodes, up to hollow_ready_timeout.
+NODES_POLL_S = 10.0
+
+
+def get_nodes(cfg: KindSettings, files: EvalFiles) -> Step:
+    """`kubectl get nodes --no-headers`: NAME STATUS ROLES AGE VERSION per line."""
+    return step(
+        "kubectl", "--kubeconfig", files.kubeconfig, "get", "nodes", "--no-headers",
+        timeout=cfg.kubectl_timeout,
+    )  # fmt: skip
+
+
+def ready_hollow_nodes(get_nodes_output: str) -> int:
+    """Hollow nodes (named after their `hollow-node-...` pods) whose STATUS is Ready.
+
+    STATUS is `Ready`, `NotReady` or e.g. `Ready,SchedulingDisabled`; the kind node
+    itself is not counted.
+    """
+    count = 0
+    for line in get_nodes_output.splitlines():
+        fields = line.split()
+        if len(fields) >= 2 and fields[0].startswith("hollow-node-"):
+            count += "Ready" in fields[1].split(",")
+    return count
 
 
 def internal_kubeconfig(cfg: KindSettings, slot: int) -> Step:
@@ -183,8 +245,31 @@ def internal_kubeconfig(cfg: KindSettings, slot: int) -> Step:
     )  # fmt: skip
 
 
+def apiserver_pod(cfg: KindSettings, slot: int) -> str:
+    """The static pod's mirror: `<pod>-<node>`, the node `<cluster>-control-plane`."""
+    return f"kube-apiserver-{cluster(cfg, slot)}-control-plane"
+
+
 def apiserver_logs(cfg: KindSettings, slot: int, files: EvalFiles) -> Step:
     return step(
         "kubectl", "--kubeconfig", files.kubeconfig, "logs", "--namespace", "kube-system",
-        f"kube-apiserver-{cluster(cfg, slot)}-control-plane", timeout=cfg.logs_timeout,
+        apiserver_pod(cfg, slot), timeout=cfg.logs_timeout,
     )  # fmt: skip
+
+
+def apiserver_restarts(cfg: KindSettings, slot: int, files: EvalFiles) -> Step:
+    """The apiserver container's restart count: `kubectl logs` shows the current
+    container only, so a restart during the run cuts the log short."""
+    return step(
+        "kubectl", "--kubeconfig", files.kubeconfig, "get", "pod", "--namespace", "kube-system",
+        apiserver_pod(cfg, slot), "-o", "jsonpath={.status.containerStatuses[*].restartCount}",
+        timeout=cfg.kubectl_timeout,
+    )  # fmt: skip
+
+
+def parse_restarts(text: str) -> int | None:
+    """Sum of the space-separated restart counts jsonpath prints; None if not numbers."""
+    words = text.split()
+    if not words or not all(w.isdigit() for w in words):
+        return None
+    return sum(int(w) for w in words)

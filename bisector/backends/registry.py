@@ -68,6 +68,9 @@ class BackendInfo:
     cls: str  # the Backend class in it; its KEYS are the config keys of [backends.<name>]
     tools: tuple[str, ...]  # keys of TOOLS that `doctor` checks
     checks: str | None = None  # "module:function" returning doctor Findings for the section
+    # `bisector cleanup` tears down what the journal shows left up by calling the backend's
+    # own teardown; backends that record their resources (resources.json) replay those.
+    journal_teardown: bool = False
 
     def backend_class(self) -> Callable[[BackendContext], Backend]:
         module = importlib.import_module(f"bisector.backends.{self.module}")
@@ -103,6 +106,8 @@ BACKENDS: dict[str, BackendInfo] = {
             "local",
             "LocalBackend",
             ("git",),
+            "bisector.backends.local_doctor:check",
+            journal_teardown=True,
         ),
         BackendInfo(
             "kind",
@@ -110,6 +115,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "kind",
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
+            "bisector.backends.kind_doctor:check",
         ),
         BackendInfo(
             "gce",

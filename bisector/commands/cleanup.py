@@ -19,9 +19,11 @@ import typer
 from bisector import proc
 from bisector.backends.resources import RECORD_NAME, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, tail
+from bisector.commands.cleanup_journal import tear_down_from_journal
 from bisector.errors import BisectorError
+from bisector.exitcodes import CleanupExit
 
-EXIT_LEFTOVERS = 1
+EXIT_LEFTOVERS = CleanupExit.LEFT_UP
 # A delete of something already deleted is success for a cleanup.
 _ALREADY_GONE = re.compile(r"was not found|notFound|not found|No such|does not exist", re.I)
 
@@ -29,10 +31,20 @@ _ALREADY_GONE = re.compile(r"was not found|notFound|not found|No such|does not e
 def cleanup(run_dir: Path) -> int:
     if not run_dir.is_dir():
         raise BisectorError(f"run directory {run_dir} does not exist; pass the run's --run-dir")
+    left = _replay_resources(run_dir) + tear_down_from_journal(run_dir)
+    if left:
+        typer.echo(
+            f"{left} teardown(s) did not succeed; fix the cause and run cleanup again", err=True
+        )
+        return EXIT_LEFTOVERS
+    return 0
+
+
+def _replay_resources(run_dir: Path) -> int:
     record = ResourceRecord(run_dir)
     resources = record.load()
     if not resources:
-        typer.echo(f"nothing to clean up: {run_dir / RECORD_NAME} lists no resources")
+        typer.echo(f"nothing recorded in {run_dir / RECORD_NAME}")
         return 0
     left = 0
     for resource in reversed(resources):
@@ -45,8 +57,7 @@ def cleanup(run_dir: Path) -> int:
             typer.echo(f"  NOT removed: {resource.what}; fix the cause and run cleanup again")
     if left:
         typer.echo(f"{left} resource(s) still recorded in {record.path}", err=True)
-        return EXIT_LEFTOVERS
-    return 0
+    return left
 
 
 def _tear_down(resource: Resource) -> bool:

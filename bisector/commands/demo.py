@@ -13,31 +13,29 @@ does. The demo directory holds:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
-from bisector.commands.run import build_options
+from bisector.bisection.pipeline import run_bisection
+from bisector.commands.run import build_settings
 from bisector.demo_repo import DEMO_DURATION, DEMO_NODES, DemoRepo, create_demo_repo, demo_config
 from bisector.dirs import ensure_dir
 from bisector.durations import parse_duration
-from bisector.errors import EXIT_INTERRUPTED, BisectorError
-from bisector.search import run_bisection
+from bisector.errors import BisectorError
+from bisector.exitcodes import DemoExit
+from bisector.report import Report, summary_lines
 from bisector.search.progress import make_progress
-from bisector.search.report import Report
+from bisector.settings import RunFlags
 
 DEFAULT_DIR = Path("bisector-demo")
 MARKER = ".bisector-demo"
 DEMO_PRS = 40  # PR merges in the synthetic history
 MIN_PRS = 12  # fewer leave no room for the unbuildable stretch away from the culprit
-EXIT_FOUND = 0
-EXIT_MISSED = 3  # the bisection did not name the planted commit
 
 
 def prepare_dir(target: Path) -> Path:
@@ -93,22 +91,22 @@ def demo(
     _describe_history(demo_repo, nodes, duration)
     typer.echo(f"bisecting with the sim backend, as: {command}")
     # The options `bisector run` builds from the printed command (flags over the file).
-    options = build_options(
+    settings = build_settings(
         good=demo_repo.good,
         bad=demo_repo.bad,
         repo=demo_repo.path,
         config=config,
         run_dir=run_dir,
-        overrides={"first_parent": True},
+        flags=RunFlags(first_parent=True),
+        resume_command=command,
     )
-    options = dataclasses.replace(options, resume_command=command)
-    progress = make_progress(options.estimate_s)
+    progress = make_progress(settings.estimate_s)
     try:
-        report = run_bisection(options, progress=progress)
+        report = run_bisection(settings, progress=progress)
     except KeyboardInterrupt:
         progress.stop()
         print(f"bisector: demo interrupted; resume with: {command}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return DemoExit.INTERRUPTED
     return _print_evidence(report, demo_repo, run_dir)
 
 
@@ -120,48 +118,20 @@ def _describe_history(demo_repo: DemoRepo, nodes: int, duration: str) -> None:
     typer.echo(f"each evaluation: {nodes} hollow nodes, {duration} of simulated cluster time")
 
 
-def _value(value: Any) -> str:
-    return "no data" if value is None else f"{value:g}"
-
-
 def _print_evidence(report: Report, demo_repo: DemoRepo, run_dir: Path) -> int:
-    data = report.data
-    metric = data["metric"]
-    culprit = report.culprit
     typer.echo("")
+    for line in summary_lines(report):
+        typer.echo(line)
+    culprit = report.culprit
     if culprit is None:
-        typer.echo("no single culprit found; candidates: " + ", ".join(data["candidates"]))
-        typer.echo(f"report: {run_dir / 'report.md'}")
-        return EXIT_MISSED
-    pr = f"PR #{culprit['pr']}" if culprit.get("pr") else "no PR"
-    typer.echo(f"culprit: {culprit['commit']} {culprit['subject']}")
-    merge = culprit.get("merge")
-    inside = f", merged as {merge['commit'][:12]}" if merge else ""
-    typer.echo(f"  {pr}{inside}; author {culprit['author']}, {culprit['date']}")
-    good, bad, threshold = data["good"], data["bad"], data["threshold"]
-    typer.echo("evidence:")
-    typer.echo(f"  {metric} at good {good['commit'][:12]}: {_value(good['value'])}")
-    typer.echo(f"  {metric} at bad  {bad['commit'][:12]}: {_value(bad['value'])}")
-    typer.echo(f"  threshold {threshold['value']:g} ({threshold['how']})")
-    parent = culprit["parent"]
-    typer.echo(
-        f"  culprit {_value(culprit['value'])} vs its parent {parent['commit'][:12]} "
-        f"{_value(parent['value'])}; confirmed by measuring both again: "
-        + ("yes" if culprit["confirmed"] else "NO")
-    )
-    evaluations = report.evaluations
-    skipped = [e for e in evaluations if e["verdict"] == "skip"]
-    typer.echo(f"  {len(evaluations)} evaluations over {data['range_size']} first-parent commits")
-    for e in skipped:
-        typer.echo(f"  skipped {e['commit'][:12]} {e['subject']}: {e['reason']}")
-    if not skipped:
+        return DemoExit.MISSED
+    if not any(e.verdict == "skip" for e in report.evaluations):
         typer.echo(
             f"  skipped: none (the search never picked one of the {len(demo_repo.unbuildable)} "
             "commits that do not build)"
         )
-    typer.echo(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
-    if culprit["commit"] != demo_repo.culprit:
+    if culprit.commit != demo_repo.culprit:
         typer.echo(f"this is NOT the planted commit {demo_repo.culprit}")
-        return EXIT_MISSED
+        return DemoExit.MISSED
     typer.echo("this is the commit the demo planted (the second commit of its PR, not the merge)")
-    return EXIT_FOUND if culprit["confirmed"] else EXIT_MISSED
+    return DemoExit.FOUND if culprit.confirmed else DemoExit.MISSED

@@ -48,8 +48,9 @@ def doctor(backend: str | None, config: Path | None) -> int:
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
             _check_backend_config(info, section, report)
-        for finding in info.doctor(section):
-            (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
+        if root is not None or info.name == "gce":
+            for finding in info.doctor(section):
+                (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
     typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
     return 0 if not report.problems else 1
 
@@ -69,10 +70,10 @@ def _check_tool(tool: Tool, report: Report) -> None:
 
 def _check_run_config(root: Section, report: Report) -> None:
     """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
-    from bisector.search.options import RunOptions
+    from bisector.settings import RunSettings
 
     try:
-        RunOptions.from_config(root, good="HEAD", bad="HEAD")
+        RunSettings.from_config(root, good="HEAD", bad="HEAD")
     except BisectorError as exc:
         report.bad("config", str(exc))
 

@@ -10,9 +10,8 @@ as when the user types it.
 from __future__ import annotations
 
 import json
-import math
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -30,8 +29,9 @@ from bisector.ci.runs import (
     select_runs,
 )
 from bisector.ci.scoring import DEFAULT_WORKERS, RunScore, ScoreSettings, score_runs
+from bisector.config import Section, load_config
 from bisector.errors import BisectorError
-from bisector.logs import METRIC_NAMES
+from bisector.metric_registry import MetricRegistry, check_threshold
 
 DEFAULT_METRIC = "conflicts"
 
@@ -50,20 +50,19 @@ class HistoryOptions:
     cache_dir: Path | None = None  # None: default_cache_dir()
     use_cache: bool = True
     workers: int = DEFAULT_WORKERS
-    run_args: list[str] = field(default_factory=list)  # passed on to `bisector run`
+    config: Path | None = None  # its [metrics.NAME] count; passed on to `bisector run`
+    repo: Path | None = None  # passed on to `bisector run`
 
 
 def history(options: HistoryOptions) -> int:
-    if options.metric not in METRIC_NAMES:
-        raise BisectorError(
-            f"unknown metric {options.metric!r}; choose one of: {', '.join(METRIC_NAMES)}"
-        )
+    config = load_config(options.config) if options.config else Section()
+    metrics = MetricRegistry.from_config(config)
+    metrics.check(options.metric, "--metric")
     if options.runs is not None and options.last is not None:
         raise BisectorError("pass either --runs A..B or --last N, not both")
     if options.last is not None and options.last < 1:
         raise BisectorError("--last must be at least 1")
-    if options.threshold is not None and not math.isfinite(options.threshold):
-        raise BisectorError(f"--threshold must be a finite number, got {options.threshold}")
+    check_threshold(options.threshold, "--threshold")
     span = parse_span(options.runs) if options.runs is not None else None
     client = gcs.client()
     job = JobRef(options.bucket, options.job)
@@ -77,7 +76,7 @@ def history(options: HistoryOptions) -> int:
         job,
         chosen,
         cache,
-        ScoreSettings(master=options.master),
+        ScoreSettings(master=options.master, extra_metrics=metrics.definitions or None),
         workers=options.workers,
         on_done=progress.done,
     )
@@ -102,31 +101,38 @@ def history(options: HistoryOptions) -> int:
         if argv is None:
             typer.echo("--bisect: nothing to bisect", err=True)
             return 0
+        assert found is not None
         typer.echo(f"starting: {command_text(argv)}", err=True)
-        return start_bisection(argv[1:])
+        return start_bisection(found, options, command_text(argv))
     return 0
 
 
 def _bisect_argv(found: RegressionRange | None, options: HistoryOptions) -> list[str] | None:
     if found is None or found.why_not_bisectable() is not None:
         return None
-    return bisect_argv(found, extra=options.run_args)
+    extra = [
+        *(["--config", str(options.config)] if options.config else []),
+        *(["--repo", str(options.repo)] if options.repo else []),
+    ]
+    return bisect_argv(found, extra=extra)
 
 
-def start_bisection(args: list[str]) -> int:
-    """Run `bisector <args>` (a `run ...` command line) in this process, through the CLI."""
-    from typer.main import get_command
+def start_bisection(found: RegressionRange, options: HistoryOptions, command: str) -> int:
+    """`bisector run` on the range found, in this process, through the run API."""
+    from bisector.commands.run import build_settings, run
+    from bisector.settings import RunFlags
 
-    from bisector.cli import app
-
-    commands = getattr(get_command(app), "commands", {})
-    if args[0] not in commands:
-        raise BisectorError(
-            f"this bisector has no `{args[0]}` command; run the printed command with a "
-            "version that has it"
-        )
-    result = app(args=args, standalone_mode=False)
-    return result if isinstance(result, int) else 0
+    assert found.good_commit and found.bad_commit
+    settings = build_settings(
+        good=found.good_commit,
+        bad=found.bad_commit,
+        repo=options.repo or Path(),
+        config=options.config,
+        run_dir=None,
+        flags=RunFlags(metric=found.metric),
+        resume_command=command,
+    )
+    return run(settings)
 
 
 class Progress:

@@ -8,42 +8,45 @@ from pathlib import Path
 
 import typer
 
+from bisector.bisection.pipeline import run_bisection
+from bisector.bisection.plan import plan_bisection
 from bisector.config import Section, load_config
 from bisector.durations import format_duration
-from bisector.errors import EXIT_INTERRUPTED, BisectorError
-from bisector.search import Report, RunOptions, plan_bisection, run_bisection
+from bisector.errors import BisectorError
+from bisector.exitcodes import RunExit
+from bisector.report import Report, summary_lines
 from bisector.search.progress import make_progress
-
-EXIT_FOUND = 0
-EXIT_INCONCLUSIVE = 3  # the search ended without a single confirmed culprit
+from bisector.settings import RunFlags, RunSettings
 
 
-def build_options(
+def build_settings(
     *,
     good: str,
     bad: str,
     repo: Path,
     config: Path | None,
     run_dir: Path | None,
-    overrides: dict[str, object],
-) -> RunOptions:
+    flags: RunFlags,
+    resume_command: str | None = None,
+) -> RunSettings:
     section = load_config(config) if config else Section()
-    resume = shlex.join(["bisector", *sys.argv[1:]]) if sys.argv[1:] else ""
-    return RunOptions.from_config(
+    if resume_command is None:
+        resume_command = shlex.join(["bisector", *sys.argv[1:]]) if sys.argv[1:] else ""
+    return RunSettings.from_config(
         section,
         good=good,
         bad=bad,
         repo=repo,
         run_dir=run_dir,
-        resume_command=resume,
-        overrides=overrides,
+        resume_command=resume_command,
+        flags=flags,
     )
 
 
-def dry_run(options: RunOptions) -> int:
-    plan = plan_bisection(options)
+def dry_run(settings: RunSettings) -> int:
+    plan = plan_bisection(settings)
     typer.echo(f"range: {plan.good[:12]}..{plan.bad[:12]}, {plan.range_size} commits")
-    search = "search, descent into the culprit merge" if options.first_parent else "search"
+    search = "search, descent into the culprit merge" if settings.first_parent else "search"
     typer.echo(f"expected evaluations: {plan.expected_evaluations} (endpoints, {search}, confirm)")
     if plan.estimate_s is None:
         typer.echo("estimated wall time: unknown; set [run] estimate to one evaluation's time")
@@ -52,71 +55,58 @@ def dry_run(options: RunOptions) -> int:
     typer.echo(f"run directory: {plan.run_dir}")
     typer.echo(
         f"commands of the first evaluation, good endpoint {plan.good[:12]} "
-        f"({options.backend} backend; each candidate runs the same in its own worktree):"
+        f"({settings.backend} backend; each candidate runs the same in its own worktree):"
     )
     for command in plan.commands:
         typer.echo(f"  {command}")
-    return 0
+    return RunExit.FOUND
 
 
-def run(options: RunOptions, *, is_dry_run: bool = False) -> int:
+def run(settings: RunSettings, *, is_dry_run: bool = False) -> int:
     if is_dry_run:
-        return dry_run(options)
-    progress = make_progress(options.estimate_s)
+        return dry_run(settings)
+    progress = make_progress(settings.estimate_s)
     try:
-        report = run_bisection(options, progress=progress)
+        report = run_bisection(settings, progress=progress)
     except KeyboardInterrupt:
         progress.stop()
         print(
-            f"bisector: interrupted; teardown done. Resume with: {options.resume_command}",
+            f"bisector: interrupted; teardown done. Resume with: {settings.resume_command}",
             file=sys.stderr,
         )
-        return EXIT_INTERRUPTED
-    upload_report(options, Path(report.data["run_dir"]))
+        return RunExit.INTERRUPTED
+    upload_report(settings, Path(report.run_dir))
     return print_outcome(report)
 
 
-def upload_report(options: RunOptions, run_dir: Path) -> None:
-    """Copy the run directory (every evaluation's logs and scores, the report) to GCS."""
-    if not options.upload:
+def upload_report(settings: RunSettings, run_dir: Path) -> None:
+    """Copy the run's logs, journal and reports to GCS (never credentials)."""
+    if not settings.upload:
         return
     from bisector.upload import upload_run
 
     try:
-        result = upload_run(run_dir, options.upload)
+        result = upload_run(run_dir, settings.upload)
     except BisectorError as exc:  # the bisection's outcome stands; say what did not upload
-        print(f"bisector: warning: upload to {options.upload} failed: {exc}", file=sys.stderr)
+        print(f"bisector: warning: upload to {settings.upload} failed: {exc}", file=sys.stderr)
         return
-    typer.echo(f"uploaded {len(result.uploaded)} files to {options.upload}")
+    typer.echo(f"uploaded {len(result.uploaded)} files to {settings.upload}")
+
+
+def outcome_code(report: Report) -> RunExit:
+    if report.teardown_failures:
+        return RunExit.LEFT_UP
+    return RunExit.FOUND if report.confirmed else RunExit.INCONCLUSIVE
 
 
 def print_outcome(report: Report) -> int:
-    culprit = report.culprit
-    run_dir = report.data["run_dir"]
-    search = report.data.get("search", {})
-    if culprit is None and report.data["status"] == "unsure":
-        likely = search["likely_range"]
-        typer.echo(
-            f"unsure: the evaluation budget ran out at confidence {search['confidence']:.3f}; "
-            f"the culprit is among these {len(likely['commits'])} commits with probability "
-            f"{likely['probability']:.3f}:"
+    for line in summary_lines(report):
+        typer.echo(line)
+    code = outcome_code(report)
+    if code == RunExit.LEFT_UP:
+        print(
+            f"bisector: error: {len(report.teardown_failures)} teardown(s) failed; clusters may "
+            f"still be running: bisector cleanup --run-dir {report.run_dir}",
+            file=sys.stderr,
         )
-        for commit in likely["commits"][:20]:
-            typer.echo(f"  {commit}")
-        typer.echo(f"report: {run_dir}/report.md")
-        return EXIT_INCONCLUSIVE
-    if culprit is None:
-        typer.echo(
-            "no single culprit: it could be any of these (the others could not be measured):"
-        )
-        for commit in report.data["candidates"]:
-            typer.echo(f"  {commit}")
-        typer.echo(f"report: {run_dir}/report.md")
-        return EXIT_INCONCLUSIVE
-    pr = f" (PR #{culprit['pr']})" if culprit["pr"] else ""
-    typer.echo(f"culprit: {culprit['commit']} {culprit['subject']}{pr}")
-    typer.echo(f"evaluations: {len(report.evaluations)}; confirmed: {culprit['confirmed']}")
-    if culprit.get("confidence") is not None:
-        typer.echo(f"confidence: {culprit['confidence']:.4f}")
-    typer.echo(f"report: {run_dir}/report.md")
-    return EXIT_FOUND if culprit["confirmed"] else EXIT_INCONCLUSIVE
+    return code

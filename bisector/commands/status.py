@@ -9,12 +9,23 @@ from pathlib import Path
 
 import typer
 
-from bisector.errors import BisectorError
+from bisector.bisection.layout import RunLayout
+from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.gitrepo import GitRepo
-from bisector.search.journal import read_lines
+from bisector.search.journal import (
+    Done,
+    Interrupted,
+    Measured,
+    Resume,
+    Start,
+    TeardownFailed,
+    ThresholdSet,
+    Verdict,
+    read_journal,
+)
 
 
-def _lock_held(lock: Path) -> bool:
+def lock_held(lock: Path) -> bool:
     if not lock.exists():
         return False
     fd = os.open(lock, os.O_RDONLY)
@@ -28,27 +39,42 @@ def _lock_held(lock: Path) -> bool:
 
 
 def describe(run_dir: Path, *, running: bool = False) -> list[str]:
-    records = list(read_lines(run_dir / "journal.jsonl"))
-    start = next((r for r in records if r.get("type") == "start"), {})
-    verdicts = Counter(r["verdict"] for r in records if r.get("type") == "verdict")
-    measured = sum(r.get("type") == "measurement" for r in records)
-    last = records[-1]["type"] if records else "nothing yet"
-    state = {"done": "finished", "interrupted": "interrupted"}.get(last, "stopped (killed?)")
-    if running and last != "done":
+    layout = RunLayout(run_dir)
+    records = read_journal(layout.journal)
+    start = next((r for r in records if isinstance(r, Start)), Start("?", "?"))
+    verdicts = Counter(r.verdict for r in records if isinstance(r, Verdict))
+    measured = sum(isinstance(r, Measured) for r in records)
+    last = records[-1] if records else None
+    state = (
+        "finished"
+        if isinstance(last, Done)
+        else "interrupted"
+        if isinstance(last, Interrupted)
+        else "stopped (killed?)"
+    )
+    if running and not isinstance(last, Done):
         state = "running"
-    threshold = next((r for r in reversed(records) if r.get("type") == "threshold"), None)
+    threshold = next((r for r in reversed(records) if isinstance(r, ThresholdSet)), None)
     lines = [
         f"{run_dir}",
-        f"  range {str(start.get('good', '?'))[:12]}..{str(start.get('bad', '?'))[:12]}: {state}",
+        f"  range {start.good[:12]}..{start.bad[:12]}: {state}",
         f"  measurements: {measured}; verdicts: "
         + (", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "none"),
     ]
     if threshold:
-        lines.append(f"  threshold {threshold['value']:g} ({threshold['how']})")
-    done = next((r for r in reversed(records) if r.get("type") == "done"), None)
+        lines.append(f"  threshold {threshold.value:g} ({threshold.how})")
+    failed = [r for r in records if isinstance(r, TeardownFailed)]
+    if failed:
+        lines.append(
+            f"  TEARDOWN FAILED {len(failed)} time(s): bisector cleanup --run-dir {run_dir}"
+        )
+    done = next((r for r in reversed(records) if isinstance(r, Done)), None)
     if done:
-        lines.append(f"  culprit: {done.get('culprit') or 'none (inconclusive)'}")
-    command = next((r["command"] for r in reversed(records) if r.get("command")), "")
+        lines.append(f"  culprit: {done.culprit or 'none (inconclusive)'}")
+    command = next(
+        (r.command for r in reversed(records) if isinstance(r, (Start, Resume)) and r.command),
+        "",
+    )
     if command:
         verb = "command" if state in ("finished", "running") else "resume with"
         lines.append(f"  {verb}: {command}")
@@ -57,22 +83,14 @@ def describe(run_dir: Path, *, running: bool = False) -> list[str]:
 
 def status(repo: Path, run_dir: Path | None) -> int:
     git_repo = GitRepo(repo)
-    running = _lock_held(git_repo.common_dir / "bisector.lock")
-    if run_dir is not None:
-        if not (run_dir / "journal.jsonl").is_file():
-            raise BisectorError(
-                f"{run_dir} is not a bisector run directory (no journal.jsonl); pass the "
-                "run's --run-dir, or leave --run-dir out to list the repository's runs"
-            )
-        dirs = [run_dir]
-    else:
-        runs = git_repo.common_dir / "bisector" / "runs"
-        dirs = sorted(runs.iterdir(), key=lambda p: p.stat().st_mtime) if runs.is_dir() else []
+    running = lock_held(git_repo.common_dir / "bisector.lock")
+    dirs = [check_run_dir(run_dir)] if run_dir is not None else run_dirs(git_repo)
     if not dirs:
         typer.echo("no bisector runs in this repository")
         return 0
     for directory in dirs:
         # The lock is per repository: only the most recently active run can be the live one.
-        for line in describe(directory, running=running and directory == dirs[-1]):
+        live = lock_held(RunLayout(directory).lock) or (running and directory == dirs[-1])
+        for line in describe(directory, running=live):
             typer.echo(line)
     return 0

@@ -2,6 +2,11 @@
 
 Public API (used by `score`, the run loop and history):
     score_logs(sources, *, since=None, until=None, extra_metrics=None) -> Scores
+        Scores.seen / Scores.window: LogWindow(first, last, .seconds) or None (typed: the
+        log's whole span, and the part since/until keep; None = no data in it);
+        Scores.unparsable_lines: garbled lines, never counted as data
+    IncrementalScore(...).feed(path) -> Scores   (a growing log, O(new bytes) per call)
+    LogError: the log cannot give a verdict (missing, corrupt, truncated, not a log)
     metric_value(scores, name) -> float | None   (None: the log has no data for it)
     load_metric_definitions(section) -> {name: RequestMetric}   (user `[metrics.NAME]`)
     METRIC_NAMES: the built-in metric names
@@ -16,6 +21,7 @@ Scalars used for verdicts (higher is worse; None -> skip):
     forced_watcher_closes               -> the node cacher's count (0 when none logged)
     dispatch_lag_s                      -> max (None without dispatch lines)
     window                              -> its length in seconds
+    unparsable_lines                    -> garbled lines (records.py)
     user-defined request metrics        -> the count
 
 Layout: sources.py (paths, -, gzip by content, gs://, https://), reader.py (time order,
@@ -27,11 +33,17 @@ scanner.py + cacher.py (one read, exact counts into a partial.Partial), timestam
 from __future__ import annotations
 
 from bisector.logs.definitions import RequestMetric, load_metric_definitions
-from bisector.logs.metrics import METRIC_NAMES, Scores, metric_value
+from bisector.logs.errors import LogError
+from bisector.logs.incremental import IncrementalScore, LogRestarted
+from bisector.logs.metrics import METRIC_NAMES, LogWindow, Scores, metric_value
 from bisector.logs.reader import score_logs
 
 __all__ = [
     "METRIC_NAMES",
+    "IncrementalScore",
+    "LogError",
+    "LogRestarted",
+    "LogWindow",
     "RequestMetric",
     "Scores",
     "load_metric_definitions",

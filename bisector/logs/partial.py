@@ -79,6 +79,7 @@ class WriteTimes:
 @dataclass
 class Partial:
     lines: int = 0
+    unparsable: int = 0  # garbled lines (records.py): counted, never data
     first_ts: float | None = None
     last_ts: float | None = None
     has_requests: bool = False
@@ -94,6 +95,7 @@ class Partial:
     def merge(self, later: Partial) -> None:
         """Append the partial of the input that follows this one."""
         self.lines += later.lines
+        self.unparsable += later.unparsable
         if self.first_ts is None:
             self.first_ts = later.first_ts
         if later.last_ts is not None:

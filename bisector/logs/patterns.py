@@ -42,11 +42,10 @@ NEW_NODE_WRITE = (
 )
 # Fast path for plain 2017-style logs (groups: verb, status): not anchored, so it runs at
 # the speed of its literal prefix; matches inside continuation lines (stack traces,
-# `logging error output:`) are found separately by CONTINUATION and subtracted.
+# `logging error output:`) are found by records.classify and subtracted.
 FAST_OLD_NODE_WRITE = re.compile(
     rb"\] (P(?:ATCH|OST|UT)) " + _OLD_NODE_URI + rb": \([^)\n]*\) (\d+)(?=\s)"
 )
-CONTINUATION = re.compile(rb"\n(?![IWEF]\d{4} \d\d:)([^\n]+)")
 # Any request line (groups: time, verb, URI, status), for "is there request logging at
 # all" and for user-defined request metrics.
 OLD_ANY_REQUEST = HEADER + rb"([A-Z]+) (/\S*): \([^)\n]*\) (\d+|hijacked)(?=\s)"
@@ -65,6 +64,9 @@ def for_prefix(body: bytes, prefix: bytes) -> re.Pattern[bytes]:
 # Rare cacher-side messages, all logged from cacher.go or cache_watcher.go: a chunk
 # without the text `cache` is not searched for them. Matches are dated from their line.
 CACHER_FILES_MARK = b"cache"
+# The same search as a regex: sre skips to each `c` with memchr, ~1.6x faster than
+# `in` on 16 MiB chunks without the text (bytes.find's skip table suffers from `e`).
+CACHER_FILES = re.compile(CACHER_FILES_MARK)
 CACHER_HWM_MARK = b"objects queued in incoming channel"
 # Each starts with a literal, so the regex engine skips ahead fast; the scanner checks that
 # the match starts the message of a real log line (after `] `, or `"msg":"` in JSON).
@@ -76,7 +78,7 @@ FORCED_CLOSE = re.compile(
 # The incident's patch logged `AAA: dispatching event nr N`; bisector's instrumentation
 # patch (bisector/data/instrument/) logs `cacher (*api.Node): dispatched event nr N`,
 # counting node events only. `bisector: dispatched node event nr N` is also accepted.
-DISPATCH_MARKS = (b"dispatching event nr ", b"dispatched event nr ", b"dispatched node event nr ")
+DISPATCH_MARK = b"event nr "  # common to the three forms: one search per chunk
 DISPATCH = re.compile(rb"dispatch(?:ing|ed) (?:node )?event nr (\d+)")
 DISPATCH_LEADS = (
     b"",

@@ -13,6 +13,7 @@ from pathlib import Path
 from bisector.errors import BisectorError
 from bisector.logs.chunks import iter_chunks, range_chunks
 from bisector.logs.definitions import RequestMetric
+from bisector.logs.errors import LogError
 from bisector.logs.metrics import Scores, build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.scanner import scan_chunk
@@ -46,25 +47,17 @@ def _scan_range(task: tuple[str, int, int, int, ScanSettings]) -> Partial:
 def _scan_stream(source: Source, settings: ScanSettings, chunk_size: int) -> Partial:
     out = Partial()
     with open_source(source) as stream:
-        for i, body in enumerate(iter_chunks(stream, chunk_size)):
-            if i == 0:
-                _check_looks_like_text(source.spec, body)
+        # A binary file is read through (memory stays bounded) and then refused: no line
+        # with a readable time, its garbled lines counted in the message.
+        for body in iter_chunks(stream, chunk_size):
             scan_chunk(body, settings, out)
     return out
-
-
-def _check_looks_like_text(spec: str, head: bytes | bytearray) -> None:
-    if b"\x00" in head[:4096]:
-        raise BisectorError(
-            f"{spec} is not a log (binary data); pass the kube-apiserver log file(s)"
-        )
 
 
 def first_timestamp(source: Source) -> float | None:
     """Time of the first line, read from the head of the source only."""
     with open_source(source) as stream:
         head = b"\n" + stream.read(_PEEK_BYTES)
-    _check_looks_like_text(source.spec, head[1:])
     start = 1
     while 0 < start < len(head):
         if (t := line_seconds(head, start, source.mtime.date())) is not None:
@@ -128,9 +121,10 @@ def score_logs(
             n_workers=n_workers,
         )
     if total.lines and total.first_ts is None:
-        raise BisectorError(
+        garbled = f", {total.unparsable} of {total.lines} lines garbled" if total.unparsable else ""
+        raise LogError(
             f"{ordered[0][0].spec} is not a kube-apiserver log (no glog/klog, CRI or JSON "
-            "log lines); pass the apiserver's log file(s)"
+            f"log lines with a readable time{garbled}); pass the apiserver's log file(s)"
         )
     abs_since = None if since is None or total.first_ts is None else total.first_ts + since
     abs_until = None if until is None or total.first_ts is None else total.first_ts + until
@@ -202,8 +196,6 @@ def _scan_source(source: Source, settings: ScanSettings, chunk_size: int, worker
     # blocks to worker processes measured slower (pickling 16 MiB blocks through pipes).
     if is_gzip or size < PARALLEL_MIN_BYTES:
         return _scan_stream(source, settings, chunk_size)
-    with Path(source.spec).open("rb") as handle:
-        _check_looks_like_text(source.spec, handle.read(4096))
     # More ranges than workers so that a slow range does not leave a core idle.
     pieces = workers * 4
     step = -(-size // pieces)

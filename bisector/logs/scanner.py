@@ -19,7 +19,8 @@ import numpy as np
 from bisector.logs import cacher
 from bisector.logs import patterns as p
 from bisector.logs.partial import Partial, ScanSettings, in_window
-from bisector.logs.timestamps import cri_text_seconds, glog_seconds, line_seconds
+from bisector.logs.records import classify
+from bisector.logs.timestamps import cri_text_seconds, glog_seconds, plausible
 
 _NODE_URI = re.compile(p.NODE_URI_TEXT)
 _CRI_START = re.compile(p.CRI_STAMP + rb" \S+ [FP] ")
@@ -40,27 +41,39 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     """Add the counts of `chunk` to `out`.
 
     `chunk` is b"\\n" then whole lines (the last may be a truncated tail at end of input):
-    the leading newline lets every pattern anchor on line starts.
+    the leading newline lets every pattern anchor on line starts. Garbled lines (see
+    records.py) are counted as unparsable and blanked before any pattern runs.
     """
     if len(chunk) <= 1:
         return
-    newlines = int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)) - 1
-    out.lines += newlines + (0 if chunk[-1] == 10 else 1)
-    _edges(chunk, s, out)
+    lines = classify(chunk, s.reference)
+    out.lines += lines.count
+    out.unparsable += len(lines.garbled)
+    if out.first_ts is None:
+        out.first_ts = lines.first_ts
+    if lines.last_ts is not None:
+        out.last_ts = lines.last_ts
+    loose = lines.loose_text(chunk) if lines.loose else b""
+    chunk = lines.cleaned(chunk)
     prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
-    from_cacher = p.CACHER_FILES_MARK in chunk
-    has_dispatch = from_cacher and any(mark in chunk for mark in p.DISPATCH_MARKS)
+    # JSON request lines start a line, or follow a CRI prefix: no search of the chunk else.
+    maybe_json = lines.has_json or prefix == "cri"
+    json_rows = (
+        _json_requests(chunk, prefix, out) if maybe_json and p.JSON_HTTP_MARK in chunk else []
+    )
+    from_cacher = p.CACHER_FILES.search(chunk) is not None
+    has_dispatch = from_cacher and p.DISPATCH_MARK in chunk
     if prefix == "plain" and not (
         has_dispatch or s.need_times or s.since is not None or s.until is not None
     ):
-        fast = _fast_node_writes(chunk, out)
+        fast = _fast_node_writes(chunk, loose, out)
     else:
         fast = False
     if not fast:
-        times, verbs, statuses = _node_writes(chunk, prefix, s)
+        times, verbs, statuses = _node_writes(chunk, prefix, s, json_rows)
         _count_node_writes(times, verbs, statuses, s, out)
     if not out.has_requests or s.extra:
-        _any_requests(chunk, prefix, s, out)
+        _any_requests(chunk, prefix, s, out, json_rows)
     if from_cacher and p.CACHER_HWM_MARK in chunk:
         cacher.cacher_hwm(chunk, s, out)
     if from_cacher and p.FORCED_CLOSE_MARK in chunk:
@@ -69,35 +82,19 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
         cacher.dispatches(chunk, s, out)
 
 
-def _edges(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
-    """First and last timestamped line of the chunk."""
-    if out.first_ts is None:
-        start = 1
-        while start < len(chunk):
-            if (t := line_seconds(chunk, start, s.reference)) is not None:
-                out.first_ts = t
-                break
-            start = chunk.find(b"\n", start) + 1 or len(chunk)
-    end = len(chunk) - (1 if chunk[-1] == 10 else 0)
-    while end > 0:
-        start = chunk.rfind(b"\n", 0, end) + 1
-        if (t := line_seconds(chunk, start, s.reference)) is not None:
-            out.last_ts = t
-            return
-        end = start - 1
-
-
-def _fast_node_writes(chunk: bytes | bytearray, out: Partial) -> bool:
+def _fast_node_writes(chunk: bytes | bytearray, loose: bytes, out: Partial) -> bool:
     """Counts without timestamps (none needed: no window, no dispatch lines in the chunk).
 
-    False when the chunk has no old-style node writes (the format may differ).
+    Matches inside continuation lines (`loose`: stack traces, `logging error output`)
+    are subtracted. False when the chunk has no old-style node writes (the format may
+    differ).
     """
     rows = p.FAST_OLD_NODE_WRITE.findall(chunk)
     if not rows:
         return False
     counts = Counter(rows)
-    if quoted := p.CONTINUATION.findall(chunk):
-        counts.subtract(p.FAST_OLD_NODE_WRITE.findall(b"\n".join(quoted)))
+    if loose:
+        counts.subtract(p.FAST_OLD_NODE_WRITE.findall(loose))
         counts = +counts
         if not counts:  # only quoted text matched: the chunk is some other format
             return False
@@ -111,7 +108,10 @@ def _fast_node_writes(chunk: bytes | bytearray, out: Partial) -> bool:
 
 
 def _node_writes(
-    chunk: bytes | bytearray, prefix: str, s: ScanSettings
+    chunk: bytes | bytearray,
+    prefix: str,
+    s: ScanSettings,
+    json_rows: list[tuple[float, str, str, int]],
 ) -> tuple[np.ndarray, list[bytes], list[bytes]]:
     rows = _PATTERNS["old_node", prefix].findall(chunk)
     if not rows and p.NEW_FORMAT_MARK in chunk:
@@ -125,8 +125,8 @@ def _node_writes(
         times = np.array([cri_text_seconds(row[0]) for row in rows])
     else:
         times, verbs, statuses = np.empty(0), [], []
-    if not rows and p.JSON_HTTP_MARK in chunk:
-        for t, verb, uri, status in _json_requests(chunk, prefix):
+    if not rows:
+        for t, verb, uri, status in json_rows:
             if verb.encode() in (b"PATCH", b"POST", b"PUT", b"APPLY") and _NODE_URI.match(uri):
                 times = np.append(times, t)
                 verbs.append(verb.encode())
@@ -147,6 +147,9 @@ def _count_node_writes(
     out.has_requests = True
     codes = np.array(statuses).astype(np.int64)
     verb_arr = np.array(verbs)
+    dated = np.isfinite(times)  # a line whose time cannot be read is never data
+    if not dated.all():
+        times, codes, verb_arr = times[dated], codes[dated], verb_arr[dated]
     conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
     success = (codes >= 200) & (codes < 300)
     window = np.ones(len(times), dtype=bool)
@@ -159,26 +162,54 @@ def _count_node_writes(
     out.write_times.add(array("d", times[success].astype(np.float64).tobytes()))
 
 
-def _json_requests(chunk: bytes | bytearray, prefix: str) -> list[tuple[float, str, str, int]]:
+def _json_requests(
+    chunk: bytes | bytearray, prefix: str, out: Partial
+) -> list[tuple[float, str, str, int]]:
+    """Request entries of JSON logging; a line that does not parse into one is unparsable."""
     found = []
     for row in _PATTERNS["json", prefix].findall(chunk):
         line = row[-1] if isinstance(row, tuple) else row
-        try:
-            entry = json.loads(line.decode("utf-8", "replace"))
-            found.append(
-                (float(entry["ts"]) / 1000.0, entry["verb"], entry["URI"], int(entry["resp"]))
-            )
-        except (ValueError, KeyError, TypeError):
-            continue  # not a request entry after all
+        if (entry := _json_request(line)) is None:
+            out.unparsable += 1
+        else:
+            found.append(entry)
     return found
 
 
-def _any_requests(chunk: bytes | bytearray, prefix: str, s: ScanSettings, out: Partial) -> None:
+def _json_request(line: bytes) -> tuple[float, str, str, int] | None:
+    try:
+        entry = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # invalid UTF-8 or JSON, nested too deep
+        return None
+    if not isinstance(entry, dict):
+        return None
+    ts, verb, uri, resp = (entry.get(k) for k in ("ts", "verb", "URI", "resp"))
+    if not (
+        isinstance(ts, int | float)
+        and not isinstance(ts, bool)
+        and plausible(ts / 1000.0)
+        and isinstance(verb, str)
+        and isinstance(uri, str)
+        and isinstance(resp, int)
+        and not isinstance(resp, bool)
+        and 0 <= resp < 1000
+    ):
+        return None
+    return ts / 1000.0, verb, uri, resp
+
+
+def _any_requests(
+    chunk: bytes | bytearray,
+    prefix: str,
+    s: ScanSettings,
+    out: Partial,
+    json_rows: list[tuple[float, str, str, int]],
+) -> None:
     if not s.extra:
-        out.has_requests = bool(
+        out.has_requests |= bool(
             _PATTERNS["old_any", prefix].search(chunk)
             or (p.NEW_FORMAT_MARK in chunk and _PATTERNS["new_any", prefix].search(chunk))
-            or (p.JSON_HTTP_MARK in chunk and _json_requests(chunk, prefix))
+            or json_rows
         )
         return
     rows: list[tuple[float, str, str, int]] = []
@@ -192,9 +223,9 @@ def _any_requests(chunk: bytes | bytearray, prefix: str, s: ScanSettings, out: P
             )
             verb, uri, status = row[-3].decode(), row[-2].decode("utf-8", "replace"), row[-1]
             rows.append((t, verb, uri, int(status) if status.isdigit() else 0))
-    if p.JSON_HTTP_MARK in chunk:
-        rows += _json_requests(chunk, prefix)
+    rows += json_rows
     out.has_requests |= bool(rows)
+    rows = [row for row in rows if plausible(row[0])]  # an unreadable time is never data
     for metric in s.extra:
         n = sum(
             1 for t, verb, uri, code in rows if in_window(t, s) and metric.matches(verb, uri, code)

@@ -24,6 +24,7 @@ from typing import IO, Any, cast
 from isal import isal_zlib
 
 from bisector.errors import BisectorError
+from bisector.logs.errors import LogError
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GCS_CHUNK = 8 << 20
@@ -79,11 +80,11 @@ def resolve(spec: str | Path) -> Source:
     try:
         stat = path.stat()
     except OSError as exc:
-        raise BisectorError(
+        raise LogError(
             f"cannot read log {text}: {exc.strerror}; check the path or pass - for stdin"
         ) from None
     if not path.is_file():
-        raise BisectorError(f"log {text} is not a regular file; pass the log file itself")
+        raise LogError(f"log {text} is not a regular file; pass the log file itself")
     return Source(text, datetime.fromtimestamp(stat.st_mtime, UTC))
 
 
@@ -134,10 +135,8 @@ class _GzipErrors:
             raise self._error(exc) from None
         return n
 
-    def _error(self, exc: BaseException) -> BisectorError:
-        return BisectorError(
-            f"{self._spec} is a corrupt or truncated gzip file ({exc}); fetch it again"
-        )
+    def _error(self, exc: BaseException) -> LogError:
+        return LogError(f"{self._spec} is a corrupt or truncated gzip file ({exc}); fetch it again")
 
 
 def _peek(stream: IO[bytes], size: int) -> bytes:

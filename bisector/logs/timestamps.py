@@ -23,7 +23,10 @@ _CRI_LINE = re.compile(rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(Z|[+-]\d\d:
 _JSON_TS = re.compile(rb'\{"ts":(\d+(?:\.\d+)?)')
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
-_FRACTION_WEIGHTS = np.array([1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6])
+# Plausible log times: 1970 up to the end of year 9999. Anything else is a garbled line
+# (an absurd JSON epoch, a year-0 CRI stamp), never a time to compute a window from.
+MAX_EPOCH_S = 253402300800.0
+_MICRO_WEIGHTS = np.array([100000, 10000, 1000, 100, 10, 1], dtype=np.int64)
 
 
 @lru_cache(maxsize=4096)
@@ -50,9 +53,11 @@ def glog_seconds(fields: Sequence[bytes], reference: date) -> np.ndarray:
     digits = np.frombuffer(b"".join(fields), dtype=np.uint8).reshape(-1, GLOG_FIELD_LEN)
     d = digits.astype(np.int64) - 48
     month_day = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
-    seconds = (
-        (d[:, 5] * 10 + d[:, 6]) * 3600 + (d[:, 8] * 10 + d[:, 9]) * 60 + d[:, 11] * 10 + d[:, 12]
-    ).astype(np.float64) + (d[:, 14:20] * _FRACTION_WEIGHTS).sum(axis=1)
+    hours, minutes, secs = d[:, 5] * 10 + d[:, 6], d[:, 8] * 10 + d[:, 9], d[:, 11] * 10 + d[:, 12]
+    micros = d[:, 14:20] @ _MICRO_WEIGHTS
+    # Same operations, in the same order, as glog_field_seconds: bit-identical results.
+    seconds = (hours * 3600 + minutes * 60 + secs).astype(np.float64) + micros / 1e6
+    seconds[(hours > 23) | (minutes > 59) | (secs > 59)] = np.nan  # hour 25: garbled
     days = np.unique(month_day)
     starts = np.array([_day_start(int(md), reference) for md in days])
     result: np.ndarray = seconds + starts[np.searchsorted(days, month_day)]
@@ -60,29 +65,66 @@ def glog_seconds(fields: Sequence[bytes], reference: date) -> np.ndarray:
 
 
 def glog_field_seconds(field: bytes, reference: date) -> float:
-    return float(glog_seconds([field], reference)[0])
+    """One field (a line's time, dated one by one): no numpy call per line."""
+    try:
+        month_day, hours, minutes = int(field[0:4]), int(field[5:7]), int(field[8:10])
+        secs, micros = int(field[11:13]), int(field[14:20])
+    except ValueError:
+        return float("nan")
+    if hours > 23 or minutes > 59 or secs > 59:
+        return float("nan")
+    return (float(hours * 3600 + minutes * 60 + secs) + micros / 1e6) + _day_start(
+        month_day, reference
+    )
+
+
+def plausible(seconds: float) -> bool:
+    return 0.0 <= seconds < MAX_EPOCH_S  # False for NaN too
 
 
 def cri_seconds(stamp: bytes, zone: bytes) -> float:
-    """RFC 3339 with nanoseconds (more digits than fromisoformat takes) to epoch seconds."""
-    whole, _, frac = stamp.decode().partition(".")
-    parsed = datetime.fromisoformat(whole + ("+00:00" if zone == b"Z" else zone.decode()))
-    return (parsed - _EPOCH_UTC).total_seconds() + (float("0." + frac) if frac else 0.0)
+    """RFC 3339 with nanoseconds (more digits than fromisoformat takes) to epoch seconds.
+
+    NaN for an impossible date (month 13, Feb 30, year 0, hour 25): a garbled line.
+    """
+    whole, _, frac = stamp.decode("ascii", "replace").partition(".")
+    try:
+        parsed = datetime.fromisoformat(
+            whole + ("+00:00" if zone == b"Z" else zone.decode("ascii", "replace"))
+        )
+        seconds = (parsed - _EPOCH_UTC).total_seconds() + (float("0." + frac) if frac else 0.0)
+    except (ValueError, OverflowError):
+        return float("nan")
+    return seconds if plausible(seconds) else float("nan")
+
+
+def json_seconds(text: bytes) -> float:
+    """A JSON `ts` (epoch milliseconds) in seconds; NaN when absurd (1e30, negative)."""
+    try:
+        seconds = float(text) / 1000.0
+    except ValueError:
+        return float("nan")
+    return seconds if plausible(seconds) else float("nan")
 
 
 def line_seconds(data: bytes | bytearray, start: int, reference: date) -> float | None:
-    """Timestamp of the log line starting at `start`, or None for a continuation line."""
+    """Timestamp of the log line starting at `start`; None for a continuation line or a
+    garbled one (an impossible time is never a time)."""
+    seconds: float | None = None
     if match := _CRI_LINE.match(data, start):
-        return cri_seconds(match.group(1), match.group(2))
-    if match := _GLOG_LINE.match(data, start):
-        return glog_field_seconds(match.group(1), reference)
-    if match := _JSON_TS.match(data, start):
-        return float(match.group(1)) / 1000.0
-    return None
+        seconds = cri_seconds(match.group(1), match.group(2))
+    elif match := _GLOG_LINE.match(data, start):
+        seconds = glog_field_seconds(match.group(1), reference)
+    elif match := _JSON_TS.match(data, start):
+        seconds = json_seconds(match.group(1))
+    return seconds if seconds is not None and plausible(seconds) else None
 
 
 def iso(seconds: float) -> str:
-    return (_EPOCH + timedelta(seconds=seconds)).isoformat(timespec="microseconds")
+    try:
+        return (_EPOCH + timedelta(seconds=seconds)).isoformat(timespec="microseconds")
+    except (ValueError, OverflowError):  # never reached with checked times; never a traceback
+        return "invalid"
 
 
 _CRI_STAMP = re.compile(rb"(.*?)(Z|[+-]\d\d:\d\d)$")
@@ -94,3 +136,11 @@ def cri_text_seconds(text: bytes) -> float:
     if match is None:
         return float("nan")
     return cri_seconds(match.group(1), match.group(2))
+
+
+def date_is_valid(year: int, month: int, day: int) -> bool:
+    try:
+        date(year, month, day)
+    except ValueError:
+        return False
+    return True

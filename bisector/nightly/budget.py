@@ -26,6 +26,17 @@ class BudgetExceeded(Exception):  # a stop signal, not an error
         self.reason = reason
 
 
+def budget_exceeded(budget: Budget, evaluations: int, cluster_s: float) -> str | None:
+    """Why a hunt that used this much may start no further evaluation, or None."""
+    limit = budget.evaluations
+    if limit is not None and evaluations >= limit:
+        return f"budget of {limit} evaluations used up"
+    hours = budget.cluster_hours
+    if hours is not None and cluster_s >= hours * 3600:
+        return f"budget of {hours:g} cluster-hours used up ({cluster_s / 3600:.3g} h of clusters)"
+    return None
+
+
 UsageSink = Callable[[int, float], None]  # (evaluations, cluster seconds) to add
 
 
@@ -53,16 +64,7 @@ class BudgetedBackend:
 
     def exceeded(self) -> str | None:
         """Why no further evaluation may start, or None."""
-        limit = self.budget.evaluations
-        if limit is not None and self.evaluations >= limit:
-            return f"budget of {limit} evaluations used up"
-        hours = self.budget.cluster_hours
-        if hours is not None and self.cluster_s >= hours * 3600:
-            return (
-                f"budget of {hours:g} cluster-hours used up "
-                f"({self.cluster_s / 3600:.3g} h of clusters)"
-            )
-        return None
+        return budget_exceeded(self.budget, self.evaluations, self.cluster_s)
 
     def _add(self, evaluations: int, cluster_s: float) -> None:
         self.evaluations += evaluations

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.config import Section, load_config
 from bisector.errors import ConfigError
-from bisector.logs import METRIC_NAMES
+from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
 
 NIGHTLY_KEYS = ("state", "database", "reports", "upload", "window", "jobs")
 JOB_KEYS = (
@@ -79,6 +79,7 @@ class JobConfig:
     master: str | None
     bisect_config: Section | None  # run/backends/metrics tables for run_bisection; None: none
     where: str  # "FILE: [[nightly.jobs]] #N" for messages
+    metrics: MetricRegistry = field(default_factory=MetricRegistry)  # built-ins + the job's own
 
 
 @dataclass(frozen=True)
@@ -132,12 +133,8 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
     name = job.get_str("name", job.get_str("job"))
     if not _NAME.match(name):
         raise ConfigError(f"{path}: key `{where}.name`: {name!r} must be letters, digits, .-_")
-    metric = job.get_str("metric", "conflicts")
-    if metric not in METRIC_NAMES:
-        raise ConfigError(
-            f"{path}: key `{where}.metric`: unknown metric {metric!r}; "
-            f"choose one of: {', '.join(METRIC_NAMES)}"
-        )
+    metrics = MetricRegistry.from_config(job)
+    metric = metrics.check(job.get_str("metric", DEFAULT_METRIC), job.where("metric"))
     budget_table = job.table("budget")
     budget_table.check_keys(BUDGET_KEYS)
     evaluations = budget_table.get_int("evaluations") if "evaluations" in budget_table else None
@@ -149,9 +146,7 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
     min_bad = job.get_int("min_bad_runs", 2)
     if min_bad < 2:
         raise ConfigError(f"{path}: key `{where}.min_bad_runs` must be at least 2")
-    threshold = job.opt_float("threshold")
-    if threshold is not None and not math.isfinite(threshold):
-        raise ConfigError(f"{path}: key `{where}.threshold` must be a finite number")
+    threshold = check_threshold(job.opt_float("threshold"), job.where("threshold"))
     repo_text = job.opt_str("repo")
     bisect_config = None
     if "run" in job:
@@ -165,6 +160,7 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
         job=job.get_str("job"),
         bucket=job.get_str("bucket", DEFAULT_BUCKET),
         metric=metric,
+        metrics=metrics,
         threshold=threshold,
         repo=_path(base, repo_text) if repo_text else None,
         budget=Budget(evaluations, hours),

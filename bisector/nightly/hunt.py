@@ -2,26 +2,29 @@
 
 The run directory is fixed per hunt (`<state>/hunts/<job>-<good>-<bad>`), so a
 hunt a crash or reboot cut short is picked up by the next night's
-`run_bisection` with the same options, which resumes from its journal without
-repeating a finished measurement.
+`run_bisection` with the same settings, which resumes from its journal without
+repeating a finished measurement. The bisection is set up exactly as `bisector run`
+sets it up (bisector.bisection.start), so a job's `run`/`backends` tables mean what
+they mean in a `bisector run` config: the gce base cluster comes from the good
+endpoint's tree when `base_checkout` is unset, user `[metrics.NAME]` work, and
+config errors name the job's own table.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from bisector.backends.base import BackendContext
-from bisector.backends.registry import create_backend
+from bisector.backends.base import Backend
+from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError, ConfigError
-from bisector.nightly.budget import BudgetedBackend, BudgetExceeded
+from bisector.nightly.budget import BudgetedBackend, BudgetExceeded, budget_exceeded
 from bisector.nightly.config import JobConfig, NightlyConfig
 from bisector.nightly.store import Hunt, NightlyStore
-from bisector.search import RunOptions, run_bisection
-from bisector.search.journal import read_lines
+from bisector.report.model import Culprit, Evaluation, Report, Threshold
+from bisector.search.journal import Measured, ThresholdSet, read_journal
 from bisector.search.progress import PlainProgress
+from bisector.settings import RunFlags, RunSettings
 
 FOUND = "found"  # culprit named and confirmed
 INCONCLUSIVE = "inconclusive"  # bisected, but no single confirmed culprit
@@ -31,11 +34,26 @@ FAILED = "failed"  # the bisection stopped on an error (endpoints, backend setup
 
 
 @dataclass
+class HuntEvidence:
+    """What a hunt measured: the full report when it finished, else its journal."""
+
+    run_dir: str | None = None
+    threshold: Threshold | None = None
+    evaluations: list[Evaluation] = field(default_factory=list)
+    culprit: Culprit | None = None
+    report: Report | None = None
+
+    @classmethod
+    def of_report(cls, report: Report) -> HuntEvidence:
+        return cls(report.run_dir, report.threshold, report.evaluations, report.culprit, report)
+
+
+@dataclass
 class HuntResult:
     status: str
     reason: str | None = None
     culprit: str | None = None
-    bisection: dict[str, Any] = field(default_factory=dict)  # the run's report.json, if any
+    evidence: HuntEvidence = field(default_factory=HuntEvidence)
 
 
 def hunt_run_dir(cfg: NightlyConfig, job: JobConfig, good: str, bad: str) -> Path:
@@ -43,83 +61,85 @@ def hunt_run_dir(cfg: NightlyConfig, job: JobConfig, good: str, bad: str) -> Pat
     return (cfg.state_dir / "hunts" / slug).resolve()
 
 
-def run_options(cfg: NightlyConfig, job: JobConfig, hunt: Hunt) -> RunOptions:
-    """The bisection's options: the job's `run`/`backends` tables, its metric, first-parent."""
+def run_settings(
+    cfg: NightlyConfig, job: JobConfig, good: str, bad: str, run_dir: Path
+) -> RunSettings:
+    """The bisection's settings: the job's `run`/`backends`/`metrics` tables, its metric,
+    first-parent (CI runs test mainline merges: follow them, then descend into the PR)."""
     assert job.bisect_config is not None and job.repo is not None
-    run_table = job.bisect_config.table("run")
-    overrides: dict[str, object] = {
-        "metric": job.metric,
-        # CI runs test mainline merges: follow them, then descend into the guilty PR.
-        "first_parent": None if "first_parent" in run_table else True,
-    }
-    return RunOptions.from_config(
+    first_parent = None if "first_parent" in job.bisect_config.table("run") else True
+    return RunSettings.from_config(
         job.bisect_config,
-        good=hunt.good_commit,
-        bad=hunt.bad_commit,
+        good=good,
+        bad=bad,
         repo=job.repo,
-        run_dir=hunt.run_dir,
+        run_dir=run_dir,
         resume_command=f"bisector nightly --config {cfg.file}",
-        overrides=overrides,
+        flags=RunFlags(metric=job.metric, first_parent=first_parent),
     )
 
 
 def bisect_hunt(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, hunt: Hunt) -> HuntResult:
-    options = run_options(cfg, job, hunt)
-    run_dir = hunt.run_dir
-    context = BackendContext(options.backend_section(), run_dir, options.warmup_s, options.seed)
+    settings = run_settings(cfg, job, hunt.good_commit, hunt.bad_commit, hunt.run_dir)
     evaluations, cluster_s = store.usage(hunt.id)
 
     def record(more_evaluations: int, more_cluster_s: float) -> None:
         store.add_usage(hunt.id, evaluations=more_evaluations, cluster_s=more_cluster_s)
 
-    backend = BudgetedBackend(
-        create_backend(options.backend, context),
-        job.budget,
-        evaluations=evaluations,
-        cluster_s=cluster_s,
-        record=record,
-    )
-    if (why := backend.exceeded()) is not None:
-        return HuntResult(BUDGET, why, bisection=journal_evidence(run_dir))
+    def within_budget(backend: Backend) -> Backend:
+        return BudgetedBackend(
+            backend, job.budget, evaluations=evaluations, cluster_s=cluster_s, record=record
+        )
+
+    if (why := budget_exceeded(job.budget, evaluations, cluster_s)) is not None:
+        return HuntResult(BUDGET, why, evidence=journal_evidence(hunt.run_dir))
     try:
-        report = run_bisection(options, backend=backend, progress=PlainProgress())
+        report = run_bisection(settings, wrap_backend=within_budget, progress=PlainProgress())
     except BudgetExceeded as exc:
-        return HuntResult(BUDGET, exc.reason, bisection=journal_evidence(run_dir))
+        return HuntResult(BUDGET, exc.reason, evidence=journal_evidence(hunt.run_dir))
     except ConfigError:
         raise  # the user must fix the file; the hunt stays open for the next night
     except BisectorError as exc:
-        return HuntResult(FAILED, str(exc), bisection=journal_evidence(run_dir))
+        return HuntResult(FAILED, str(exc), evidence=journal_evidence(hunt.run_dir))
+    evidence = HuntEvidence.of_report(report)
     culprit = report.culprit
     if culprit is None:
-        return HuntResult(INCONCLUSIVE, "only unmeasurable commits are left", None, report.data)
-    if not culprit.get("confirmed"):
+        return HuntResult(INCONCLUSIVE, "only unmeasurable commits are left", None, evidence)
+    if not culprit.confirmed:
         reason = "re-measuring the culprit and its parent did not confirm it"
-        return HuntResult(INCONCLUSIVE, reason, culprit["commit"], report.data)
-    return HuntResult(FOUND, None, culprit["commit"], report.data)
+        return HuntResult(INCONCLUSIVE, reason, culprit.commit, evidence)
+    return HuntResult(FOUND, None, culprit.commit, evidence)
 
 
-def journal_evidence(run_dir: Path) -> dict[str, Any]:
-    """What a bisection stopped early measured: its journal's measurements, in order."""
+def journal_evidence(run_dir: Path) -> HuntEvidence:
+    """What a bisection stopped early measured: its report, else its journal, in order."""
     report = run_dir / "report.json"
     if report.is_file():
-        data: dict[str, Any] = json.loads(report.read_text(encoding="utf-8"))
-        return data
-    evaluations = []
+        return HuntEvidence.of_report(Report.read(report))
+    records = read_journal(run_dir / "journal.jsonl")
     threshold = None
-    for record in read_lines(run_dir / "journal.jsonl"):
-        if record.get("type") == "threshold":
-            threshold = {"value": record.get("value"), "how": record.get("how")}
-        if record.get("type") != "measurement":
-            continue
-        m = record["measurement"]
-        evaluations.append(
-            {
-                "commit": m.get("commit"),
-                "phase": m.get("phase"),
-                "verdict": None,
-                "value": m.get("value"),
-                "duration_s": m.get("duration_s"),
-                "reason": m.get("reason"),
-            }
-        )
-    return {"evaluations": evaluations, "threshold": threshold, "run_dir": str(run_dir)}
+    evaluations: list[Evaluation] = []
+    for record in records:
+        if isinstance(record, ThresholdSet):
+            threshold = Threshold(record.value, record.how)
+        if isinstance(record, Measured):
+            m = record.measurement
+            evaluations.append(
+                Evaluation(
+                    n=len(evaluations) + 1,
+                    commit=m.commit,
+                    subject="",
+                    phase=m.phase,
+                    verdict="skip" if m.value is None else "",
+                    value=m.value,
+                    metrics=m.metrics,
+                    duration_s=m.duration_s,
+                    reason=m.reason,
+                    launch_attempts=m.launch_attempts,
+                    logs=m.logs,
+                    cached=False,
+                    started_at=m.started_at,
+                    eval_dir=m.eval_dir,
+                )
+            )
+    return HuntEvidence(str(run_dir), threshold, evaluations)

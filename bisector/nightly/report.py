@@ -10,7 +10,7 @@ nightly.json:
     range     {good_run, good_commit, bad_run, bad_commit, threshold, threshold_source,
                before, after}
     runs      [{run, commit, result, value, status}]   the window the step was found in
-    culprit   the bisection's culprit (see bisector.search.report) or null
+    culprit   the bisection's culprit (see bisector.report.model) or null
     budget    {limit: {evaluations, cluster_hours}, used: {evaluations, cluster_hours}}
     bisection {run_dir, threshold, evaluations: [{commit, phase, verdict, value, ...}]}
 """
@@ -22,11 +22,15 @@ import io
 import json
 import shutil
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bisector.dirs import ensure_dir
 from bisector.nightly.series import Regression
+
+if TYPE_CHECKING:
+    from bisector.nightly.hunt import HuntEvidence
 
 
 def build_data(
@@ -36,7 +40,7 @@ def build_data(
     status: str,
     exit_code: int,
     reason: str | None,
-    bisection: dict[str, Any],
+    evidence: HuntEvidence,
     used: tuple[int, float],
 ) -> dict[str, Any]:
     step = regression.step
@@ -69,7 +73,7 @@ def build_data(
             }
             for r in regression.runs
         ],
-        "culprit": bisection.get("culprit"),
+        "culprit": asdict(evidence.culprit) if evidence.culprit else None,
         "budget": {
             "limit": {
                 "evaluations": job.budget.evaluations,
@@ -78,14 +82,18 @@ def build_data(
             "used": {"evaluations": used[0], "cluster_hours": round(used[1] / 3600, 6)},
         },
         "bisection": {
-            "run_dir": bisection.get("run_dir"),
-            "threshold": bisection.get("threshold"),
+            "run_dir": evidence.run_dir,
+            "threshold": asdict(evidence.threshold) if evidence.threshold else None,
             "evaluations": [
                 {
-                    k: e.get(k)
-                    for k in ("commit", "phase", "verdict", "value", "duration_s", "reason")
+                    "commit": e.commit,
+                    "phase": e.phase,
+                    "verdict": e.verdict or None,
+                    "value": e.value,
+                    "duration_s": e.duration_s,
+                    "reason": e.reason,
                 }
-                for e in bisection.get("evaluations", [])
+                for e in evidence.evaluations
             ],
         },
     }

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bisector.ci import gcs
-from bisector.errors import EXIT_USAGE, BisectorError, ConfigError
+from bisector.errors import BisectorError, ConfigError
+from bisector.exitcodes import NightlyExit
 from bisector.nightly.config import JobConfig, NightlyConfig, load_nightly_config
 from bisector.nightly.hunt import (
     FAILED,
@@ -21,10 +22,7 @@ from bisector.nightly.hunt import (
 from bisector.nightly.report import build_data, write_report
 from bisector.nightly.series import Regression, find_new_step, update_series
 from bisector.nightly.store import HUNTING, Hunt, NightlyStore, nightly_lock
-
-EXIT_NOTHING = 0
-EXIT_FOUND = 3
-EXIT_UNBISECTED = 4
+from bisector.report import summary_lines
 
 Log = Callable[[str], None]
 
@@ -45,20 +43,15 @@ def run_nightly(config_path: Path, *, log: Log = _log) -> int:
             codes = [_one_job(cfg, job, store, client, log) for job in cfg.jobs]
         finally:
             store.close()
-    return max(codes, default=EXIT_NOTHING)
+    return max(codes, default=NightlyExit.NOTHING)
 
 
 def check_run_table(job: JobConfig) -> None:
-    from bisector.search import RunOptions
+    """The job's bisection tables, read as the hunt will read them (errors name the job)."""
+    from bisector.settings import RunSettings
 
     assert job.bisect_config is not None
-    try:
-        RunOptions.from_config(job.bisect_config, good="HEAD", bad="HEAD", overrides={})
-    except ConfigError as exc:
-        # RunOptions names keys as in a `bisector run` file (`run.backend`); here they
-        # live under the job's table.
-        where = job.bisect_config.path
-        raise ConfigError(str(exc).replace("key `run.", f"key `{where}.run.")) from None
+    RunSettings.from_config(job.bisect_config, good="HEAD", bad="HEAD")
 
 
 def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: Any, log: Log) -> int:
@@ -66,7 +59,7 @@ def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: An
         stored = update_series(cfg, job, store, client, log)
         log(f"{job.name}: {stored} new run(s) scored")
         regression = find_new_step(cfg, job, store)
-        codes = [EXIT_NOTHING]
+        codes: list[int] = [NightlyExit.NOTHING]
         if regression is None:
             log(f"{job.name}: no regression in {job.metric}")
         else:
@@ -83,7 +76,7 @@ def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: An
         raise
     except BisectorError as exc:  # this job's bucket or repository; the other jobs go on
         log(f"{job.name}: error: {exc}")
-        return EXIT_USAGE
+        return NightlyExit.USAGE
 
 
 def _handle(
@@ -96,7 +89,7 @@ def _handle(
             f"{job.name}: regression between runs {regression.good.run} and "
             f"{regression.bad.run} already hunted ({hunt.status}); nothing new"
         )
-        return EXIT_NOTHING
+        return NightlyExit.NOTHING
     covering = _covering_hunt(store, job, regression)
     if hunt is None and covering is not None:
         # e.g. a run that was still going last night landed inside the range: the
@@ -106,7 +99,7 @@ def _handle(
             f"{regression.bad.run} lies inside runs {covering.good_run}..{covering.bad_run}, "
             f"already hunted ({covering.status}); nothing new"
         )
-        return EXIT_NOTHING
+        return NightlyExit.NOTHING
     if hunt is None:
         log(
             f"{job.name}: new regression between runs {regression.good.run} and "
@@ -129,7 +122,7 @@ def _handle(
         result = HuntResult(UNBISECTED, why_not)
     else:
         result = bisect_hunt(cfg, job, store, hunt)
-    code = EXIT_FOUND if result.status == FOUND else EXIT_UNBISECTED
+    code = NightlyExit.FOUND if result.status == FOUND else NightlyExit.REPORTED
     report_dir = cfg.reports_dir / job.name / f"{good[:12]}-{bad[:12]}".replace(":", "")
     data = build_data(
         job=job,
@@ -137,7 +130,7 @@ def _handle(
         status=result.status,
         exit_code=code,
         reason=result.reason,
-        bisection=result.bisection,
+        evidence=result.evidence,
         used=store.usage(hunt.id),
     )
     run_dir = hunt.run_dir if hunt.run_dir.is_dir() else None
@@ -145,7 +138,7 @@ def _handle(
     if cfg.upload:
         _upload(cfg, job, report_dir, log)
     status = result.status
-    if status == FAILED and not result.bisection.get("evaluations"):
+    if status == FAILED and not result.evidence.evaluations:
         # Nothing was measured (e.g. the checkout lacks the commits yet): try again
         # the next night, reporting it each time, rather than giving the regression up.
         status = HUNTING
@@ -157,6 +150,9 @@ def _handle(
         reason=result.reason,
         report_dir=str(report_dir),
     )
+    if result.evidence.report is not None:
+        for line in summary_lines(result.evidence.report):
+            log(f"{job.name}: {line}")
     if result.status == FOUND:
         log(f"{job.name}: culprit {result.culprit}; report {report_dir}/nightly.md")
     else:

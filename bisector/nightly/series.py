@@ -9,7 +9,9 @@ in the change point, and a range spanning it still holds the culprit.
 
 from __future__ import annotations
 
+import itertools
 import json
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -93,7 +95,24 @@ def update_series(
     if not new:
         return 0
     cache = ScoreCache(cfg.state_dir / "score-cache")
-    scored = score_runs(client, ref, new, cache, ScoreSettings(master=job.master))
+    log(f"{job.name}: scoring {len(new)} new run(s) of {ref}")
+    done = itertools.count(1)
+    lock = threading.Lock()
+
+    def progress(score: RunScore) -> None:
+        # A line per run (scoring threads call this): a night of CI logs takes minutes.
+        how = "cached" if score.cached else "scored"
+        with lock:
+            log(f"{job.name}: run {score.run} {how} ({next(done)} of {len(new)})")
+
+    scored = score_runs(
+        client,
+        ref,
+        new,
+        cache,
+        ScoreSettings(master=job.master, extra_metrics=job.metrics.definitions or None),
+        on_done=progress,
+    )
     stored = 0
     for score in scored:
         if score.info.result is None:

@@ -18,9 +18,9 @@ from typing import Any
 
 from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError
+from bisector.exitcodes import NightlyExit
 from bisector.locking import exclusive
 
-EXIT_BUSY = 5
 SCHEMA_VERSION = 1
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -251,7 +251,7 @@ def nightly_lock(state_dir: Path) -> contextlib.AbstractContextManager[None]:
         lambda holder: BisectorError(
             f"another bisector nightly is running ({holder}, lock {path}); "
             "this one exits: the running one covers tonight",
-            exit_code=EXIT_BUSY,
+            exit_code=NightlyExit.BUSY,
         ),
     )
 

@@ -1,38 +1,15 @@
-"""The bisection itself: evaluate candidates, decide verdicts, feed git bisect, report.
+"""Searching a range for the first bad commit, and measuring commits for it.
 
-Public API:
-    run_bisection(options, ...) -> Report       the whole `bisector run`
-    plan_bisection(options) -> Plan              what `--dry-run` prints
-    evaluate_candidate(backend, candidate, ...)  one build/launch/warmup/collect/score/teardown
-    Strategy / GitBisectStrategy                 which commit(s) to evaluate next
-    DecisionRule / MajorityRule                  when a commit's measurements make a verdict
+    base.py       SearchRange, Found, Job, the Search interface
+    plain.py      GitBisectSearch: plain git bisect verdicts (the repeats rule)
+    noisy.py      PosteriorSearch: probabilistic bisection (posterior.py, likelihood.py)
+    evaluator.py  Evaluator: measures commits (journal first), nothing else
+    measure.py    one evaluation: build, launch, warmup, collect, score, teardown
+    journal.py    the run's journal (typed records) and the measurement cache
+    decide.py     the repeats rule and the threshold calibration
+    strategy.py   which commits a plain round measures
+    parallel.py   K slots at once
+    progress.py   the progress line
+
+The run pipeline that puts these together is bisector.bisection.
 """
-
-from __future__ import annotations
-
-from bisector.search.decide import Decision, DecisionRule, MajorityRule, calibrate_threshold
-from bisector.search.evaluator import Evaluator
-from bisector.search.measure import Measurement, evaluate_candidate
-from bisector.search.options import RunOptions
-from bisector.search.plan import Plan, plan_bisection
-from bisector.search.report import Report
-from bisector.search.runner import run_bisection
-from bisector.search.strategy import GitBisectStrategy, SearchState, Strategy
-
-__all__ = [
-    "Decision",
-    "DecisionRule",
-    "Evaluator",
-    "GitBisectStrategy",
-    "MajorityRule",
-    "Measurement",
-    "Plan",
-    "Report",
-    "RunOptions",
-    "SearchState",
-    "Strategy",
-    "calibrate_threshold",
-    "evaluate_candidate",
-    "plan_bisection",
-    "run_bisection",
-]

@@ -2,9 +2,12 @@
 
 Both are JSON Lines files appended one fsync'ed line at a time, so a kill -9 can
 lose at most the line being written; a torn last line is ignored on reading.
-The journal (`<run dir>/journal.jsonl`) holds every record of one run; the cache
+The journal (`<run dir>/journal.jsonl`) holds every record of one run, one typed
+record per kind (below) and one reader (`read_journal`); the cache
 (`<git dir>/bisector/measurements.jsonl`) holds measurements of every run keyed by
-(tree id, config fingerprint), so a later bisect over an overlapping range reuses them.
+(tree id, config fingerprint), so a later bisect over an overlapping range reuses
+them. Only measurements with a value are cached: an infrastructure skip (an outage,
+a launch that failed) says nothing about the tree and is tried again by a later run.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from bisector.search.measure import Measurement
 
@@ -45,53 +49,206 @@ def read_lines(path: Path) -> Iterator[dict[str, Any]]:
     for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
         try:
             record = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue  # a line torn by a crash
         if isinstance(record, dict):
             yield record
 
 
+# -- records ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Record:
+    kind: ClassVar[str] = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Start(Record):
+    kind: ClassVar[str] = "start"
+    good: str = ""
+    bad: str = ""
+    command: str = ""
+    # What `bisector cleanup` needs to rebuild the backend and tear down what is left up.
+    repo: str = ""
+    config: str = ""
+    backend: str = ""
+
+
+@dataclass(frozen=True)
+class Resume(Record):
+    kind: ClassVar[str] = "resume"
+    command: str = ""
+
+
+@dataclass(frozen=True)
+class Begin(Record):
+    """An evaluation started: its cluster may be up until `Cleaned` or a measurement."""
+
+    kind: ClassVar[str] = "begin"
+    commit: str = ""
+    slot: int = 0
+    eval_dir: str = ""
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Measured(Record):
+    kind: ClassVar[str] = "measurement"
+    fingerprint: str = ""
+    measurement: Measurement = field(default_factory=lambda: Measurement("", "", ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.kind,
+            "fingerprint": self.fingerprint,
+            "measurement": self.measurement.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class Cleaned(Record):
+    """The evaluation's teardown succeeded (journaled only then)."""
+
+    kind: ClassVar[str] = "cleaned"
+    eval_dir: str = ""
+
+
+@dataclass(frozen=True)
+class TeardownFailed(Record):
+    """A teardown that did not finish: what may be left up, for the report and cleanup."""
+
+    kind: ClassVar[str] = "teardown_failed"
+    commit: str = ""
+    eval_dir: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict(Record):
+    kind: ClassVar[str] = "verdict"
+    commit: str = ""
+    verdict: str = ""
+
+
+@dataclass(frozen=True)
+class Mark(Record):
+    """A verdict a person gave (`bisector mark`): used as if measured, said in the report."""
+
+    kind: ClassVar[str] = "mark"
+    commit: str = ""
+    verdict: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class ThresholdSet(Record):
+    kind: ClassVar[str] = "threshold"
+    value: float = 0.0
+    how: str = ""
+
+
+@dataclass(frozen=True)
+class LikelihoodSet(Record):
+    kind: ClassVar[str] = "likelihood"
+    describe: str = ""
+
+
+@dataclass(frozen=True)
+class Interrupted(Record):
+    kind: ClassVar[str] = "interrupted"
+
+
+@dataclass(frozen=True)
+class Done(Record):
+    kind: ClassVar[str] = "done"
+    culprit: str | None = None
+
+
+RECORD_TYPES: dict[str, type[Record]] = {
+    cls.kind: cls
+    for cls in (
+        Start,
+        Resume,
+        Begin,
+        Measured,
+        Cleaned,
+        TeardownFailed,
+        Verdict,
+        Mark,
+        ThresholdSet,
+        LikelihoodSet,
+        Interrupted,
+        Done,
+    )
+}
+
+
+def parse_record(data: dict[str, Any]) -> Record | None:
+    """The typed record of one journal line; None for an unknown or malformed one."""
+    cls = RECORD_TYPES.get(str(data.get("type")))
+    if cls is None:
+        return None
+    try:
+        if cls is Measured:
+            raw = data.get("measurement")
+            if not isinstance(raw, dict):
+                return None
+            return Measured(str(data.get("fingerprint", "")), Measurement.from_dict(raw))
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+    except (TypeError, ValueError):
+        return None
+
+
+def read_journal(path: Path) -> list[Record]:
+    """Every readable record of a journal file, in order (the one reader)."""
+    return [r for r in map(parse_record, read_lines(path)) if r is not None]
+
+
+# -- the journal ------------------------------------------------------------------------
+
+
 class Journal:
     """Measurements of this run plus reusable ones from earlier runs, for one fingerprint."""
 
-    def __init__(self, run_dir: Path, cache_file: Path, fingerprint: str) -> None:
-        self.path = run_dir / "journal.jsonl"
+    def __init__(self, path: Path, cache_file: Path, fingerprint: str) -> None:
+        self.path = path
         self.cache_file = cache_file
         self.fingerprint = fingerprint
-        self.records = list(read_lines(self.path))
+        self.records = read_journal(path)
         self.own: list[Measurement] = []
         self.by_tree: dict[str, list[Measurement]] = defaultdict(list)
         self.cached_ids: set[str] = set()
         seen: set[str] = set()
         for record in self.records:
-            if record.get("type") == "measurement":
-                m = Measurement.from_dict(record["measurement"])
+            if isinstance(record, Measured):
+                m = record.measurement
                 self.own.append(m)
                 self.by_tree[m.tree].append(m)
                 seen.add(m.id)
-        for record in read_lines(cache_file):
-            if record.get("fingerprint") != fingerprint or record.get("type") != "measurement":
+        for record in read_journal(cache_file):
+            if not isinstance(record, Measured) or record.fingerprint != fingerprint:
                 continue
-            m = Measurement.from_dict(record["measurement"])
-            if m.id not in seen and m.phase != "confirm":
+            m = record.measurement
+            # Only values are reusable: a skip cached by an older version is retried.
+            if m.id not in seen and m.phase != "confirm" and m.value is not None:
                 seen.add(m.id)
                 self.cached_ids.add(m.id)
                 self.by_tree[m.tree].append(m)
 
-    def write(self, kind: str, **fields: Any) -> None:
-        record = {"type": kind, **fields}
-        append_line(self.path, record)
+    def write(self, record: Record) -> None:
+        append_line(self.path, record.to_json())
         self.records.append(record)
 
     def add(self, m: Measurement) -> None:
-        record = {
-            "type": "measurement",
-            "fingerprint": self.fingerprint,
-            "measurement": m.to_dict(),
-        }
-        append_line(self.path, record)
-        append_line(self.cache_file, record)
-        self.records.append(record)
+        record = Measured(self.fingerprint, m)
+        self.write(record)
+        if m.value is not None:
+            append_line(self.cache_file, record.to_json())
         self.own.append(m)
         self.by_tree[m.tree].append(m)
 
@@ -99,16 +256,32 @@ class Journal:
         """Measurements usable for a verdict; confirmation uses only its own fresh runs."""
         return [m for m in self.by_tree.get(tree, []) if (m.phase == "confirm") == confirm]
 
-    def unfinished(self) -> list[dict[str, Any]]:
-        """`begin` records of evaluations a crash cut short (no measurement, no cleanup)."""
-        closed = {
-            r["measurement"].get("eval_dir") for r in self.records if r.get("type") == "measurement"
-        }
-        closed |= {r.get("eval_dir") for r in self.records if r.get("type") == "cleaned"}
-        return [r for r in self.records if r.get("type") == "begin" and r["eval_dir"] not in closed]
+    def of_kind(self, cls: type[Record]) -> list[Record]:
+        return [r for r in self.records if isinstance(r, cls)]
 
-    def last(self, kind: str) -> dict[str, Any] | None:
+    def unfinished(self) -> list[Begin]:
+        """Evaluations whose cluster may still be up: begun and not known torn down.
+
+        Read in order: a measurement whose teardown succeeded, or a `Cleaned`, closes an
+        evaluation; a measurement whose teardown failed, or a `TeardownFailed`, leaves
+        it open until a later `Cleaned`.
+        """
+        begun: dict[str, Begin] = {}
+        open_: dict[str, bool] = {}
+        for r in self.records:
+            if isinstance(r, Begin):
+                begun[r.eval_dir] = r
+                open_[r.eval_dir] = True
+            elif isinstance(r, Measured):
+                open_[r.measurement.eval_dir] = r.measurement.teardown_error is not None
+            elif isinstance(r, TeardownFailed):
+                open_[r.eval_dir] = True
+            elif isinstance(r, Cleaned):
+                open_[r.eval_dir] = False
+        return [b for eval_dir, b in begun.items() if open_.get(eval_dir)]
+
+    def last(self, cls: type[Record]) -> Record | None:
         for record in reversed(self.records):
-            if record.get("type") == kind:
-                return dict(record)
+            if isinstance(record, cls):
+                return record
         return None

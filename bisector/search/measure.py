@@ -1,7 +1,8 @@
 """One evaluation of one candidate: build, launch (with retries), warmup, collect, score, teardown.
 
-Self-contained so `run`, `demo` and `nightly` share it. Infrastructure failures
-and logs without data for the metric come back as a measurement with no value
+Self-contained so `run`, `demo` and `nightly` share it. Infrastructure failures,
+logs without data for the metric, and logs that do not cover the measurement
+window (cut short by a restart, or stale) come back as a measurement with no value
 and a `reason`: the caller records them as *skip*, never as a verdict.
 """
 
@@ -11,15 +12,35 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from bisector.backends.base import Backend, Candidate
+from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
 
 Scorer = Callable[[list[str]], Scores]
+
+# A log covering less than this share of what it should is cut short (a restarted
+# apiserver, a log rotated away): its counts are low for a reason that is not the code.
+MIN_COVERAGE = 0.5
+# Clock skew allowed between this machine and the cluster when spotting stale logs.
+STALE_SLACK_S = 120.0
+
+
+@dataclass(frozen=True)
+class WindowRule:
+    """What an evaluation's log must cover to be a measurement."""
+
+    expected_s: float = 0.0  # the time the log should span (warmup, or the endpoints' logs)
+    real_time: bool = False  # timestamps are wall-clock: a log ending before launch is stale
+
+    @property
+    def min_span_s(self) -> float:
+        return MIN_COVERAGE * self.expected_s
 
 
 @dataclass
@@ -38,6 +59,10 @@ class Measurement:
     eval_dir: str = ""
     teardown_error: str | None = None
     started_at: float = 0.0
+    slot: int = 0
+    why: str = ""  # why the search measured this commit
+    window: dict[str, Any] | None = None  # {start, end, span_s} of the log (epoch seconds)
+    stopped_early: str | None = None
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -48,8 +73,36 @@ class Measurement:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    @property
+    def span_s(self) -> float | None:
+        return None if self.window is None else float(self.window.get("span_s", 0.0))
 
-def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement) -> None:
+
+def _epoch(text: object) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def log_window(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """{start, end, span_s} from the scorer's `window` metric; None if it has none."""
+    window = metrics.get("window")
+    if not isinstance(window, dict):
+        return None
+    seconds = window.get("seconds")
+    if not isinstance(seconds, (int, float)):
+        return None
+    return {
+        "start": _epoch(window.get("first")),
+        "end": _epoch(window.get("last")),
+        "span_s": float(seconds),
+    }
+
+
+def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement, rule: WindowRule) -> None:
     try:
         scores = scorer(logs)
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
@@ -59,9 +112,36 @@ def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement) -> None
         m.reason = f"collect: log cannot be scored: {type(exc).__name__}: {exc}"
         return
     m.metrics = dict(scores.metrics)
-    m.value = metric_value(scores, metric)
-    if m.value is None:
+    m.window = log_window(m.metrics)
+    value = metric_value(scores, metric)
+    if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"
+        return
+    why_not = _window_problem(m, rule)
+    if why_not is not None:
+        m.reason = why_not  # the value stays in `metrics`, never in `value`
+        return
+    m.value = value
+
+
+def _window_problem(m: Measurement, rule: WindowRule) -> str | None:
+    span = m.span_s
+    if span is None:
+        if rule.min_span_s > 0:
+            return "no data: the log has no timestamps to tell what time it covers"
+        return None
+    if rule.min_span_s > 0 and span < rule.min_span_s:
+        return (
+            f"log covers {format_duration(span)} of {format_duration(rule.expected_s)}: "
+            "apiserver restarted or log cut short"
+        )
+    end = m.window.get("end") if m.window else None
+    if rule.real_time and isinstance(end, (int, float)) and end < m.started_at - STALE_SLACK_S:
+        return (
+            "stale log: it ends before this evaluation started (a file left by an earlier "
+            "candidate?)"
+        )
+    return None
 
 
 def evaluate_candidate(
@@ -74,15 +154,25 @@ def evaluate_candidate(
     launch_attempts: int = 3,
     retry_wait_s: float = 0.0,
     scorer: Scorer = score_logs,
+    window: WindowRule | None = None,
+    why: str = "",
+    teardown: Callable[[Candidate], None] | None = None,
 ) -> Measurement:
-    """Evaluate `candidate` once; teardown runs on every path once launch was attempted."""
-    m = Measurement(candidate.commit, tree, phase, started_at=time.time())
+    """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
+
+    `teardown` replaces `backend.teardown` (the caller's way to make it finish even
+    when a signal arrives meanwhile).
+    """
+    m = Measurement(
+        candidate.commit, tree, phase, started_at=time.time(), slot=candidate.slot, why=why
+    )
     m.eval_dir = str(candidate.eval_dir)
     start = time.monotonic()
     launched = False
+    tear_down = teardown or backend.teardown
 
     def teardown_between(_state: object) -> None:
-        backend.teardown(candidate)
+        tear_down(candidate)
 
     try:
         candidate.eval_dir.mkdir(parents=True, exist_ok=True)
@@ -101,13 +191,13 @@ def evaluate_candidate(
         backend.warmup(candidate)
         logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
-        _score(scorer, logs, metric, m)
+        _score(scorer, logs, metric, m, window or WindowRule())
     except InfraError as exc:
         m.reason = f"{exc.kind}: {exc.reason}"
     finally:
         if launched:
             try:
-                backend.teardown(candidate)
+                tear_down(candidate)
             except InfraError as exc:
                 m.teardown_error = exc.reason
         m.duration_s = round(time.monotonic() - start, 3)

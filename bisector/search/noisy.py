@@ -25,12 +25,13 @@ measurement), so a resumed run continues where it stopped.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from bisector.errors import BisectorError
 from bisector.gitrepo import BisectSession
+from bisector.report.model import LikelyRange, SearchSummary
+from bisector.search.base import Found, Job, SearchRange
 from bisector.search.evaluator import Evaluator
+from bisector.search.journal import Verdict
 from bisector.search.likelihood import Likelihood
 from bisector.search.measure import Measurement
 from bisector.search.posterior import Posterior
@@ -39,15 +40,8 @@ NO_CULPRIT = "(no commit in the range is bad)"
 OUT_OF_RANGE_PRIOR = 0.01
 LIKELY_MASS = 0.95
 CONFIRM_AHEAD = 0.9  # the top commit's mass from which idle slots confirm it
-
-
-@dataclass
-class NoisyOutcome:
-    group: list[str]  # the culprit's group: one commit, or a range split only by skips
-    confidence: float
-    sure: bool
-    likely: list[str] = field(default_factory=list)  # smallest range holding LIKELY_MASS
-    likely_mass: float = 0.0
+# A person's verdict (`bisector mark`) weighs like a run a million times surer than a coin.
+MARK_LOG_ODDS = math.log(1e6)
 
 
 def automatic_budget(range_size: int) -> int:
@@ -55,19 +49,33 @@ def automatic_budget(range_size: int) -> int:
     return 10 * math.ceil(math.log2(range_size + 2)) + 10
 
 
-class NoisySearch:
+class PosteriorSearch:
     def __init__(
         self,
-        b: Evaluator,
+        evaluator: Evaluator,
         session: BisectSession,
         likelihood: Likelihood,
+        *,
         budget: int,
+        confidence: float,
+        measure_ahead: bool = True,
+        paths: tuple[str, ...] = (),
+        likelihood_name: str = "verdict",
+        error_rate: float = 0.0,
     ) -> None:
-        self.b = b
+        self.evaluator = evaluator
+        self.repo = evaluator.repo
         self.session = session
         self.likelihood = likelihood
         self.budget = budget
-        self.confidence = b.options.confidence
+        self.confidence = confidence
+        self.measure_ahead = measure_ahead
+        self.paths = paths
+        self.likelihood_name = likelihood_name
+        self.error_rate = error_rate
+        self.verdicts: dict[str, str] = {}
+        self.reasons: dict[str, str] = {}
+        self._last: Found | None = None
 
     @staticmethod
     def prior(good: str, commits: list[str]) -> Posterior:
@@ -78,43 +86,73 @@ class NoisySearch:
             positions, [OUT_OF_RANGE_PRIOR, *[inside] * len(commits), OUT_OF_RANGE_PRIOR]
         )
 
-    def spent(self) -> int:
-        return sum(m.phase != "confirm" for m in self.b.journal.own)
+    def first_picks(self, whole: SearchRange, k: int) -> list[Job]:
+        """The prior's quantiles: every run is evidence for the posterior."""
+        if k <= 0 or len(whole.commits) < 2:
+            return []
+        prior = self.prior(whole.good, whole.commits)
+        inside = set(whole.commits[:-1])
+        picks = [prior.commits[x] for x in prior.picks(k)]
+        why = "prior quantile, measured beside the endpoints"
+        return [Job(c, "bisect", why) for c in dict.fromkeys(picks) if c in inside]
 
-    def run(
-        self, good: str, bad: str, commits: list[str], restart: Callable[[], None]
-    ) -> NoisyOutcome:
-        """Search good..bad (`commits` oldest first, ending with bad); git is `restart`able."""
-        post = self.prior(good, commits)
+    def descent_range(self, merge: str) -> SearchRange:
+        """The merged branch's first-parent chain, then the merge: a chain again, so a
+        merge found inside it is descended into in turn."""
+        info = self.repo.info(merge)
+        parent, branch = info.parents[0], info.parents[1]
+        commits = [*self.repo.rev_list(parent, branch, first_parent=True, paths=self.paths)]
+        commits = [c for c in commits if c != merge] + [merge]
+        return SearchRange(parent, merge, commits, first_parent=False, chain=True, merge=merge)
+
+    def spent(self) -> int:
+        return sum(m.phase != "confirm" for m in self.evaluator.journal.own)
+
+    def find(self, within: SearchRange, ahead: list[str] | None = None) -> Found:
+        """Search `within` (its commits oldest first, ending with bad)."""
+        b = self.evaluator
+        self._restart(within)
+        post = self.prior(within.good, within.commits)
         positions = post.commits
         history = [
             m
-            for runs in self.b.journal.by_tree.values()
+            for runs in b.journal.by_tree.values()
             for m in runs
             if m.phase != "confirm" and m.commit in post.index
         ]
         for m in sorted(history, key=lambda m: m.started_at):
-            self.b.used[m.id] = m
+            b.used[m.id] = m
             self._apply(post, m)
+        for commit in positions:
+            self._apply_mark(post, commit)
         marked: dict[str, str] = {}
-        self._sync(post, marked, restart)
+        self._sync(post, marked, within)
         while True:
             best = post.best()
             left = self.budget - self.spent()
             if best.mass >= self.confidence or left <= 0:
                 break
             confirm = self._confirm_ahead(post)
-            picks = post.picks(min(self.b.slots - len(confirm), left))
+            picks = post.picks(min(b.slots - len(confirm), left))
             if not picks:
                 break
             lo, hi, _ = post.smallest_range(LIKELY_MASS)
-            self.b.steps_left = math.ceil(math.log2(max(hi - lo + 1, 1)))
-            jobs = [(positions[x], "bisect") for x in picks] + [(c, "confirm") for c in confirm]
-            for m in self.b.batch(jobs):
+            b.expect(math.ceil(math.log2(max(hi - lo + 1, 1))))
+            why = f"posterior split, {hi - lo + 1} likely commits left"
+            jobs = [Job(positions[x], "bisect", why) for x in picks]
+            jobs += [Job(c, "confirm", "confirming the likely culprit early") for c in confirm]
+            for m in b.batch(jobs):
                 if m.phase != "confirm":
                     self._apply(post, m)
-            self._sync(post, marked, restart)
-        return self._outcome(post)
+            self._sync(post, marked, within)
+        found = self._outcome(post)
+        self._last = found
+        return found
+
+    def _restart(self, within: SearchRange) -> None:
+        self.session.start(
+            within.good, within.bad, first_parent=within.first_parent, paths=self.paths
+        )
 
     def _confirm_ahead(self, post: Posterior) -> list[str]:
         """The likely culprit and its parent, to confirm in this round's idle slots.
@@ -125,17 +163,18 @@ class NoisySearch:
         answer); should another commit end up the culprit, they are simply spent.
         """
         best = post.best()
+        b = self.evaluator
         if (
-            not self.b.options.fold_rounds
-            or self.b.slots < 3  # two for the confirmation, at least one for the search
+            not self.measure_ahead
+            or b.slots < 3  # two for the confirmation, at least one for the search
             or best.mass < CONFIRM_AHEAD
             or best.first != best.last
             or not 0 < best.last < post.size - 1  # the good endpoint or the sentinel
         ):
             return []
         culprit = post.commits[best.last]
-        pair = [culprit, self.b.repo.info(culprit).parents[0]]
-        if any(self.b.journal.for_tree(self.b.repo.tree_of(c), confirm=True) for c in pair):
+        pair = [culprit, self.repo.info(culprit).parents[0]]
+        if any(b.journal.for_tree(self.repo.tree_of(c), confirm=True) for c in pair):
             return []  # asked for already: the final confirmation decides with those
         return pair
 
@@ -147,7 +186,20 @@ class NoisySearch:
         log_bad, log_good = self.likelihood(m.value)
         post.observe(x, log_bad, log_good)
 
-    def _sync(self, post: Posterior, marked: dict[str, str], restart: Callable[[], None]) -> None:
+    def _apply_mark(self, post: Posterior, commit: str) -> None:
+        mark = self.evaluator.mark(commit)
+        if mark is None or commit not in post.index:
+            return
+        x = post.index[commit]
+        if mark.verdict == "skip":
+            post.skip(x)
+        elif mark.verdict == "bad":
+            post.observe(x, 0.0, -MARK_LOG_ODDS)
+        elif mark.verdict == "good":
+            post.observe(x, -MARK_LOG_ODDS, 0.0)
+
+    def _sync(self, post: Posterior, marked: dict[str, str], within: SearchRange) -> None:
+        b = self.evaluator
         cdf = post.cdf()
         decided = {
             post.commits[i]: verdict
@@ -155,7 +207,7 @@ class NoisySearch:
             if 0 < i < post.size - 2  # not the endpoints (git has them) nor the sentinel
         }
         if any(decided.get(c) != v for c, v in marked.items()):
-            restart()
+            self._restart(within)
             marked.clear()
         # Bads newest first: `git bisect bad X` moves the bad end to X even when X is newer.
         positions = sorted(post.index[c] for c in decided)
@@ -168,18 +220,18 @@ class NoisySearch:
                 continue
             self.session.mark(commit, verdict)
             marked[commit] = verdict
-            self.b.verdicts[commit] = verdict
+            self.verdicts[commit] = verdict
             runs = post.observed.get(i, 0)
-            self.b.reasons[commit] = (
+            self.reasons[commit] = (
                 "could not be measured"
                 if verdict == "skip"
                 else f"P(culprit at or before it) = {cdf[i]:.4f} after {runs} run(s)"
             )
-            self.b.journal.write("verdict", commit=commit, verdict=verdict)
-        for commit in [c for c in self.b.verdicts if c in post.index and c not in decided]:
-            del self.b.verdicts[commit]  # no longer decided: not what git was told
+            b.journal.write(Verdict(commit, verdict))
+        for commit in [c for c in self.verdicts if c in post.index and c not in decided]:
+            del self.verdicts[commit]  # no longer decided: not what git was told
 
-    def _outcome(self, post: Posterior) -> NoisyOutcome:
+    def _outcome(self, post: Posterior) -> Found:
         best = post.best()
         group = post.commits[best.first : best.last + 1]
         sure = best.mass >= self.confidence
@@ -189,9 +241,30 @@ class NoisySearch:
                 f"endpoints do not separate: the runs say {said} (probability {best.mass:.3f}); "
                 "pick another range, metric or threshold"
             )
-        outcome = NoisyOutcome(group, best.mass, sure)
+        if sure and len(group) == 1:
+            return Found(group[0], [], best.mass, True)
+        found = Found(None, group if sure else [], best.mass, sure, best_guess=group)
         if not sure:
             lo, hi, mass = post.smallest_range(LIKELY_MASS)
-            outcome.likely = [c for c in post.commits[lo : hi + 1] if c != NO_CULPRIT]
-            outcome.likely_mass = mass
-        return outcome
+            found.likely = [c for c in post.commits[lo : hi + 1] if c != NO_CULPRIT]
+            found.likely_mass = mass
+        return found
+
+    def summary(self) -> SearchSummary:
+        found = self._last
+        likely = None
+        if found is not None and not found.sure:
+            likely = LikelyRange(found.likely, round(found.likely_mass, 6))
+        return SearchSummary(
+            mode="posterior",
+            error_rate=self.error_rate,
+            likelihood=self.likelihood_name,
+            parallel=self.evaluator.slots,
+            rounds=dict(self.evaluator.rounds),
+            confidence=None
+            if found is None or found.confidence is None
+            else round(found.confidence, 6),
+            sure=True if found is None else found.sure,
+            likely_range=likely,
+            best_guess=[] if found is None or found.sure else found.best_guess,
+        )

@@ -16,12 +16,15 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from bisector import proc
 from bisector.backends.base import Backend, Candidate
 from bisector.errors import InfraError
+from bisector.signals import held_during
 
 T = TypeVar("T")
 STOP_WAIT_S = 60.0  # how long slots get to tear down after an interrupt
@@ -73,7 +76,10 @@ class CancellableBackend:
 
 
 def kill_running_commands() -> None:
-    """SIGKILL the process groups our own children lead (bisector.proc starts each so)."""
+    """SIGKILL the process groups our own children lead (bisector.proc starts each so).
+
+    Teardown commands (`proc.protected`) are spared: they must finish.
+    """
     me = os.getpid()
     for entry in Path("/proc").glob("[0-9]*"):
         try:
@@ -81,20 +87,23 @@ def kill_running_commands() -> None:
         except OSError:
             continue
         pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
-        if ppid == me and pgid == pid:
+        if ppid == me and pgid == pid and pid not in proc.PROTECTED_GROUPS:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
 
 
 def run_concurrently(
-    tasks: list[Callable[[], T]],
+    tasks: Sequence[Callable[[], T]],
     cancelled: threading.Event,
     on_abandoned: Callable[[int], None],
+    tearing_down: Callable[[int], bool] = lambda _slot: False,
 ) -> list[T]:
     """Results of `tasks`, run at once; one task runs on this thread (no overhead).
 
-    On an interrupt: set `cancelled`, kill running commands, wait for the tasks to
-    tear down, call `on_abandoned(i)` for any still running, and re-raise.
+    On an interrupt: set `cancelled`, kill running commands (not teardowns), wait for
+    the tasks to tear down (a slot in its teardown is waited for to the end, with
+    further signals held), call `on_abandoned(i)` for any other still running, and
+    re-raise.
     """
     if len(tasks) == 1:
         return [tasks[0]()]
@@ -117,11 +126,14 @@ def run_concurrently(
     except BaseException:
         cancelled.set()
         kill_running_commands()
-        for thread in threads:
-            thread.join(STOP_WAIT_S / len(threads))
-        for i, thread in enumerate(threads):
-            if thread.is_alive():
-                on_abandoned(i)
+        with held_during("the teardown of every slot"):
+            deadline = time.monotonic() + STOP_WAIT_S
+            for i, thread in enumerate(threads):
+                while thread.is_alive() and (time.monotonic() < deadline or tearing_down(i)):
+                    thread.join(0.2)
+            for i, thread in enumerate(threads):
+                if thread.is_alive():
+                    on_abandoned(i)
         raise
     for i in sorted(errors):
         raise errors[i]

@@ -123,3 +123,21 @@ def test_run_and_local_config_errors_are_problems(
     assert doctor(None, config) == 1
     out = capsys.readouterr().out
     assert "MISSING  config: " in out and needle in out
+
+
+def test_local_commands_that_cannot_start_are_problems(
+    fake: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = tmp_path / "up.sh"
+    script.write_text("#!/bin/sh\n")  # exists, not executable
+    config = tmp_path / "local.toml"
+    config.write_text(
+        '[run]\nbackend = "local"\n[backends.local]\nlaunch = "/nonexistent --fast"\n'
+        f'collect = "cp x $BISECTOR_LOG"\nbuild = "./hack/build.sh"\nteardown = "{script}"\n'
+    )
+    assert doctor(None, config) == 1
+    out = capsys.readouterr().out
+    assert "MISSING  [backends.local] launch: /nonexistent does not exist" in out
+    assert f"MISSING  [backends.local] teardown: {script} is not executable" in out
+    assert "ok       [backends.local] build: ./hack/build.sh (relative to each" in out
+    assert "2 problem(s) found" in out

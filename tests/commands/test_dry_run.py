@@ -56,7 +56,7 @@ EXPECTED: dict[str, list[str]] = {
     "kind-kubemark.toml": [
         "git describe --tags",
         "kind build node-image",
-        "make WHAT=cmd/kubemark",
+        "build/run.sh make all WHAT=cmd/kubemark",
         "kind create cluster --name bisector",
         "kind load docker-image",
         "create secret generic kubeconfig --namespace kubemark",

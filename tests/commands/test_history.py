@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
-import bisector.cli
 from bisector.ci import scoring
 from bisector.cli import main
-from bisector.commands import history as history_cmd
-from bisector.errors import BisectorError
+from bisector.commands import run as run_cmd
+from bisector.settings import RunSettings
 from tests.helpers.ci_history import BAD_2017, GOOD_2017, incident_history, write_job_history
 
 BUCKET = "kubernetes-jenkins"
@@ -132,13 +130,14 @@ def test_second_pass_reads_the_cache(
 def test_bisect_starts_the_run_command(
     capsys: pytest.CaptureFixture[str], shared_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started: list[list[str]] = []
+    started: list[RunSettings] = []
 
-    def fake_start(args: list[str]) -> int:
-        started.append(args)
+    def fake_run(settings: RunSettings, *, is_dry_run: bool = False) -> int:
+        started.append(settings)
         return 7
 
-    monkeypatch.setattr(history_cmd, "start_bisection", fake_start)
+    # --bisect calls the run API in this process (no CLI text re-entered).
+    monkeypatch.setattr(run_cmd, "run", fake_run)
     code, _, err = _history(
         capsys,
         shared_cache,
@@ -152,7 +151,10 @@ def test_bisect_starts_the_run_command(
         "run", "--good", GOOD_2017, "--bad", BAD_2017, "--metric", "conflicts",
         "--config", "configs/gce-kubemark-5000.toml", "--repo", "k8s",
     ]  # fmt: skip
-    assert started == [expected]
+    assert [(s.good, s.bad, s.metric, s.backend, s.repo) for s in started] == [
+        (GOOD_2017, BAD_2017, "conflicts", "gce", Path("k8s"))
+    ]
+    assert started[0].resume_command == f"bisector {' '.join(expected)}"
     assert code == 7  # the bisection's exit code
     assert f"starting: bisector {' '.join(expected)}" in err
     # Nothing to bisect: nothing started.
@@ -160,29 +162,6 @@ def test_bisect_starts_the_run_command(
     code, _, err = _history(capsys, shared_cache, "--bisect", "--runs", "427..442")
     assert (code, started) == (0, [])
     assert "nothing to bisect" in err
-
-
-def test_start_bisection_goes_through_the_cli(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = typer.Typer()
-    seen: list[tuple[str, str]] = []
-
-    @fake.command("run")
-    def run(good: str = typer.Option(...), bad: str = typer.Option(...)) -> int:
-        seen.append((good, bad))
-        return 1
-
-    @fake.command("score")
-    def score() -> None: ...
-
-    monkeypatch.setattr(bisector.cli, "app", fake)
-    assert history_cmd.start_bisection(["run", "--good", "a", "--bad", "b"]) == 1
-    assert seen == [("a", "b")]
-    without_run = typer.Typer()
-    without_run.command("score")(score)
-    without_run.command("doctor")(score)
-    monkeypatch.setattr(bisector.cli, "app", without_run)
-    with pytest.raises(BisectorError, match="has no `run` command"):
-        history_cmd.start_bisection(["run", "--good", "a", "--bad", "b"])
 
 
 @pytest.mark.usefixtures("incident")
@@ -216,3 +195,33 @@ def test_cli_in_a_subprocess(shared_cache: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert f"bisector run --good {GOOD_2017} --bad {BAD_2017}" in done.stdout
+
+
+@pytest.mark.usefixtures("incident")
+def test_a_user_metric_from_the_config_drives_history(
+    capsys: pytest.CaptureFixture[str], shared_cache: Path, tmp_path: Path
+) -> None:
+    # The same requests as `conflicts`, defined by the user: the same step must be found,
+    # and the printed command carries the config so `run` knows the metric too (issue 11).
+    config = tmp_path / "metrics.toml"
+    config.write_text(
+        '[metrics.node_patch_409]\nverb = "PATCH"\npath = "^/api/v1/nodes/"\nstatuses = [409]\n'
+    )
+    code, out, _ = _history(
+        capsys, shared_cache, "--runs", "427..447", "--metric", "node_patch_409",
+        "--config", str(config),
+    )  # fmt: skip
+    assert code == 0, out
+    rows = _rows(out)
+    assert rows[442][3:] == ["86", "<- last good"]
+    assert rows[446][3:] == ["463", "<- first bad"]
+    assert (
+        f"bisector run --good {GOOD_2017} --bad {BAD_2017} --metric node_patch_409 "
+        f"--config {config}" in out
+    )
+    # Unknown without the config, with the registry's one message.
+    code, _, err = _history(
+        capsys, shared_cache, "--runs", "427..447", "--metric", "node_patch_409"
+    )
+    assert code == 2
+    assert "unknown metric 'node_patch_409'" in err and "[metrics.node_patch_409]" in err

@@ -340,3 +340,33 @@ def test_upload_copies_the_run_directory_to_gcs(tmp_path: Path, gcs_client: Any)
     logs = {n for n in names if n.endswith("/logs/kube-apiserver.log")}
     assert len(logs) == len(list(run_dir.glob("evals/*/logs/kube-apiserver.log"))) >= 4
     assert "uploaded" in result.stdout
+
+
+def test_cleanup_after_kill_9_tears_down_a_local_cluster_from_the_journal(tmp_path: Path) -> None:
+    # The local backend records no resources: `bisector cleanup` rebuilds it from the
+    # run's config named in the journal and runs its teardown (issue 12: every backend).
+    built = build_repo(tmp_path / "repo", _values(8, 5))
+    driver = write_local_config(tmp_path)
+    hang = driver.tools / f"hang-{built.mainline[-1]}"
+    driver.switch(hang.name)
+    run_dir = tmp_path / "run"
+    process = subprocess.Popen(bisector_argv(*_args(built, driver), "--run-dir", str(run_dir)),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    _wait_for((driver.tools / "hanging").exists)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    hang.unlink()
+    assert built.mainline[-1] not in driver.calls("teardowns")
+    result = subprocess.run(
+        bisector_argv("cleanup", "--run-dir", str(run_dir)),
+        capture_output=True, text=True, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert built.mainline[-1] in driver.calls("teardowns")
+    assert f"tearing down {built.mainline[-1][:12]}" in result.stdout
+    journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
+    assert journal[-1]["type"] == "cleaned"
+    # Nothing is left: a second cleanup finds nothing to do.
+    again = subprocess.run(bisector_argv("cleanup", "--run-dir", str(run_dir)),
+                           capture_output=True, text=True, check=False)  # fmt: skip
+    assert again.returncode == 0 and "nothing left up" in again.stdout

@@ -8,7 +8,7 @@ from bisector.commands.status import status
 from bisector.config import load_config
 from bisector.errors import BisectorError
 from bisector.gitrepo import GitRepo
-from bisector.search import RunOptions
+from bisector.settings import RunSettings
 from tests.helpers.repo import build_repo
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "configs" / "local-example.toml"
@@ -21,9 +21,9 @@ def test_no_runs_yet(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_example_config_is_valid() -> None:
-    options = RunOptions.from_config(load_config(EXAMPLE), good="a", bad="b")
-    assert options.backend == "local" and options.warmup_s == 300
-    assert options.backend_section().get_str("launch") == "./hack/local-up.sh"
+    settings = RunSettings.from_config(load_config(EXAMPLE), good="a", bad="b")
+    assert settings.backend == "local" and settings.warmup_s == 300
+    assert settings.backend_section.get_str("launch") == "./hack/local-up.sh"
 
 
 def test_interrupted_run_shows_progress_and_the_resume_command(

@@ -124,7 +124,7 @@ def test_parallel_workers_end_quietly_inside_a_run(
 ) -> None:
     # The run loop turns SIGTERM into KeyboardInterrupt; forked scorer workers must not
     # inherit that (the pool ends them with SIGTERM) and print a traceback each.
-    from bisector.search.runner import sigterm_as_interrupt
+    from bisector.signals import sigterm_as_interrupt
 
     path = _write(tmp_path, text(mix_log("wrap42") * 20))
     monkeypatch.setattr(reader_mod, "PARALLEL_MIN_BYTES", 0)

@@ -49,7 +49,7 @@ def test_multi_member_gzip(tmp_path: Path) -> None:
     [
         (gzip.compress(LOG)[:-40], "corrupt or truncated gzip"),
         (b"\x1f\x8b" + b"garbage" * 50, "corrupt or truncated gzip"),
-        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 20, "not a log"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 20, "not a kube-apiserver log"),
         (b"hello world\nthis is a text file\n", "not a kube-apiserver log"),
     ],
 )

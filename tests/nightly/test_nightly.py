@@ -11,8 +11,9 @@ import pytest
 
 from bisector.demo_repo import create_demo_repo
 from bisector.errors import BisectorError, ConfigError
+from bisector.exitcodes import NightlyExit
 from bisector.nightly import run_nightly
-from bisector.nightly.store import EXIT_BUSY, NightlyStore, nightly_lock
+from bisector.nightly.store import NightlyStore, nightly_lock
 from tests.helpers.ci_history import CiRun, commit_of, write_job_history
 from tests.helpers.nightly import demo_ci_runs, nightly_config, run_cli
 
@@ -107,7 +108,7 @@ def test_a_second_nightly_on_the_same_state_is_refused(gcs_client: Any, tmp_path
     )
     with nightly_lock(state), pytest.raises(BisectorError) as caught:
         run_nightly(config, log=quiet)
-    assert caught.value.exit_code == EXIT_BUSY
+    assert caught.value.exit_code == NightlyExit.BUSY
     assert "another bisector nightly is running" in str(caught.value)
 
 
@@ -219,3 +220,43 @@ def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
     assert data["status"] == "failed"
     assert commit_of(402)[:12] in data["reason"] or "revision" in data["reason"]
     assert data["bisection"]["evaluations"] == []
+
+
+def test_a_user_metric_drives_the_nightly(gcs_client: Any, tmp_path: Path) -> None:
+    # `[nightly.jobs.metrics.NAME]` is read by the one metric registry: the CI runs are
+    # scored with it and the step found in it, as `run` and `history` would (issue 11).
+    bucket, job = "nightly-user-metric", "ci-kubernetes-kubemark-gce-scale"
+    values = [45, 52, 48, 50, 47, 480, 520, 510]
+    runs = [CiRun(300 + k, commit_of(300 + k), conflicts=v) for k, v in enumerate(values)]
+    write_job_history(gcs_client, bucket, job, runs)
+    state = tmp_path / "state"
+    config = tmp_path / "n.toml"
+    config.write_text(
+        f"""
+[nightly]
+state = "{state}"
+
+[[nightly.jobs]]
+job = "{job}"
+bucket = "{bucket}"
+metric = "node_patch_409"
+
+[nightly.jobs.metrics.node_patch_409]
+verb = "PATCH"
+path = "^/api/v1/nodes/"
+statuses = [409]
+""",
+        encoding="utf-8",
+    )
+    lines: list[str] = []
+    assert run_nightly(config, log=lines.append) == 4  # no backend: reported, not bisected
+    # Progress while it works: one line per CI run scored.
+    assert sum(" scored (" in line for line in lines) == len(values)
+    data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
+    assert data["metric"] == "node_patch_409"
+    assert [r["value"] for r in data["runs"]] == values
+    assert (data["range"]["good_run"], data["range"]["bad_run"]) == (304, 305)
+    # The same name without its table is the registry's one error, naming the job's key.
+    config.write_text(config.read_text().split("[nightly.jobs.metrics")[0], encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"nightly\.jobs\[0\]\.metric.*unknown metric"):
+        run_nightly(config, log=quiet)

@@ -1,9 +1,8 @@
 """Idle slots measure ahead: search points beside the endpoints, confirmation beside the
-last search runs (`RunOptions.fold_rounds`), through run_bisection on real git repos."""
+last search runs (`SearchSettings.measure_ahead`), through run_bisection on real git repos."""
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 from pathlib import Path
@@ -11,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from bisector.config import load_config
+from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
-from bisector.search import RunOptions, run_bisection
+from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from bisector.search.report import Report
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo, build_repo
+from tests.helpers.settings import settings_for
 
 GOOD, BAD = 2, 40
 
@@ -29,17 +28,18 @@ def _run(
     *,
     fold: bool,
     run_dir: Path | None = None,
-    **overrides: object,
+    **overrides: Any,
 ) -> Report:
-    options = RunOptions.from_config(
-        load_config(write_local_config(built.path.parent / "cfg").config),
+    settings = settings_for(
+        write_local_config(built.path.parent / "cfg").config,
         good=built.mainline[0],
         bad=built.mainline[-1],
         repo=built.path,
-        overrides={"threshold": 10.0, "parallel": 4, **overrides},
+        run_dir=run_dir,
+        measure_ahead=fold,
+        **{"threshold": 10.0, "parallel": 4, **overrides},
     )
-    options = dataclasses.replace(options, fold_rounds=fold, run_dir=run_dir)
-    return run_bisection(options, backend=backend, progress=PlainProgress(io.StringIO()))
+    return run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
 
 
 def _journal(run_dir: Path) -> list[dict[str, Any]]:
@@ -53,23 +53,23 @@ def test_idle_endpoint_slots_measure_the_first_search_points(
     built = build_repo(tmp_path / "repo", [GOOD] * 41 + [BAD] * 23)
     backend = FileValueBackend()
     report = _run(built, backend, fold=True, error_rate=error_rate)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[41]
-    assert report.culprit["confirmed"] is True
-    rounds = report.data["search"]["rounds"]
+    assert report.culprit is not None and report.culprit.commit == built.mainline[41]
+    assert report.culprit.confirmed is True
+    rounds = report.search.rounds
     assert rounds["endpoint"] == 1
-    first_round = [e["phase"] for e in report.evaluations[:4]]
+    first_round = [e.phase for e in report.evaluations[:4]]
     assert sorted(first_round) == ["bisect", "bisect", "endpoint", "endpoint"]
-    ahead = [e["commit"] for e in report.evaluations[:4] if e["phase"] == "bisect"]
+    ahead = [e.commit for e in report.evaluations[:4] if e.phase == "bisect"]
     for commit in ahead:  # kept: their verdicts came from the speculative run alone
         assert backend.runs[commit] == 1 or error_rate > 0
-        assert commit in report.data["verdicts"] or error_rate > 0
+        assert commit in report.verdicts or error_rate > 0
     baseline = _run(
         build_repo(tmp_path / "base", [GOOD] * 41 + [BAD] * 23),
         FileValueBackend(),
         fold=False,
         error_rate=error_rate,
     )
-    base_rounds = baseline.data["search"]["rounds"]
+    base_rounds = baseline.search.rounds
     assert base_rounds["endpoint"] == 1 and base_rounds["confirm"] == 1
     assert sum(rounds.values()) < sum(base_rounds.values())
 
@@ -91,15 +91,15 @@ def test_confirmation_shares_the_last_search_round(tmp_path: Path) -> None:
     # culprit before it reaches 0.99, so the idle slots confirm it in that round.
     built = build_repo(tmp_path / "repo", [GOOD] * 41 + [BAD] * 23)
     report = _run(built, FileValueBackend(), fold=True, error_rate=0.2)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[41]
-    assert report.culprit["confirmed"] is True
-    assert report.culprit["parent"]["commit"] == built.mainline[40]
-    rounds = report.data["search"]["rounds"]
+    assert report.culprit is not None and report.culprit.commit == built.mainline[41]
+    assert report.culprit.confirmed is True
+    assert report.culprit.parent.commit == built.mainline[40]
+    rounds = report.search.rounds
     assert rounds.get("confirm", 0) == 0  # no round of its own
-    confirms = [e["commit"] for e in report.evaluations if e["phase"] == "confirm"]
+    confirms = [e.commit for e in report.evaluations if e.phase == "confirm"]
     assert sorted(confirms) == sorted(built.mainline[40:42])
     # The confirmation ran in a round with search runs: between two bisect begins or last.
-    records = _journal(Path(report.data["run_dir"]))
+    records = _journal(Path(report.run_dir))
     begun = [r for r in records if r["type"] in ("begin", "measurement")]
     last_bisect = max(
         i
@@ -128,5 +128,5 @@ def test_resumed_run_repeats_no_folded_measurement(tmp_path: Path) -> None:
 def test_nothing_to_measure_ahead_in_a_one_commit_range(tmp_path: Path, error_rate: float) -> None:
     built = build_repo(tmp_path / "repo", [GOOD, BAD])
     report = _run(built, FileValueBackend(), fold=True, error_rate=error_rate)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[1]
-    assert not [e for e in report.evaluations if e["phase"] == "bisect" and error_rate == 0]
+    assert report.culprit is not None and report.culprit.commit == built.mainline[1]
+    assert not [e for e in report.evaluations if e.phase == "bisect" and error_rate == 0]

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import json
 import math
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bisector.config import load_config
+from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
-from bisector.search import RunOptions, run_bisection
+from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from bisector.search.report import Report
 from tests.helpers.backend import FileValueBackend, Tamper
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
+from tests.helpers.settings import settings_for
 
 GOOD, BAD = 2, 40
 
@@ -33,18 +33,18 @@ def _run(
     *,
     write: bool = False,
     fold: bool = True,
-    **overrides: object,
+    **overrides: Any,
 ) -> Report:
-    options = RunOptions.from_config(
-        load_config(write_local_config(built.path.parent / "cfg").config),
+    settings = settings_for(
+        write_local_config(built.path.parent / "cfg").config,
         good=built.mainline[0],
         bad=built.mainline[-1],
         repo=built.path,
-        overrides={"threshold": 10.0, **overrides},
+        measure_ahead=fold,
+        **{"threshold": 10.0, **overrides},
     )
-    options = dataclasses.replace(options, fold_rounds=fold)
     return run_bisection(
-        options, backend=backend, progress=PlainProgress(io.StringIO()), write_report=write
+        settings, backend=backend, progress=PlainProgress(io.StringIO()), write_report=write
     )
 
 
@@ -62,7 +62,7 @@ def _flips(p: float, seed: int, only: set[str] | None = None) -> Tamper:
 def _git_agrees(report: Report, order: list[str], culprit: str) -> None:
     """Every verdict git was told is consistent with the culprit."""
     at = order.index(culprit)
-    for commit, verdict in report.data["verdicts"].items():
+    for commit, verdict in report.verdicts.items():
         if verdict == "bad":
             assert order.index(commit) >= at
         elif verdict == "good":
@@ -74,12 +74,12 @@ def test_verdict_noise_finds_the_culprit_with_stated_confidence(tmp_path: Path, 
     built = build_repo(tmp_path / "repo", _step(32, 19))
     report = _run(built, FileValueBackend(_flips(0.15, seed)), error_rate=0.15)
     culprit = built.mainline[19]
-    assert report.culprit is not None and report.culprit["commit"] == culprit
-    assert report.culprit["confidence"] >= 0.99
-    assert report.data["search"]["mode"] == "posterior"
+    assert report.culprit is not None and report.culprit.commit == culprit
+    assert (report.culprit.confidence or 0) >= 0.99
+    assert report.search.mode == "posterior"
     _git_agrees(report, built.mainline, culprit)
-    assert f"[{culprit}] is the first bad commit" in report.data["bisect_log"] or (
-        report.data["verdicts"].get(culprit) == "bad"
+    assert f"[{culprit}] is the first bad commit" in report.bisect_log or (
+        report.verdicts.get(culprit) == "bad"
     )
 
 
@@ -91,8 +91,8 @@ def test_a_flipped_good_endpoint_run_is_outweighed_not_fatal(tmp_path: Path) -> 
         return BAD if commit == good and nth == 1 else value
 
     report = _run(built, FileValueBackend(first_good_run_looks_bad), error_rate=0.1)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[12]
-    assert report.culprit["confidence"] >= 0.99
+    assert report.culprit is not None and report.culprit.commit == built.mainline[12]
+    assert (report.culprit.confidence or 0) >= 0.99
     # without a noise model the same run stops: the endpoints do not separate
     with pytest.raises(BisectorError, match="do not separate"):
         _run(built, FileValueBackend(first_good_run_looks_bad), error_rate=0.0, seed=1)
@@ -102,10 +102,10 @@ def test_skipped_parent_makes_a_candidate_range(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(24, 15), broken={14})
     report = _run(built, FileValueBackend(_flips(0.1, 5)), error_rate=0.1, write=True)
     assert report.culprit is None
-    assert report.data["candidates"] == [built.mainline[14], built.mainline[15]]
-    assert report.data["search"]["confidence"] >= 0.99
-    assert report.data["verdicts"][built.mainline[14]] == "skip"
-    assert "could be any of" in (Path(report.data["run_dir"]) / "report.md").read_text()
+    assert report.candidates == [built.mainline[14], built.mainline[15]]
+    assert (report.search.confidence or 0) >= 0.99
+    assert report.verdicts[built.mainline[14]] == "skip"
+    assert "could be any of" in (Path(report.run_dir) / "report.md").read_text()
 
 
 def test_budget_exhausted_is_unsure_and_names_a_range(tmp_path: Path) -> None:
@@ -113,13 +113,13 @@ def test_budget_exhausted_is_unsure_and_names_a_range(tmp_path: Path) -> None:
     report = _run(
         built, FileValueBackend(_flips(0.2, 4)), error_rate=0.2, max_evaluations=8, write=True
     )
-    assert report.data["status"] == "unsure" and report.culprit is None
-    likely = report.data["search"]["likely_range"]
-    assert likely["probability"] >= 0.95
-    assert 1 < len(likely["commits"]) < 63
-    assert sum(e["phase"] != "confirm" for e in report.evaluations) == 8
-    md = (Path(report.data["run_dir"]) / "report.md").read_text()
-    assert "**Unsure**" in md and f"{len(likely['commits'])} commits" in md
+    assert report.status == "unsure" and report.culprit is None
+    likely = report.search.likely_range
+    assert likely is not None and likely.probability >= 0.95
+    assert 1 < len(likely.commits) < 63
+    assert sum(e.phase != "confirm" for e in report.evaluations) == 8
+    md = (Path(report.run_dir) / "report.md").read_text()
+    assert "**Unsure**" in md and f"{len(likely.commits)} commits" in md
 
 
 def test_resume_rebuilds_the_posterior_from_the_journal(tmp_path: Path) -> None:
@@ -138,12 +138,12 @@ def test_resume_rebuilds_the_posterior_from_the_journal(tmp_path: Path) -> None:
         _run(built, first, error_rate=0.1)
     second = FileValueBackend(_flips(0.1, 10))
     report = _run(built, second, error_rate=0.1)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[23]
-    run_dir = Path(report.data["run_dir"])
+    assert report.culprit is not None and report.culprit.commit == built.mainline[23]
+    run_dir = Path(report.run_dir)
     records = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
     measured = [r for r in records if r["type"] == "measurement"]
     assert len(measured) == 9 + sum(second.runs.values())  # nothing measured twice
-    assert sum(e["phase"] != "confirm" for e in report.evaluations) == len(measured) - 2
+    assert sum(e.phase != "confirm" for e in report.evaluations) == len(measured) - 2
 
 
 def test_noisy_merge_is_descended(tmp_path: Path) -> None:
@@ -152,9 +152,9 @@ def test_noisy_merge_is_descended(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", values, prs=prs)
     report = _run(built, FileValueBackend(_flips(0.1, 2)), error_rate=0.1, first_parent=True)
     assert report.culprit is not None
-    assert report.culprit["commit"] == built.pr_commits[46588][2]
-    assert report.culprit["merge"]["commit"] == built.mainline[10]
-    assert report.culprit["confidence"] >= 0.98
+    assert report.culprit.commit == built.pr_commits[46588][2]
+    assert (report.culprit.merge and report.culprit.merge.commit) == built.mainline[10]
+    assert (report.culprit.confidence or 0) >= 0.98
 
 
 def test_metric_likelihood_with_overlapping_lognormal_noise(tmp_path: Path) -> None:
@@ -162,20 +162,20 @@ def test_metric_likelihood_with_overlapping_lognormal_noise(tmp_path: Path) -> N
     rng = random.Random(3)
     backend = FileValueBackend(lambda _c, _n, v: round(v * rng.lognormvariate(0, 0.2)))
     report = _run(built, backend, likelihood="metric", threshold=None)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[21]
-    assert report.culprit["confidence"] >= 0.99
+    assert report.culprit is not None and report.culprit.commit == built.mainline[21]
+    assert (report.culprit.confidence or 0) >= 0.99
     # overlapping sides: more than the first 3 runs per endpoint, at most 12
-    assert 6 < sum(e["phase"] == "endpoint" for e in report.evaluations) <= 24
+    assert 6 < sum(e.phase == "endpoint" for e in report.evaluations) <= 24
 
 
 def test_metric_likelihood_without_noise_costs_what_git_bisect_does(tmp_path: Path) -> None:
     n = 129
     built = build_repo(tmp_path / "repo", _step(n, 77))
     report = _run(built, FileValueBackend(), likelihood="metric", threshold=None)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[77]
-    search = sum(e["phase"] == "bisect" for e in report.evaluations)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[77]
+    search = sum(e.phase == "bisect" for e in report.evaluations)
     assert search <= math.ceil(math.log2(n - 1))
-    assert sum(e["phase"] == "endpoint" for e in report.evaluations) == 6  # separated: 3 each
+    assert sum(e.phase == "endpoint" for e in report.evaluations) == 6  # separated: 3 each
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.1])
@@ -184,10 +184,10 @@ def test_four_slots_take_fewer_rounds(tmp_path: Path, noise: float) -> None:
     backend = FileValueBackend(_flips(noise, 1))
     # Without measuring ahead (tests/search/test_fold_rounds.py): every phase its rounds.
     report = _run(built, backend, error_rate=noise, parallel=4, fold=False)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[41]
-    rounds = report.data["search"]["rounds"]
+    assert report.culprit is not None and report.culprit.commit == built.mainline[41]
+    rounds = report.search.rounds
     assert rounds["endpoint"] == 1 and rounds["confirm"] == 1
-    bisect = [e for e in report.evaluations if e["phase"] == "bisect"]
+    bisect = [e for e in report.evaluations if e.phase == "bisect"]
     assert rounds["bisect"] < len(bisect)
     if noise == 0:
         assert rounds["bisect"] <= 3  # ceil(log5 63) = 3

@@ -8,18 +8,19 @@ import math
 import random
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bisector.config import load_config
+from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
-from bisector.search import RunOptions, run_bisection
+from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from bisector.search.report import Report
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.checkout import snapshot
 from tests.helpers.local_backend import LocalDriver, write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
+from tests.helpers.settings import settings_for
 
 GOOD, BAD = 2, 40
 
@@ -31,17 +32,17 @@ def _run(
     good: str | None = None,
     bad: str | None = None,
     run_dir: Path | None = None,
-    **overrides: object,
+    **overrides: Any,
 ) -> Report:
-    options = RunOptions.from_config(
-        load_config(driver.config),
+    settings = settings_for(
+        driver.config,
         good=good or built.mainline[0],
         bad=bad or built.mainline[-1],
         repo=built.path,
         run_dir=run_dir,
-        overrides=overrides,
+        **overrides,
     )
-    return run_bisection(options, progress=PlainProgress(io.StringIO()))
+    return run_bisection(settings, progress=PlainProgress(io.StringIO()))
 
 
 def _step(n: int, at: int) -> list[int]:
@@ -53,19 +54,19 @@ def test_culprit_found_with_calibrated_threshold_and_reports(tmp_path: Path) -> 
     driver = write_local_config(tmp_path)
     report = _run(built, driver)
     assert report.culprit is not None
-    assert report.culprit["commit"] == built.mainline[13]
-    assert report.culprit["confirmed"] is True
-    assert report.culprit["parent"]["commit"] == built.mainline[12]
-    data = json.loads((Path(report.data["run_dir"]) / "report.json").read_text())
+    assert report.culprit.commit == built.mainline[13]
+    assert report.culprit.confirmed is True
+    assert report.culprit.parent.commit == built.mainline[12]
+    data = json.loads((Path(report.run_dir) / "report.json").read_text())
     assert data["threshold"]["value"] == pytest.approx(math.sqrt(GOOD * BAD))
     assert "geometric mean" in data["threshold"]["how"]
     assert data["good"]["value"] == GOOD and data["bad"]["value"] == BAD
     first = data["evaluations"][0]
     assert {"commit", "verdict", "metrics", "duration_s", "reason"} <= set(first)
     assert [e["phase"] for e in data["evaluations"][:2]] == ["endpoint", "endpoint"]
-    html = (Path(report.data["run_dir"]) / "report.html").read_text()
+    html = (Path(report.run_dir) / "report.html").read_text()
     assert "<svg" in html and built.mainline[13][:12] in html
-    assert "Culprit" in (Path(report.data["run_dir"]) / "report.md").read_text()
+    assert "Culprit" in (Path(report.run_dir) / "report.md").read_text()
     assert set(driver.calls("teardowns")) == set(driver.calls("launches"))
 
 
@@ -79,9 +80,9 @@ def test_merge_is_descended_to_the_exact_commit(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", values, prs=prs)
     report = _run(built, write_local_config(tmp_path), first_parent=True)
     assert report.culprit is not None
-    assert report.culprit["commit"] == built.pr_commits[46588][1]
-    assert report.culprit["pr"] == 46588
-    assert report.culprit["merge"]["commit"] == built.mainline[6]
+    assert report.culprit.commit == built.pr_commits[46588][1]
+    assert report.culprit.pr == 46588
+    assert (report.culprit.merge and report.culprit.merge.commit) == built.mainline[6]
 
 
 def test_a_fifth_of_commits_failing_to_build_are_skipped(tmp_path: Path) -> None:
@@ -91,10 +92,10 @@ def test_a_fifth_of_commits_failing_to_build_are_skipped(tmp_path: Path) -> None
     driver = write_local_config(tmp_path)
     report = _run(built, driver)
     assert report.culprit is not None
-    assert report.culprit["commit"] == built.mainline[culprit]
-    skipped = [e for e in report.evaluations if e["verdict"] == "skip"]
-    assert all(e["reason"].startswith("build:") for e in skipped)
-    assert {e["commit"] for e in skipped} <= {built.mainline[i] for i in broken}
+    assert report.culprit.commit == built.mainline[culprit]
+    skipped = [e for e in report.evaluations if e.verdict == "skip"]
+    assert all((e.reason or "").startswith("build:") for e in skipped)
+    assert {e.commit for e in skipped} <= {built.mainline[i] for i in broken}
     assert not set(driver.calls("launches")) & {built.mainline[i] for i in broken}
 
 
@@ -102,8 +103,8 @@ def test_only_broken_commits_left_is_inconclusive_and_names_them(tmp_path: Path)
     built = build_repo(tmp_path / "repo", _step(6, 3), broken={2, 3})
     report = _run(built, write_local_config(tmp_path))
     assert report.culprit is None
-    assert report.data["status"] == "inconclusive"
-    assert built.mainline[3] in report.data["candidates"]
+    assert report.status == "inconclusive"
+    assert built.mainline[3] in report.candidates
 
 
 def test_flaky_launches_are_retried(tmp_path: Path) -> None:
@@ -111,10 +112,10 @@ def test_flaky_launches_are_retried(tmp_path: Path) -> None:
     driver = write_local_config(tmp_path)
     driver.switch("flaky")
     report = _run(built, driver)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[4]
-    first_runs = [e for e in report.evaluations if e["phase"] != "confirm"]
-    assert first_runs and all(e["launch_attempts"] == 2 for e in first_runs)
-    assert all(e["verdict"] != "skip" for e in report.evaluations)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[4]
+    first_runs = [e for e in report.evaluations if e.phase != "confirm"]
+    assert first_runs and all(e.launch_attempts == 2 for e in first_runs)
+    assert all(e.verdict != "skip" for e in report.evaluations)
 
 
 def test_launch_failing_after_all_attempts_is_skip_not_good(tmp_path: Path) -> None:
@@ -168,8 +169,8 @@ def test_overlapping_range_reuses_verdicts(tmp_path: Path) -> None:
     collected = len(driver.calls("collected"))
     second = _run(built, driver, good=built.mainline[4], bad=built.mainline[14])
     assert second.culprit is not None and first.culprit is not None
-    assert second.culprit["commit"] == first.culprit["commit"] == built.mainline[10]
-    reused = [e for e in second.evaluations if e["cached"]]
+    assert second.culprit.commit == first.culprit.commit == built.mainline[10]
+    reused = [e for e in second.evaluations if e.cached]
     assert reused
     fresh = len(driver.calls("collected")) - collected
     assert fresh == len(second.evaluations) - len(reused)
@@ -178,11 +179,11 @@ def test_overlapping_range_reuses_verdicts(tmp_path: Path) -> None:
 def test_repeats_take_a_majority(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(8, 5))
     report = _run(built, write_local_config(tmp_path), repeats=3)
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[5]
-    endpoint_runs = [e for e in report.evaluations if e["phase"] == "endpoint"]
+    assert report.culprit is not None and report.culprit.commit == built.mainline[5]
+    endpoint_runs = [e for e in report.evaluations if e.phase == "endpoint"]
     assert len(endpoint_runs) == 6
-    bisect_runs = [e for e in report.evaluations if e["phase"] == "bisect"]
-    assert len(bisect_runs) == 2 * len({e["commit"] for e in bisect_runs})  # 2 agree: stop
+    bisect_runs = [e for e in report.evaluations if e.phase == "bisect"]
+    assert len(bisect_runs) == 2 * len({e.commit for e in bisect_runs})  # 2 agree: stop
 
 
 @pytest.mark.slow
@@ -190,29 +191,29 @@ def test_1024_linear_commits_within_the_log2_bound(tmp_path: Path) -> None:
     n = 1024
     built = build_repo(tmp_path / "repo", _step(n + 1, 611))
     report = _run(built, write_local_config(tmp_path))
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[611]
-    assert report.data["range_size"] == n
+    assert report.culprit is not None and report.culprit.commit == built.mainline[611]
+    assert report.range_size == n
     assert len(report.evaluations) <= math.ceil(math.log2(n)) + 2 + 2
 
 
 def test_pathspec_limits_the_candidates(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(30, 17))
     report = _run(built, write_local_config(tmp_path), paths=["value"])
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[17]
-    assert report.data["range_size"] == 1  # only the commit that changed `value`
-    phases = [e["phase"] for e in report.evaluations]
+    assert report.culprit is not None and report.culprit.commit == built.mainline[17]
+    assert report.range_size == 1  # only the commit that changed `value`
+    phases = [e.phase for e in report.evaluations]
     assert phases.count("bisect") == 1  # that one commit; the other 28 are never built
 
 
-def _run_in_process(built: BuiltRepo, backend: FileValueBackend, **overrides: object) -> Report:
-    options = RunOptions.from_config(
-        load_config(write_local_config(built.path.parent / "cfg").config),
+def _run_in_process(built: BuiltRepo, backend: FileValueBackend, **overrides: Any) -> Report:
+    settings = settings_for(
+        write_local_config(built.path.parent / "cfg").config,
         good=built.mainline[0],
         bad=built.mainline[-1],
         repo=built.path,
-        overrides=overrides,
+        **overrides,
     )
-    return run_bisection(options, backend=backend, progress=PlainProgress(io.StringIO()))
+    return run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
 
 
 def test_confirmation_that_disagrees_is_reported_unconfirmed(tmp_path: Path) -> None:
@@ -224,9 +225,9 @@ def test_confirmation_that_disagrees_is_reported_unconfirmed(tmp_path: Path) -> 
 
     backend = FileValueBackend(flips_on_second_run)
     report = _run_in_process(built, backend)
-    assert report.culprit is not None and report.culprit["commit"] == culprit
-    assert report.culprit["confirmed"] is False
-    assert report.culprit["confirmation"][culprit] == "good"
+    assert report.culprit is not None and report.culprit.commit == culprit
+    assert report.culprit.confirmed is False
+    assert report.culprit.confirmation[culprit] == "good"
     assert ("close", "") in backend.steps
 
 
@@ -235,13 +236,13 @@ def test_no_data_mid_range_is_skip_with_reason(tmp_path: Path) -> None:
     silent = built.mainline[8]
     backend = FileValueBackend(lambda c, _n, v: None if c == silent else v)
     report = _run_in_process(built, backend)
-    assert report.data["verdicts"].get(silent) in (None, "skip")
-    skipped = [e for e in report.evaluations if e["commit"] == silent]
-    assert all(e["verdict"] == "skip" and "no data" in e["reason"] for e in skipped)
+    assert report.verdicts.get(silent) in (None, "skip")
+    skipped = [e for e in report.evaluations if e.commit == silent]
+    assert all(e.verdict == "skip" and "no data" in (e.reason or "") for e in skipped)
     assert skipped  # git's first midpoint of 1..15 is 8
     # the culprit's parent cannot be measured, so git cannot tell 8 from 9: both are named
     assert report.culprit is None
-    assert set(report.data["candidates"]) == {silent, built.mainline[9]}
+    assert set(report.candidates) == {silent, built.mainline[9]}
 
 
 def test_an_endpoint_error_loses_nothing(tmp_path: Path) -> None:
@@ -252,8 +253,8 @@ def test_an_endpoint_error_loses_nothing(tmp_path: Path) -> None:
     endpoints_measured = len(driver.calls("collected"))
     assert endpoints_measured == 2
     report = _run(built, driver, threshold=10.0)  # another question, same measurements
-    assert report.culprit is not None and report.culprit["commit"] == built.mainline[3]
-    assert sum(e["cached"] for e in report.evaluations) == 2
+    assert report.culprit is not None and report.culprit.commit == built.mainline[3]
+    assert sum(e.cached for e in report.evaluations) == 2
     assert len(driver.calls("collected")) == endpoints_measured + len(report.evaluations) - 2
 
 
@@ -263,15 +264,15 @@ def test_a_failing_backend_close_still_removes_the_tools_worktrees(tmp_path: Pat
             raise RuntimeError("kube-down.sh crashed")
 
     built = build_repo(tmp_path / "repo", _step(6, 2))
-    options = RunOptions.from_config(
-        load_config(write_local_config(tmp_path).config),
+    settings = settings_for(
+        write_local_config(tmp_path).config,
         good=built.mainline[0],
         bad=built.mainline[-1],
         repo=built.path,
         run_dir=tmp_path / "run",
     )
     with pytest.raises(RuntimeError, match="kube-down"):
-        run_bisection(options, backend=CloseFails(), progress=PlainProgress(io.StringIO()))
+        run_bisection(settings, backend=CloseFails(), progress=PlainProgress(io.StringIO()))
     assert not list((tmp_path / "run" / "worktrees").glob("*"))
     worktrees = subprocess.run(
         ["git", "worktree", "list"], cwd=built.path, capture_output=True, text=True, check=True

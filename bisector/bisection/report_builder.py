@@ -1,0 +1,176 @@
+"""The typed report of a finished search: what was found, and every measurement behind it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from bisector.bisection.endpoints import Endpoints
+from bisector.report.model import (
+    Culprit,
+    Endpoint,
+    Evaluation,
+    LogWindow,
+    Mark,
+    MergeRef,
+    ParentResult,
+    Report,
+    TeardownFailure,
+    Threshold,
+)
+from bisector.search.base import Found, Search
+from bisector.search.journal import Mark as MarkRecord
+from bisector.search.journal import TeardownFailed
+from bisector.search.measure import Measurement
+
+if TYPE_CHECKING:
+    from bisector.bisection.start import Bisection
+
+_PR = re.compile(r"(?:Merge pull request #|\(#)(\d+)")
+
+COMMAND_LOGS = ("build.log", "launch.log", "warmup.log", "collect.log", "teardown.log")
+
+
+def pr_number(subject: str) -> int | None:
+    match = _PR.search(subject)
+    return int(match.group(1)) if match else None
+
+
+def _verdict(value: float | None, threshold: float) -> str:
+    if value is None:
+        return "skip"
+    return "bad" if value >= threshold else "good"
+
+
+def _status(found: Found) -> str:
+    if found.culprit:
+        return "found"
+    return "inconclusive" if found.sure else "unsure"
+
+
+def _evaluation(n: int, m: Measurement, subject: str, threshold: float, cached: bool) -> Evaluation:
+    window = None
+    if m.window is not None:
+        window = LogWindow(m.window.get("start"), m.window.get("end"), float(m.window["span_s"]))
+    eval_dir = Path(m.eval_dir) if m.eval_dir else None
+    command_logs = (
+        [str(eval_dir / name) for name in COMMAND_LOGS if (eval_dir / name).is_file()]
+        if eval_dir is not None
+        else []
+    )
+    return Evaluation(
+        n=n,
+        commit=m.commit,
+        subject=subject,
+        phase=m.phase,
+        verdict=_verdict(m.value, threshold),
+        value=m.value,
+        metrics=m.metrics,
+        duration_s=m.duration_s,
+        reason=m.reason,
+        launch_attempts=m.launch_attempts,
+        logs=m.logs,
+        cached=cached,
+        started_at=m.started_at,
+        slot=m.slot,
+        eval_dir=m.eval_dir,
+        why=m.why,
+        window=window,
+        stopped_early=m.stopped_early,
+        teardown_error=m.teardown_error,
+        command_logs=command_logs,
+    )
+
+
+def build_report(
+    b: Bisection,
+    *,
+    ends: Endpoints,
+    found: Found,
+    merges: list[str],
+    confirmation: dict[str, str],
+    search: Search,
+    bisect_log: str,
+    remote: str | None,
+) -> Report:
+    repo, s = b.repo, b.settings
+    subjects: dict[str, str] = {}
+
+    def subject(commit: str) -> str:
+        if commit not in subjects:
+            subjects[commit] = repo.info(commit).subject
+        return subjects[commit]
+
+    threshold = ends.threshold
+    # Every measurement of this run (a resumed run's too), and the cached ones it used:
+    # no row is missing, and rows are in the order they were measured.
+    measured = {m.id: m for m in b.journal.own} | b.evaluator.used
+    ordered = sorted(measured.values(), key=lambda m: (m.started_at, m.slot))
+    cached = b.journal.cached_ids
+    evaluations = [
+        _evaluation(i, m, subject(m.commit), threshold, m.id in cached)
+        for i, m in enumerate(ordered, 1)
+    ]
+    merge_refs = [MergeRef(c, subject(c), pr_number(subject(c))) for c in merges]
+    culprit = None
+    summary = search.summary()
+    if found.culprit:
+        info = repo.info(found.culprit)
+        parent = info.parents[0]
+        values = [m.value for m in ordered if m.commit == found.culprit and m.value is not None]
+        parent_values = [m.value for m in ordered if m.commit == parent and m.value is not None]
+        outer = merge_refs[0] if merge_refs else None
+        inner_pr = next((m.pr for m in reversed(merge_refs) if m.pr), None)
+        culprit = Culprit(
+            commit=found.culprit,
+            subject=info.subject,
+            author=info.author,
+            date=info.date,
+            pr=pr_number(info.subject) or inner_pr,
+            merge=outer,
+            merges=merge_refs,
+            confirmed=confirmation.get(found.culprit) == "bad"
+            and confirmation.get(parent) == "good",
+            confirmation=confirmation,
+            confidence=summary.confidence,
+            value=values[-1] if values else None,
+            parent=ParentResult(
+                parent, parent_values[-1] if parent_values else None, confirmation.get(parent)
+            ),
+        )
+    first_parent_range = [b.good, *repo.rev_list(b.good, b.bad, first_parent=True, paths=s.paths)]
+    marks = [
+        Mark(r.commit, r.verdict, r.note) for r in b.journal.records if isinstance(r, MarkRecord)
+    ]
+    failures = [
+        TeardownFailure(r.commit, r.eval_dir, r.error)
+        for r in b.journal.records
+        if isinstance(r, TeardownFailed)
+    ]
+    return Report(
+        status=_status(found),
+        culprit=culprit,
+        candidates=found.candidates,
+        search=summary,
+        good=Endpoint(b.good, subject(b.good), ends.good_value, ends.good_runs),
+        bad=Endpoint(b.bad, subject(b.bad), ends.bad_value, ends.bad_runs),
+        threshold=Threshold(threshold, ends.how),
+        metric=s.metric,
+        repeats=s.repeats,
+        first_parent=s.first_parent,
+        paths=list(s.paths),
+        backend=s.backend,
+        config_fingerprint=s.fingerprint(),
+        run_dir=str(b.layout.root),
+        range_size=len(repo.rev_list(b.good, b.bad, first_parent=s.first_parent, paths=s.paths)),
+        range=[b.good, *repo.rev_list(b.good, b.bad, paths=s.paths)],
+        first_parent_range=first_parent_range,
+        evaluations=evaluations,
+        verdicts=dict(search.verdicts),
+        verdict_reasons=dict(search.reasons),
+        bisect_log=bisect_log,
+        marks=marks,
+        teardown_failures=failures,
+        remote=remote,
+    )

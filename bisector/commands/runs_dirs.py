@@ -1,0 +1,42 @@
+"""Finding a repository's run directories (shared by `status`, `runs` and `mark`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bisector.errors import BisectorError
+from bisector.gitrepo import GitRepo
+
+
+def runs_root(repo: GitRepo) -> Path:
+    return repo.common_dir / "bisector" / "runs"
+
+
+def run_dirs(repo: GitRepo) -> list[Path]:
+    """The repository's run directories, least recently active first."""
+    root = runs_root(repo)
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if (p / "journal.jsonl").is_file()]
+    return sorted(found, key=lambda p: (p / "journal.jsonl").stat().st_mtime)
+
+
+def check_run_dir(run_dir: Path) -> Path:
+    if not (run_dir / "journal.jsonl").is_file():
+        raise BisectorError(
+            f"{run_dir} is not a bisector run directory (no journal.jsonl); pass the "
+            "run's --run-dir (see `bisector runs`)"
+        )
+    return run_dir
+
+
+def pick_run(repo: GitRepo, run_dir: Path | None) -> Path:
+    """`run_dir` if given, else the repository's most recently active run."""
+    if run_dir is not None:
+        return check_run_dir(run_dir)
+    found = run_dirs(repo)
+    if not found:
+        raise BisectorError(
+            f"no bisector runs in {repo.root}; start one with `bisector run`, or pass --run-dir"
+        )
+    return found[-1]

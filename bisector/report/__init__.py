@@ -1,0 +1,29 @@
+"""The bisection's report: typed data (model.py) and what renders it.
+
+Report                      the typed report; report.json is Report.to_json()
+write_reports(report, dir)  report.json, report.md, report.html
+summary_lines(report)       the end-of-run evidence printed by run, demo and nightly
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bisector.report.model import Report
+
+__all__ = ["Report", "summary_lines", "write_reports"]
+
+
+def write_reports(report: Report, run_dir: Path) -> None:
+    from bisector.report.render import render_both
+
+    report.write_json(run_dir)
+    markdown, html = render_both(report)
+    (run_dir / "report.md").write_text(markdown, encoding="utf-8")
+    (run_dir / "report.html").write_text(html, encoding="utf-8")
+
+
+def summary_lines(report: Report) -> list[str]:
+    from bisector.report.summary import summary_lines as lines
+
+    return lines(report)

@@ -1,0 +1,181 @@
+"""The report's facts as short texts, shared by report.md, report.html and the run's summary.
+
+Each renderer decides how to mark them up; what they say is decided here once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisector.report.model import Endpoint, Evaluation, Report
+
+
+def short(commit: str) -> str:
+    return commit[:12]
+
+
+def value_text(value: float | None) -> str:
+    return "no data" if value is None else f"{value:g}"
+
+
+def runs_text(runs: list[float]) -> str:
+    """Every run's value, so a reader sees the spread and not only the summary value."""
+    if not runs:
+        return "no run"
+    values = ", ".join(f"{v:g}" for v in runs)
+    return f"1 run: {values}" if len(runs) == 1 else f"{len(runs)} runs: {values}"
+
+
+def endpoint_text(report: Report, which: str, end: Endpoint) -> str:
+    return (
+        f"{report.metric} at {which} {short(end.commit)}: {value_text(end.value)} "
+        f"({runs_text(end.runs)})"
+    )
+
+
+def threshold_how(report: Report) -> str:
+    how = report.threshold.how
+    if how == "given":
+        return "given by the configuration (not calibrated)"
+    return how
+
+
+def headline(report: Report) -> str:
+    culprit = report.culprit
+    if culprit is not None:
+        if culprit.confirmed:
+            return "Culprit found and confirmed"
+        return "Culprit found but NOT confirmed by measuring it and its parent again"
+    if report.status == "unsure":
+        return "Unsure: the evaluation budget ran out before the search was sure"
+    return "No single culprit: commits next to it could not be measured"
+
+
+def why_culprit(report: Report) -> str:
+    """One sentence: why this commit and not its neighbour."""
+    culprit = report.culprit
+    if culprit is None:
+        return ""
+    threshold = f"{report.threshold.value:g}"
+    parent = short(culprit.parent.commit)
+    below = _count(report, culprit.parent.commit, above=False)
+    above = _count(report, culprit.commit, above=True)
+    text = (
+        f"Its parent {parent} measured {values_of(report, culprit.parent.commit)} "
+        f"({below} below the threshold {threshold}) and this commit measured "
+        f"{values_of(report, culprit.commit)} ({above} at or above it): the regression "
+        "came in with this commit"
+    )
+    if culprit.merges:
+        text += (
+            f", which entered the first-parent history with merge {short(culprit.merges[0].commit)}"
+        )
+    if culprit.confirmed:
+        return text + "; measuring both again agreed."
+    return text + "; measuring both again did NOT agree, so treat it as a suspect only."
+
+
+def _count(report: Report, commit: str, *, above: bool) -> str:
+    values = [e.value for e in runs_of(report, commit) if e.value is not None]
+    hits = sum((v >= report.threshold.value) == above for v in values)
+    return f"{hits} of {len(values)} runs" if len(values) != 1 else f"{hits} of 1 run"
+
+
+def values_of(report: Report, commit: str) -> str:
+    values = [value_text(e.value) for e in runs_of(report, commit) if e.value is not None]
+    if not values:
+        return "nothing (no run of it had data)"
+    return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
+
+
+def confidence_text(report: Report) -> str:
+    search = report.search
+    if search.mode != "posterior":
+        return "not modelled (plain git bisect verdicts, no error rate given)"
+    how = (
+        f"verdict error rate {search.error_rate:g}"
+        if search.likelihood == "verdict"
+        else "likelihood fitted to the endpoints' runs"
+    )
+    confidence = "unknown" if search.confidence is None else f"{search.confidence:.4f}"
+    sure = "" if search.sure else ", below the target"
+    return f"{confidence} (probabilistic bisection, {how}{sure})"
+
+
+def search_text(report: Report) -> str:
+    skipped = sum(e.verdict == "skip" for e in report.evaluations)
+    kind = "first-parent commits" if report.first_parent else "commits"
+    text = f"{len(report.evaluations)} evaluations over {report.range_size} {kind}"
+    if skipped:
+        text += f", {skipped} skipped"
+    if report.search.parallel > 1:
+        text += f", {report.search.parallel} at a time"
+    return text
+
+
+def runs_of(report: Report, commit: str) -> list[Evaluation]:
+    return [e for e in report.evaluations if e.commit == commit]
+
+
+def measured_runs_text(report: Report, commit: str) -> str:
+    """`45 (bisect), 49 (confirm)`: every run of a commit with the phase it was measured in."""
+    runs = runs_of(report, commit)
+    if not runs:
+        return "not measured"
+    return ", ".join(f"{value_text(e.value)} ({e.phase})" for e in runs)
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A skip reason cut where it is safe: the summary never ends inside a `quoted command`."""
+
+    summary: str
+    output: list[str]  # the failing command's last lines, when the reason carries them
+
+
+_FAILURE = re.compile(r"`|failed|exited|timed out|killed", re.IGNORECASE)
+
+
+def _output_start(text: str) -> int:
+    """Index of the first `: ` outside backtick quotes after the first quoted command
+    (or anywhere, without one), or -1."""
+    quoted, after = False, "`" not in text
+    for i, char in enumerate(text):
+        if char == "`":
+            quoted = not quoted
+            after = after or not quoted
+        elif after and not quoted and text.startswith(": ", i):
+            return i
+    return -1
+
+
+def split_reason(reason: str | None, max_lines: int = 8) -> Reason:
+    """`make` exited 2: a | b | c  ->  summary "`make` exited 2", output [a, b, c].
+
+    The failing command's output follows the first newline, or the first `: ` after the
+    first `quoted command` (or anywhere when nothing is quoted) when what precedes it says
+    a command failed (proc.CommandError and backends.steps.tail join the output's lines
+    with ` | `). Other reasons stay whole.
+    """
+    if not reason:
+        return Reason("", [])
+    text = reason.strip()
+    head, sep, rest = text.partition("\n")
+    if not sep:
+        cut = _output_start(text)
+        if cut < 0 or not _FAILURE.search(text[:cut]):
+            return Reason(text, [])
+        head, rest = text[:cut], text[cut + 2 :]
+    lines = [line.strip() for chunk in rest.split("\n") for line in chunk.split(" | ")]
+    lines = [line for line in lines if line]
+    return Reason(head.strip(), lines[-max_lines:])
+
+
+def relative_path(report: Report, path: str) -> str:
+    """A path as the report (which lives in the run directory) links it."""
+    if not report.run_dir or not Path(path).is_absolute():
+        return path
+    return os.path.relpath(path, report.run_dir)

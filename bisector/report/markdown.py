@@ -1,0 +1,214 @@
+"""report.md: the same content as report.html, as Markdown a terminal shows well (no HTML)."""
+
+from __future__ import annotations
+
+from bisector.report.evidence import evidence_rows, skips
+from bisector.report.facts import (
+    confidence_text,
+    headline,
+    search_text,
+    short,
+    threshold_how,
+    why_culprit,
+)
+from bisector.report.links import commit_url, pr_url
+from bisector.report.model import Report
+from bisector.report.smoking_gun import SmokingGun, comparison
+from bisector.report.timeline import OPTIONAL_COLUMNS, drop_empty_columns
+from bisector.report.timeline import rows as timeline_rows
+
+# `<` would open HTML or an autolink; `|` ends a table cell; `*` starts emphasis.
+_ESCAPES = str.maketrans({"|": "\\|", "<": "\\<", "*": "\\*", "\n": " "})
+
+
+def esc(text: str) -> str:
+    """Free text (subjects, authors, reasons) that Markdown must not read as markup."""
+    return text.translate(_ESCAPES)
+
+
+def code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text.replace(chr(10), ' ')}{pad}{fence}"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell or " " for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _link(text: str, url: str | None) -> str:
+    return f"[{text}]({url})" if url else text
+
+
+def _teardown(report: Report) -> list[str]:
+    if not report.teardown_failures:
+        return []
+    lines = ["## TEARDOWN FAILED: something may still be running", ""]
+    for f in report.teardown_failures:
+        lines.append(f"- {code(short(f.commit))} ({esc(f.eval_dir)}): {esc(f.error)}")
+    lines += ["", f"Clean up with {code('bisector cleanup --run-dir ' + report.run_dir)}.", ""]
+    return lines
+
+
+def _culprit(report: Report) -> list[str]:
+    culprit = report.culprit
+    if culprit is None:
+        return _no_culprit(report)
+    remote = report.remote
+    lines = [
+        "## Culprit",
+        "",
+        f"- commit: {_link(code(culprit.commit), commit_url(remote, culprit.commit))} "
+        f"{esc(culprit.subject)}",
+    ]
+    if culprit.pr:
+        lines.append(f"- pull request: {_link(f'#{culprit.pr}', pr_url(remote, culprit.pr))}")
+    lines.append(f"- author: {esc(culprit.author)}, {esc(culprit.date)}")
+    for merge in culprit.merges:
+        pr = f" (PR {_link(f'#{merge.pr}', pr_url(remote, merge.pr))})" if merge.pr else ""
+        sha = _link(code(short(merge.commit)), commit_url(remote, merge.commit))
+        lines.append(f"- came in with merge {sha} {esc(merge.subject)}{pr}")
+    return [*lines, "", why_culprit(report), ""]
+
+
+def _no_culprit(report: Report) -> list[str]:
+    search = report.search
+    if report.status == "unsure" and search.likely_range is not None:
+        likely = search.likely_range
+        guess = ", ".join(short(c) for c in search.best_guess)
+        lines = [
+            "**Unsure**: the evaluation budget ran out before the search was sure "
+            f"(best guess {guess} with probability {search.confidence or 0:.3f}).",
+            "",
+            f"The culprit is one of these {len(likely.commits)} commits with probability "
+            f"{likely.probability:.3f}:",
+            "",
+        ]
+        lines += [f"- {code(c)}" for c in likely.commits[:50]]
+        if len(likely.commits) > 50:
+            lines.append(f"- ... and {len(likely.commits) - 50} more")
+        return [*lines, ""]
+    lines = [
+        "**No single culprit**: it could be any of these (commits between them could not "
+        "be measured):",
+        "",
+    ]
+    lines += [f"- {code(c)}" for c in report.candidates]
+    return [*lines, ""]
+
+
+def _evidence(report: Report) -> list[str]:
+    remote = report.remote
+    rows = [
+        [
+            r.role,
+            _link(code(short(r.commit)), commit_url(remote, r.commit)),
+            esc(r.subject),
+            r.value,
+            r.runs,
+            r.verdict,
+        ]
+        for r in evidence_rows(report)
+    ]
+    lines = [
+        "## Evidence",
+        "",
+        *table(["", "commit", "subject", report.metric, "every run", "verdict"], rows),
+        "",
+        f"- threshold: {report.threshold.value:g}, {esc(threshold_how(report))}",
+    ]
+    if report.culprit is not None:
+        lines.append(
+            "- confirmed by measuring the culprit and its parent again: "
+            + ("yes" if report.culprit.confirmed else "NO")
+        )
+    lines += [
+        f"- confidence: {confidence_text(report)}",
+        f"- search: {search_text(report)}",
+    ]
+    if report.search.parallel > 1 and report.search.rounds:
+        rounds = ", ".join(f"{k} {v}" for k, v in report.search.rounds.items())
+        lines.append(f"- rounds: {rounds}")
+    for mark in report.marks:
+        note = f": {esc(mark.note)}" if mark.note else ""
+        lines.append(f"- marked {mark.verdict} by hand: {code(short(mark.commit))}{note}")
+    return [*lines, "", *_skips(report)]
+
+
+def _skips(report: Report) -> list[str]:
+    found = skips(report)
+    if not found:
+        return ["No commit was skipped.", ""]
+    lines = [f"### Skipped ({len(found)})", ""]
+    for s in found:
+        lines.append(f"- #{s.n} {code(s.commit)} {esc(s.subject)}: {esc(s.reason.summary)}")
+        if s.reason.output:
+            lines += ["", "  ```", *(f"  {line}" for line in s.reason.output), "  ```"]
+    return [*lines, ""]
+
+
+def _gun(gun: SmokingGun) -> list[str]:
+    lines = ["## Smoking gun", "", f"{gun.note[0].upper()}{gun.note[1:]}.", ""]
+    if gun.sides:
+        header, rows = comparison(gun)
+        lines += [*table(header, rows), "", "The same over the run's time: see report.html.", ""]
+    return lines
+
+
+def _timeline(report: Report) -> list[str]:
+    rows = []
+    for r in timeline_rows(report):
+        notes = "; ".join(r.notes)
+        if r.reason.summary:
+            notes = "; ".join(x for x in (notes, "skip: " + r.reason.summary) if x)
+        rows.append(
+            [
+                str(r.n),
+                r.started,
+                r.phase,
+                code(r.commit),
+                r.verdict,
+                r.value,
+                r.duration,
+                esc(r.why),
+                r.window,
+                esc(notes),
+                " ".join(f"[{name.rsplit('/', 1)[-1]}]({name})" for name in r.command_logs),
+            ]
+        )
+    header = ["#", "started", "phase", "commit", "verdict", "value", "took", "why there"]
+    header += ["log window", "notes", "command logs"]
+    header, rows = drop_empty_columns(header, rows, OPTIONAL_COLUMNS)
+    return ["## Timeline", "", *table(header, rows), ""]
+
+
+def _details(report: Report) -> list[str]:
+    lines = [
+        "## Run",
+        "",
+        f"- backend: {report.backend}; metric: {report.metric}; repeats: {report.repeats}",
+        f"- range: {report.range_size} "
+        + ("first-parent commits" if report.first_parent else "commits")
+        + f" ({len(report.range)} in all); paths: {', '.join(report.paths) or 'all'}",
+        f"- run directory: {code(report.run_dir)}; config fingerprint {report.config_fingerprint}",
+    ]
+    if report.bisect_log.strip():
+        lines += ["", "`git bisect log`:", "", "```", report.bisect_log.rstrip(), "```"]
+    return [*lines, ""]
+
+
+def render_markdown(report: Report, gun: SmokingGun) -> str:
+    lines = [
+        "# bisector report",
+        "",
+        *_teardown(report),
+        *([f"**{headline(report)}**", ""] if report.culprit is not None else []),
+        *_culprit(report),
+        *_evidence(report),
+        *_gun(gun),
+        *_timeline(report),
+        *_details(report),
+    ]
+    return "\n".join(lines).rstrip() + "\n"

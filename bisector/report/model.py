@@ -1,0 +1,277 @@
+"""The bisection's report as typed data; report.json is its serialisation.
+
+report.json, version 2 (version 1's keys kept, new keys added):
+    status        "found" | "inconclusive" | "unsure"
+                  (unsure: the evaluation budget ran out before the posterior was sure)
+    culprit       {commit, subject, author, date, pr, merge, merges, confirmed, confirmation,
+                  confidence, value, parent: {commit, value, verdict}} | null
+                  (merge: the outermost first-parent merge the culprit was found in, or null;
+                  merges: every merge descended into, outermost first;
+                  confidence: posterior probability, null without a noise model)
+    candidates    commits that could be the culprit when only skipped commits were left
+    search        {mode: "git-bisect"|"posterior", error_rate, likelihood, parallel,
+                  rounds: {phase: n}, confidence, sure, likely_range: {commits, probability}
+                  | null, best_guess}
+    good, bad     {commit, subject, value, runs}
+    threshold     {value, how}            how: "given" or "calibrated: ..."
+    metric, repeats, first_parent, paths, backend, config_fingerprint, run_dir
+    range_size    commits in good..bad (first-parent chain with --first-parent)
+    range         every commit of good..bad (merged branches too), oldest first
+    first_parent_range  the first-parent chain of good..bad, oldest first (the plot's x axis)
+    evaluations   [{n, commit, subject, phase, verdict, value, metrics, duration_s, reason,
+                    launch_attempts, logs, cached, started_at, slot, eval_dir, why,
+                    window: {start, end, span_s} | null, stopped_early, teardown_error,
+                    command_logs: [path]}]   in the order they were measured
+    verdicts      {commit: good|bad|skip}   verdicts fed to git bisect
+    verdict_reasons {commit: why}
+    marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
+    teardown_failures [{commit, eval_dir, error}]  what may still be running
+    remote        the repository's GitHub URL (https://github.com/OWNER/REPO) or null
+    bisect_log    `git bisect log` of the last session
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+REPORT_VERSION = 2
+
+T = TypeVar("T")
+
+
+def _build(cls: type[T], data: Any) -> T:
+    """A dataclass from a dict, ignoring unknown keys (older/newer report.json)."""
+    names = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    return cls(**{k: v for k, v in dict(data).items() if k in names})
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    commit: str
+    subject: str
+    value: float | None
+    runs: list[float] = field(default_factory=list)  # every run's value, in order
+
+
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    how: str  # "given" or "calibrated: ..."
+
+
+@dataclass(frozen=True)
+class MergeRef:
+    commit: str
+    subject: str
+    pr: int | None
+
+
+@dataclass(frozen=True)
+class ParentResult:
+    commit: str
+    value: float | None
+    verdict: str | None  # its confirmation verdict
+
+
+@dataclass(frozen=True)
+class Culprit:
+    commit: str
+    subject: str
+    author: str
+    date: str
+    pr: int | None
+    merge: MergeRef | None
+    merges: list[MergeRef]
+    confirmed: bool
+    confirmation: dict[str, str]
+    confidence: float | None
+    value: float | None
+    parent: ParentResult
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Culprit:
+        merge = data.get("merge")
+        return cls(
+            commit=data["commit"],
+            subject=data.get("subject", ""),
+            author=data.get("author", ""),
+            date=data.get("date", ""),
+            pr=data.get("pr"),
+            merge=_build(MergeRef, merge) if merge else None,
+            merges=[_build(MergeRef, m) for m in data.get("merges", [])],
+            confirmed=bool(data.get("confirmed")),
+            confirmation=dict(data.get("confirmation", {})),
+            confidence=data.get("confidence"),
+            value=data.get("value"),
+            parent=_build(ParentResult, data["parent"]),
+        )
+
+
+@dataclass(frozen=True)
+class LogWindow:
+    """The time span the evaluation's log covers (epoch seconds)."""
+
+    start: float | None
+    end: float | None
+    span_s: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    n: int  # 1-based order of measurement
+    commit: str
+    subject: str
+    phase: str  # endpoint, bisect, confirm
+    verdict: str  # good, bad, skip (this run alone, against the threshold)
+    value: float | None
+    metrics: dict[str, Any]
+    duration_s: float
+    reason: str | None  # why no value (skip), with the failing command's last lines
+    launch_attempts: int
+    logs: list[str]
+    cached: bool  # reused from an earlier run's measurement
+    started_at: float = 0.0
+    slot: int = 0
+    eval_dir: str = ""
+    why: str = ""  # why the search measured this commit there
+    window: LogWindow | None = None
+    stopped_early: str | None = None  # e.g. "conflicts 61234 >= 50000 after 3m10s of 30m"
+    teardown_error: str | None = None
+    command_logs: list[str] = field(default_factory=list)  # evals/NNN/build.log, ...
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Evaluation:
+        window = data.get("window")
+        values = dict(data)
+        values["window"] = _build(LogWindow, window) if window else None
+        values.setdefault("n", 0)
+        values.setdefault("subject", "")
+        values.setdefault("metrics", {})
+        values.setdefault("launch_attempts", 0)
+        values.setdefault("logs", [])
+        values.setdefault("cached", False)
+        values.setdefault("duration_s", 0.0)
+        values.setdefault("reason", None)
+        values.setdefault("verdict", "skip" if values.get("value") is None else "")
+        return _build(cls, values)
+
+
+@dataclass(frozen=True)
+class LikelyRange:
+    commits: list[str]
+    probability: float
+
+
+@dataclass(frozen=True)
+class SearchSummary:
+    mode: str  # "git-bisect" or "posterior"
+    error_rate: float = 0.0
+    likelihood: str = "verdict"
+    parallel: int = 1
+    rounds: dict[str, int] = field(default_factory=dict)
+    confidence: float | None = None
+    sure: bool = True
+    likely_range: LikelyRange | None = None
+    best_guess: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SearchSummary:
+        likely = data.get("likely_range")
+        values = dict(data)
+        values["likely_range"] = _build(LikelyRange, likely) if likely else None
+        return _build(cls, values)
+
+
+@dataclass(frozen=True)
+class Mark:
+    commit: str
+    verdict: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class TeardownFailure:
+    commit: str
+    eval_dir: str
+    error: str
+
+
+@dataclass
+class Report:
+    status: str  # found, inconclusive, unsure
+    culprit: Culprit | None
+    candidates: list[str]
+    search: SearchSummary
+    good: Endpoint
+    bad: Endpoint
+    threshold: Threshold
+    metric: str
+    repeats: int
+    first_parent: bool
+    paths: list[str]
+    backend: str
+    config_fingerprint: str
+    run_dir: str
+    range_size: int
+    range: list[str]
+    first_parent_range: list[str]
+    evaluations: list[Evaluation]
+    verdicts: dict[str, str]
+    verdict_reasons: dict[str, str]
+    bisect_log: str
+    marks: list[Mark] = field(default_factory=list)
+    teardown_failures: list[TeardownFailure] = field(default_factory=list)
+    remote: str | None = None
+    version: int = REPORT_VERSION
+
+    @property
+    def confirmed(self) -> bool:
+        return self.culprit is not None and self.culprit.confirmed
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Report:
+        culprit = data.get("culprit")
+        return cls(
+            status=data.get("status", "inconclusive"),
+            culprit=Culprit.from_json(culprit) if culprit else None,
+            candidates=list(data.get("candidates", [])),
+            search=SearchSummary.from_json(data.get("search") or {"mode": "git-bisect"}),
+            good=_build(Endpoint, data["good"]),
+            bad=_build(Endpoint, data["bad"]),
+            threshold=_build(Threshold, data["threshold"]),
+            metric=data.get("metric", ""),
+            repeats=data.get("repeats", 1),
+            first_parent=bool(data.get("first_parent")),
+            paths=list(data.get("paths", [])),
+            backend=data.get("backend", ""),
+            config_fingerprint=data.get("config_fingerprint", ""),
+            run_dir=data.get("run_dir", ""),
+            range_size=data.get("range_size", 0),
+            range=list(data.get("range", [])),
+            first_parent_range=list(data.get("first_parent_range", [])),
+            evaluations=[Evaluation.from_json(e) for e in data.get("evaluations", [])],
+            verdicts=dict(data.get("verdicts", {})),
+            verdict_reasons=dict(data.get("verdict_reasons", {})),
+            bisect_log=data.get("bisect_log", ""),
+            marks=[_build(Mark, m) for m in data.get("marks", [])],
+            teardown_failures=[
+                _build(TeardownFailure, t) for t in data.get("teardown_failures", [])
+            ],
+            remote=data.get("remote"),
+            version=data.get("version", 1),
+        )
+
+    @classmethod
+    def read(cls, path: Path) -> Report:
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+    def write_json(self, run_dir: Path) -> Path:
+        path = run_dir / "report.json"
+        path.write_text(json.dumps(self.to_json(), indent=2, default=str) + "\n")
+        return path

@@ -1,0 +1,220 @@
+"""The smoking gun: the culprit's run against its parent's, over the run's time.
+
+Drawn from the two evaluations' logs (the confirmation runs when their logs are still
+there, else any run of those commits); without a culprit, the bad endpoint against the
+good one. One pass over each log (series.read_series).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bisector.errors import BisectorError
+from bisector.report.facts import short
+from bisector.report.model import Evaluation, Report
+from bisector.report.series import SATURATED, RunSeries, read_series
+from bisector.report.svg import svg_of
+
+TARGET_BUCKETS = 60
+_NICE_BUCKETS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600)
+
+
+@dataclass(frozen=True)
+class Side:
+    role: str  # "culprit", "parent", "bad endpoint", "good endpoint"
+    evaluation: Evaluation
+    series: RunSeries
+
+    @property
+    def label(self) -> str:
+        return f"{self.role} {short(self.evaluation.commit)} (run #{self.evaluation.n})"
+
+
+@dataclass(frozen=True)
+class SmokingGun:
+    sides: list[Side]  # the suspect first
+    note: str  # why these two runs, or why nothing could be drawn
+
+
+def _logs_present(e: Evaluation) -> bool:
+    return bool(e.logs) and all(Path(p).is_file() for p in e.logs if "://" not in p)
+
+
+def pick_run(report: Report, commit: str) -> Evaluation | None:
+    """The latest confirmation run of `commit` whose logs exist, else its latest such run."""
+    runs = [e for e in report.evaluations if e.commit == commit and _logs_present(e)]
+    confirm = [e for e in runs if e.phase == "confirm"]
+    chosen = confirm or runs
+    return max(chosen, key=lambda e: e.n) if chosen else None
+
+
+def smoking_gun(report: Report) -> SmokingGun:
+    if report.culprit is not None:
+        pair = [("culprit", report.culprit.commit), ("parent", report.culprit.parent.commit)]
+        what = "the culprit against its parent"
+    else:
+        pair = [("bad endpoint", report.bad.commit), ("good endpoint", report.good.commit)]
+        what = "no single culprit, so the bad endpoint against the good one"
+    sides = []
+    missing = []
+    for role, commit in pair:
+        e = pick_run(report, commit)
+        if e is None:
+            missing.append(f"{role} {short(commit)}")
+            continue
+        try:
+            sides.append(Side(role, e, read_series(e.logs)))
+        except Exception as exc:  # a garbled log must not cost the whole report
+            why = str(exc) if isinstance(exc, BisectorError | OSError) else repr(exc)
+            missing.append(f"{role} {short(commit)} ({why})")
+    note = f"{what}, from their runs' apiserver logs"
+    if missing:
+        note += "; no readable log for " + ", ".join(missing)
+    return SmokingGun(sides, note)
+
+
+def bucket_seconds(seconds: int) -> int:
+    """A round bucket size giving about TARGET_BUCKETS points over the run."""
+    for size in _NICE_BUCKETS:
+        if seconds / size <= TARGET_BUCKETS:
+            return size
+    return _NICE_BUCKETS[-1]
+
+
+_COLOURS = ("#c62828", "#2e7d32")  # the suspect red, the reference green
+
+
+def _window_marks(ax: Any, side: Side, colour: str) -> None:
+    """The part of the log the value was read from, when it is not the whole log."""
+    w, t0 = side.evaluation.window, side.series.t0
+    if w is None or w.start is None or w.end is None or t0 is None:
+        return
+    start, end, last = w.start - t0, w.end - t0, side.series.seconds
+    # Only inside the log's own span: a window from another clock would stretch the axis.
+    if 0.5 < start < last:
+        ax.axvline(start / 60, color=colour, lw=0.8, ls=":", alpha=0.7)
+    if 0 < end < last - 0.5:
+        ax.axvline(end / 60, color=colour, lw=0.8, ls=":", alpha=0.7)
+
+
+def gun_svg(gun: SmokingGun) -> str | None:
+    sides = gun.sides
+    if not sides:
+        return None
+    seconds = max(s.series.seconds for s in sides)
+    bucket = bucket_seconds(seconds)
+    panels = []
+    if any(s.series.conflicts.any() for s in sides):
+        panels.append(("conflicts", "node PATCH 409 conflicts / min"))
+    if any(s.series.writes.any() for s in sides):
+        panels.append(("writes", "successful node writes / min"))
+    if any(s.series.cacher for s in sides):
+        panels.append(("cacher", "node cacher: objects queued\n(highest so far)"))
+    if not panels:
+        return None
+
+    def draw(fig: Any) -> None:
+        from matplotlib.ticker import FuncFormatter
+
+        fig.set_layout_engine("constrained")
+        axes = fig.subplots(len(panels), 1, sharex=True, squeeze=False)[:, 0]
+        for ax, (kind, title) in zip(axes, panels, strict=True):
+            for i, side in enumerate(sides):
+                colour = _COLOURS[i % len(_COLOURS)]
+                _series_line(ax, side, kind, bucket, colour)
+                _window_marks(ax, side, colour)
+            if kind == "cacher":
+                ax.axhline(SATURATED, color="#555", lw=0.8, ls="--")
+                ax.annotate(
+                    "saturated (channel holds 100)",
+                    (0, SATURATED),
+                    xytext=(2, -10),
+                    textcoords="offset points",
+                    fontsize=7,
+                    color="#555",
+                )
+            ax.set_ylabel(title, fontsize=8)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+            ax.grid(alpha=0.25)
+        axes[0].legend(loc="upper left", fontsize=8, frameon=False, ncol=2)
+        axes[-1].set_xlabel(f"minutes since the run's first log line (buckets of {bucket}s)")
+
+    return svg_of(draw, 10, 1.2 + 1.5 * len(panels))
+
+
+def _series_line(ax: Any, side: Side, kind: str, bucket: int, colour: str) -> None:
+    series, label = side.series, side.label
+    if kind == "cacher":
+        if not series.cacher:
+            return
+        xs, ys, high = [], [], 0
+        for second in sorted(series.cacher):
+            high = max(high, series.cacher[second])
+            xs.append(second / 60)
+            ys.append(high)
+        xs.append(series.seconds / 60)
+        ys.append(high)
+        ax.step(xs, ys, where="post", color=colour, lw=1.5, label=label)
+        return
+    counts = series.conflicts if kind == "conflicts" else series.writes
+    starts, per_min = series.per_minute(counts, bucket)
+    if not len(starts):
+        return
+    # The last bucket drawn to its end, not only its start.
+    xs = [*(starts / 60), (starts[-1] + bucket) / 60]
+    ys = [*per_min, per_min[-1]]
+    ax.step(xs, ys, where="post", color=colour, lw=1.5, label=label)
+
+
+def _node(value: object) -> float | None:
+    if isinstance(value, dict):
+        for kind in ("*api.Node", "*core.Node", "*v1.Node", "nodes"):
+            if value.get(kind) is not None:
+                return float(value[kind])
+        return None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _fmt(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    return (f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}") + unit
+
+
+# (label, how to read it from an evaluation's metrics) - the scorer's own numbers.
+_ROWS: list[tuple[str, Any]] = [
+    ("node PATCH 409 conflicts", lambda m: _fmt(_node(m.get("conflicts")))),
+    ("conflicts per minute", lambda m: _fmt(_node(m.get("conflicts_per_min")))),
+    ("successful node writes", lambda m: _fmt(_node(m.get("node_writes")))),
+    ("node cacher high-water mark", lambda m: _fmt(_node(m.get("cacher_hwm")))),
+    (
+        "node cacher saturated after",
+        lambda m: (
+            "never"
+            if isinstance(m.get("cacher_saturated_after_s"), dict)
+            and _node(m["cacher_saturated_after_s"]) is None
+            else _fmt(_node(m.get("cacher_saturated_after_s")), " s")
+        ),
+    ),
+    (
+        "dispatch lag (max)",
+        lambda m: _fmt(
+            m["dispatch_lag_s"].get("max") if isinstance(m.get("dispatch_lag_s"), dict) else None,
+            " s",
+        ),
+    ),
+    ("forced watcher closes (nodes)", lambda m: _fmt(_node(m.get("forced_watcher_closes")))),
+]
+
+
+def comparison(gun: SmokingGun) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: each scorer number of the two runs side by side."""
+    header = ["", *(side.label for side in gun.sides)]
+    rows = []
+    for label, read in _ROWS:
+        cells = [read(side.evaluation.metrics) for side in gun.sides]
+        if any(cell not in ("-", "never") for cell in cells):
+            rows.append([label, *cells])
+    return header, rows

@@ -1,0 +1,83 @@
+"""The end-of-run evidence, printed by `run`, `demo` and `nightly` alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bisector.report.facts import (
+    confidence_text,
+    measured_runs_text,
+    runs_text,
+    search_text,
+    short,
+    split_reason,
+    threshold_how,
+)
+from bisector.report.facts import value_text as _value
+from bisector.report.model import Report
+
+SKIP_OUTPUT_LINES = 3  # of the failing command's output, under each skip
+
+
+def summary_lines(report: Report) -> list[str]:
+    """Endpoints, threshold and how it was set, culprit vs parent, confidence, skips, reports."""
+    metric = report.metric
+    # First, loudly: a cluster that may still be running (and costing money).
+    lines = [
+        f"TEARDOWN FAILED for {short(f.commit)}: {f.error}; something may still be running: "
+        f"bisector cleanup --run-dir {report.run_dir}"
+        for f in report.teardown_failures
+    ]
+    culprit = report.culprit
+    if culprit is not None:
+        lines.append(f"culprit: {culprit.commit} {culprit.subject}")
+        pr = f"PR #{culprit.pr}" if culprit.pr else "no PR"
+        inside = f", merged as {culprit.merge.commit[:12]}" if culprit.merge else ""
+        lines.append(f"  {pr}{inside}; author {culprit.author}, {culprit.date}")
+    elif report.status == "unsure" and report.search.likely_range is not None:
+        likely = report.search.likely_range
+        lines.append(
+            f"unsure: the evaluation budget ran out at confidence "
+            f"{report.search.confidence or 0:.3f}; the culprit is among these "
+            f"{len(likely.commits)} commits with probability {likely.probability:.3f}:"
+        )
+        lines += [f"  {c}" for c in likely.commits[:20]]
+    else:
+        lines.append(
+            "no single culprit: it could be any of these (the others could not be measured):"
+        )
+        lines += [f"  {c}" for c in report.candidates]
+    lines.append("evidence:")
+    good, bad = report.good, report.bad
+    lines.append(
+        f"  {metric} at good {short(good.commit)}: {_value(good.value)} ({runs_text(good.runs)})"
+    )
+    lines.append(
+        f"  {metric} at bad  {short(bad.commit)}: {_value(bad.value)} ({runs_text(bad.runs)})"
+    )
+    lines.append(f"  threshold {report.threshold.value:g} ({report.threshold.how})")
+    if report.threshold.how == "given":
+        lines.append(f"    the threshold was {threshold_how(report)}")
+    if culprit is not None:
+        lines.append(
+            f"  culprit {_value(culprit.value)} vs its parent {culprit.parent.commit[:12]} "
+            f"{_value(culprit.parent.value)}; confirmed by measuring both again: "
+            + ("yes" if culprit.confirmed else "NO")
+        )
+        lines.append(
+            f"    every run: culprit {measured_runs_text(report, culprit.commit)}; "
+            f"parent {measured_runs_text(report, culprit.parent.commit)}"
+        )
+    lines.append(f"  confidence: {confidence_text(report)}")
+    skipped = [e for e in report.evaluations if e.verdict == "skip"]
+    lines.append(f"  {search_text(report)}")
+    for e in skipped:
+        reason = split_reason(e.reason)
+        lines.append(f"  skipped {short(e.commit)} {e.subject}: {reason.summary or 'no reason'}")
+        lines += [f"    | {line}" for line in reason.output[-SKIP_OUTPUT_LINES:]]
+    for mark in report.marks:
+        note = f" ({mark.note})" if mark.note else ""
+        lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}")
+    run_dir = Path(report.run_dir)
+    lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
+    return lines

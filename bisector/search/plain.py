@@ -1,0 +1,108 @@
+"""Plain git bisect: each commit's verdict from its own runs (the repeats rule), fed to git.
+
+git bisect decides what is left; with K slots a round measures K commits splitting
+it into K + 1 parts (SplitStrategy). Verdicts are recomputed from journaled
+measurements, so a resumed run repeats no finished measurement.
+"""
+
+from __future__ import annotations
+
+import math
+
+from bisector.gitrepo import BisectSession, GitRepo
+from bisector.report.model import SearchSummary
+from bisector.search.base import Found, Job, SearchRange
+from bisector.search.decide import Decision, DecisionRule
+from bisector.search.evaluator import Evaluator
+from bisector.search.journal import Verdict
+from bisector.search.strategy import SearchState, SplitStrategy, Strategy
+
+
+class GitBisectSearch:
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        session: BisectSession,
+        rule: DecisionRule,
+        threshold: float,
+        *,
+        paths: tuple[str, ...] = (),
+        strategy: Strategy | None = None,
+    ) -> None:
+        self.evaluator = evaluator
+        self.repo: GitRepo = evaluator.repo
+        self.session = session
+        self.rule = rule
+        self.threshold = threshold
+        self.paths = paths
+        self.strategy = strategy or SplitStrategy()
+        self.verdicts: dict[str, str] = {}
+        self.reasons: dict[str, str] = {}
+
+    def first_picks(self, whole: SearchRange, k: int) -> list[Job]:
+        """The k-way split of the range: the verdicts `find` takes first, once the
+        endpoints have checked out (until then nothing reads them)."""
+        inside = whole.commits[:-1]
+        if not inside or k <= 0:
+            return []
+        picks = [inside[(j * len(inside)) // (k + 1)] for j in range(1, k + 1)]
+        why = f"split point of {len(inside)} commits, measured beside the endpoints"
+        return [Job(c, "bisect", why) for c in dict.fromkeys(picks) if c in inside]
+
+    def descent_range(self, merge: str) -> SearchRange:
+        """git bisect over the merge's whole branch (every commit, nested merges too)."""
+        parent = self.repo.info(merge).parents[0]
+        commits = self.repo.rev_list(parent, merge, paths=self.paths)
+        commits = commits if commits and commits[-1] == merge else [*commits, merge]
+        return SearchRange(parent, merge, commits, first_parent=False, chain=False, merge=merge)
+
+    def find(self, within: SearchRange, ahead: list[str] | None = None) -> Found:
+        session = self.session
+        session.start(within.good, within.bad, first_parent=within.first_parent, paths=self.paths)
+        state = SearchState(session, within.good, within.bad, self.threshold)
+        while not session.done:
+            remaining = session.remaining()
+            steps = math.ceil(math.log2(len(remaining))) if len(remaining) > 1 else 0
+            self.evaluator.expect(steps)
+            picks = [c for c in ahead or [] if c in remaining and self._decided(c)]
+            ahead = None
+            picks = picks or self.strategy.choose(state, self.evaluator.slots)
+            if not picks:
+                break
+            why = f"git bisect midpoint, {len(remaining)} commits left"
+            decisions = self.evaluator.decide_all(picks, self.threshold, self.rule, "bisect", why)
+            verdicts = [d.verdict or "skip" for d in decisions]
+            for commit, verdict, decision in _mark_order(picks, verdicts, decisions):
+                state.verdicts[commit] = verdict
+                self.verdicts[commit] = verdict
+                self.reasons[commit] = decision.reason
+                session.mark(commit, verdict)
+                self.evaluator.journal.write(Verdict(commit, verdict))
+                self.evaluator.progress.note(f"{commit[:12]} is {verdict}")
+                if session.done:
+                    break
+        first_bad = session.first_bad
+        return Found(first_bad, [] if first_bad else session.remaining())
+
+    def _decided(self, commit: str) -> bool:
+        """Whether the journaled runs of `commit` decide its verdict without another run."""
+        found = self.evaluator.runs(commit, "bisect")
+        values = [m.value for m in found]
+        return bool(found) and self.rule.decide(values, self.threshold).verdict is not None
+
+    def summary(self) -> SearchSummary:
+        return SearchSummary(
+            mode="git-bisect",
+            parallel=self.evaluator.slots,
+            rounds=dict(self.evaluator.rounds),
+        )
+
+
+def _mark_order(
+    picks: list[str], verdicts: list[str], decisions: list[Decision]
+) -> list[tuple[str, str, Decision]]:
+    """Goods and skips first, then bads newest first: `git bisect bad X` moves the bad
+    end to X even when X is newer, so the oldest bad must be marked last.
+    `picks` are oldest first (SplitStrategy's order)."""
+    triples = list(zip(picks, verdicts, decisions, strict=True))
+    return [t for t in triples if t[1] != "bad"] + [t for t in reversed(triples) if t[1] == "bad"]

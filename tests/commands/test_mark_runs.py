@@ -1,0 +1,100 @@
+"""`bisector mark` (a person's verdict, taken instead of a measurement) and `bisector runs`."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from bisector.bisection.pipeline import run_bisection
+from bisector.cli import main
+from bisector.search.progress import PlainProgress
+from tests.helpers.backend import FileValueBackend
+from tests.helpers.local_backend import write_local_config
+from tests.helpers.repo import build_repo
+from tests.helpers.settings import settings_for
+
+GOOD, BAD = 2, 40
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+def test_a_marked_commit_is_not_measured_and_the_report_lists_the_mark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Commit 7 does not build; a person knows it is good (its code is the same as 6's),
+    # so the run takes that verdict instead of a skip and still names the culprit.
+    built = build_repo(tmp_path / "repo", [GOOD] * 9 + [BAD] * 7, broken={7})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    good, bad = built.mainline[0], built.mainline[-1]
+    (run_dir / "journal.jsonl").write_text(
+        f'{{"type": "start", "good": "{good}", "bad": "{bad}", "command": ""}}\n'
+    )
+    code, out, _ = _cli(
+        capsys, "mark", built.mainline[7][:10], "good", "--note", "same code as 6",
+        "--repo", str(built.path), "--run-dir", str(run_dir),
+    )  # fmt: skip
+    assert code == 0 and "marked" in out
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=good,
+        bad=bad,
+        repo=built.path,
+        run_dir=run_dir,
+        threshold=10.0,
+    )
+    backend = FileValueBackend()
+    report = run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+    assert ("build", built.mainline[7]) not in backend.steps
+    assert report.verdicts.get(built.mainline[7]) == "good"
+    assert report.culprit is not None and report.culprit.commit == built.mainline[9]
+    assert [(m.commit, m.verdict, m.note) for m in report.marks] == [
+        (built.mainline[7], "good", "same code as 6")
+    ]
+
+
+def test_mark_refuses_a_commit_outside_the_run_and_a_bad_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = build_repo(tmp_path / "repo", [GOOD] * 4 + [BAD] * 4)
+    run_dir = tmp_path / "run"
+    (run_dir).mkdir()
+    (run_dir / "journal.jsonl").write_text(
+        f'{{"type": "start", "good": "{built.mainline[2]}", "bad": "{built.mainline[-1]}"}}\n'
+    )
+    args = ["--repo", str(built.path), "--run-dir", str(run_dir)]
+    code, _, err = _cli(capsys, "mark", built.mainline[1], "bad", *args)
+    assert code == 2 and "is not inside the run's range" in err
+    code, _, err = _cli(capsys, "mark", built.mainline[4], "broken", *args)
+    assert code == 2 and "verdict must be one of good, bad, skip" in err
+
+
+def test_runs_lists_and_removes_finished_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = build_repo(tmp_path / "repo", [GOOD] * 4 + [BAD] * 4)
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=10.0,
+    )
+    report = run_bisection(
+        settings, backend=FileValueBackend(), progress=PlainProgress(io.StringIO())
+    )
+    run_dir = Path(report.run_dir)
+    code, out, _ = _cli(capsys, "runs", "--repo", str(built.path))
+    assert code == 0 and str(run_dir) in out and "finished" in out and "size:" in out
+    code, out, _ = _cli(capsys, "runs", "--repo", str(built.path), "--remove-finished")
+    assert code == 0 and f"removed {run_dir}" in out
+    assert not run_dir.exists()
+    code, _, err = _cli(capsys, "runs", "--repo", str(built.path), "--remove", str(tmp_path))
+    assert code == 2 and "not a bisector run directory" in err

@@ -1,0 +1,55 @@
+"""report.html: a rendered page, self-contained, with the evidence in reading order."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from bisector.report.render import render_html
+from tests.report.sample import BRANCH, sample_report
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The sample's page, rendered once (matplotlib takes about a second per plot)."""
+    return render_html(sample_report(tmp_path_factory.mktemp("run")))
+
+
+def test_no_raw_markdown_and_no_duplicated_summary(page: str) -> None:
+    html = page
+    outside_output = re.sub(r'<pre class="out">.*?</pre>', "", html, flags=re.DOTALL)
+    assert "**" not in outside_output  # `make: ***` inside a command's output is fine
+    assert "# bisector report" not in html and "- author:" not in html
+    assert html.count("Culprit found and confirmed") == 2  # the <title> and the banner
+    assert "<pre>" not in html  # only the classed output blocks
+
+
+def test_self_contained(tmp_path: Path) -> None:
+    html = render_html(sample_report(tmp_path, remote=None))  # no GitHub links either
+    assert "<script" not in html and "<link" not in html and "<img" not in html
+    assert not re.search(r"""(?:src|href)=["']?(?:https?:)?//""", html)
+    assert "<style>" in html and html.count("<svg") == 2  # range plot and smoking gun
+
+
+def test_teardown_failure_comes_first_and_loud(page: str) -> None:
+    html = page
+    alarm = html.index('class="alarm"')
+    assert alarm < html.index("<h2>Culprit</h2>")
+    assert "bisector cleanup --run-dir" in html[alarm : html.index("<h2>Culprit</h2>")]
+
+
+def test_culprit_and_evidence(page: str) -> None:
+    html = page
+    assert BRANCH[1] in html and "Optimize selector for single-matching items" in html
+    assert "wojtek-t &lt;wojtek-t@users.noreply.github.com&gt;" in html
+    assert "2 runs: 10, 12" in html and "2300 (bisect), 2350 (confirm)" in html
+    assert "came in with merge" in html and "PR #46588" in html
+
+
+def test_skip_output_and_command_logs(page: str) -> None:
+    html = page
+    assert "`make quick-release KUBE_FASTBUILD=true` exited with code 2" in html
+    assert '<pre class="out">compiling k8s.io/apiserver\n' in html
+    assert '<a href="evals/005/build.log">build.log</a>' in html

@@ -1,0 +1,79 @@
+"""The demo's report.html in a real headless browser (Debian's chromium), and the script's
+bad input. The screenshot part skips, saying so, when chromium is not installed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "screenshot_report.py"
+SIZE = (1280, 2400)
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("screenshot_report", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_missing_report_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _script().main([str(tmp_path / "nope.html"), str(tmp_path / "out.png")]) == 2
+    assert "no report at" in capsys.readouterr().err
+
+
+def test_without_chromium_it_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "report.html"
+    page.write_text("<html></html>")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chromium here
+    assert _script().main([str(page), str(tmp_path / "out.png")]) == 3
+    assert "apt-get install -y chromium" in capsys.readouterr().err
+
+
+def test_browser_flags_keep_chromium_off_the_network(tmp_path: Path) -> None:
+    argv = _script().command("chromium", tmp_path / "r.html", tmp_path / "o.png", tmp_path, SIZE)
+    for flag in ("--headless", "--disable-background-networking", "--disable-component-update"):
+        assert flag in argv
+    assert f"--user-data-dir={tmp_path}" in argv and argv[-1].startswith("file:///")
+
+
+@pytest.mark.slow
+def test_demo_report_renders_in_headless_chromium(tmp_path: Path) -> None:
+    where = tmp_path / "demo"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = ["--dir", str(where), "--nodes", "3000", "--duration", "1m", "--prs", "16"]
+    demo = subprocess.run(
+        [sys.executable, "-m", "bisector", "demo", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    page = where / "run" / "report.html"
+    html = page.read_text()
+    assert html.count("<svg") == 2 and "Smoking gun" in html and "**" not in html
+    script = _script()
+    if script.find_chromium() is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
+    png = script.screenshot(page, tmp_path / "report.png", *SIZE)
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(png) as image:
+        assert image.size == SIZE
+        grey = image.convert("L")
+        histogram = grey.histogram()
+    drawn = sum(histogram[:200]) / (SIZE[0] * SIZE[1])  # pixels clearly darker than paper
+    colours = sum(1 for count in histogram if count)
+    assert drawn > 0.02, f"only {drawn:.1%} of the page is drawn on"
+    assert colours > 64, "the picture has almost no shades: text and plots did not render"

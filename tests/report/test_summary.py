@@ -1,0 +1,40 @@
+"""The end-of-run evidence printed by run, demo and nightly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bisector.report.summary import summary_lines
+from tests.report.sample import BRANCH, MAINLINE, sample_report
+
+
+def test_summary_carries_the_evidence(tmp_path: Path) -> None:
+    report = sample_report(tmp_path)
+    lines = summary_lines(report)
+    text = "\n".join(lines)
+    assert lines[0].startswith(f"TEARDOWN FAILED for {BRANCH[1][:12]}: kind delete cluster")
+    assert f"culprit: {BRANCH[1]} Optimize selector for single-matching items" in lines
+    assert f"  PR #46588, merged as {MAINLINE[4][:12]}; author wojtek-t" in text
+    assert "evidence:" in lines
+    assert f"  conflicts at good {MAINLINE[0][:12]}: 11 (2 runs: 10, 12)" in lines
+    assert f"  conflicts at bad  {MAINLINE[7][:12]}: 2450 (2 runs: 2400, 2500)" in lines
+    assert "  threshold 100 (given)" in lines
+    assert (
+        f"  culprit 2350 vs its parent {BRANCH[0][:12]} 12.5; "
+        "confirmed by measuring both again: yes"
+    ) in lines
+    assert (
+        "    every run: culprit 2300 (bisect), 2350 (confirm); parent 13 (bisect), 12.5 (confirm)"
+        in lines
+    )
+    assert "  confidence: not modelled (plain git bisect verdicts, no error rate given)" in lines
+    assert "  11 evaluations over 7 first-parent commits, 1 skipped" in lines
+    skip = next(i for i, line in enumerate(lines) if line.startswith("  skipped "))
+    assert lines[skip].endswith("`make quick-release KUBE_FASTBUILD=true` exited with code 2")
+    assert lines[skip + 1 : skip + 4] == [
+        "    | compiling k8s.io/apiserver",
+        "    | pkg/storage/cacher.go:566: undefined: watchCacheCapacity",
+        "    | make: *** [quick-release] Error 1",
+    ]
+    assert f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot)" in lines
+    assert lines[-1] == f"report: {tmp_path / 'report.md'} and {tmp_path / 'report.html'}"
