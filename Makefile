@@ -24,3 +24,11 @@ lint: setup
 
 test: lint
 	$(BIN)/python -m pytest -n 2 -q
+
+# The gce backend with the REAL 2017 scripts of a kubernetes checkout, on the GCE twin
+# (bisector/twin): make contract KUBE=/path/to/kubernetes. Without KUBE the tests skip,
+# saying how to run them. CONTRACT_OUT=DIR keeps the twin's call list of each run.
+.PHONY: contract
+contract: setup
+	@test -n "$(KUBE)" || echo "KUBE is not set: the contract tests skip; run make contract KUBE=/path/to/kubernetes"
+	KUBE="$(KUBE)" CONTRACT_OUT="$(CONTRACT_OUT)" $(BIN)/python -m pytest -q -rs -p no:xdist tests/contract

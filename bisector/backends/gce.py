@@ -20,7 +20,9 @@ are set).
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -43,14 +45,24 @@ from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
 
 log = logging.getLogger("bisector.gce")
 
-RELEASE_OUTPUTS = (
-    "_output/release-tars",
-    "_output/release-stage/server/linux-amd64/kubernetes/server/bin/kubemark",
-)
-# Binaries of the dockerized build: cluster/kubectl.sh, which the kubemark scripts
-# call, looks for kubectl there; kept with the release when present.
-CACHED_OUTPUTS = (*RELEASE_OUTPUTS, "_output/dockerized/bin")
+# What `make quick-release` of 2017 leaves that the scripts use (kubernetes 7043372 and
+# 1444d25): cluster/common.sh `find-release-tars` wants the server and salt tars, and
+# the manifests tar for gci masters/nodes (the kubemark master is gci), under
+# _output/release-tars; kubemark is a test target (hack/lib/golang.sh
+# server_test_targets), so it is not in the server tar: start-kubemark.sh finds it
+# with `kube::util::find-binary-for-platform kubemark linux/amd64`, i.e. in
+# _output/dockerized/bin/linux/amd64 after a dockerized build
+# (build/release.sh `kube::build::copy_output`). cluster/kubectl.sh finds kubectl there.
+BIN_DIR = "_output/dockerized/bin/linux/amd64"
 SERVER_TARBALL = "_output/release-tars/kubernetes-server-linux-amd64.tar.gz"
+RELEASE_OUTPUTS = (
+    SERVER_TARBALL,
+    "_output/release-tars/kubernetes-salt.tar.gz",
+    "_output/release-tars/kubernetes-manifests.tar.gz",
+    f"{BIN_DIR}/kubemark",
+    f"{BIN_DIR}/kubectl",
+)
+CACHED_OUTPUTS = RELEASE_OUTPUTS  # the rest of the build (e2e.test, the stage tree) is not needed
 
 
 class GceBackend:
@@ -74,6 +86,11 @@ class GceBackend:
 
     # -- bisection bracket ---------------------------------------------------
     def setup(self) -> None:
+        if self.cfg.placeholder_project:
+            raise ConfigError(
+                f"{self.context.section.file}: project = {self.cfg.project!r} is the example's "
+                "placeholder; set `project` in [backends.gce] to your GCP project"
+            )
         self._ensure_base(0)
 
     def close(self) -> None:
@@ -106,7 +123,10 @@ class GceBackend:
                 tuple(gce_steps.kubemark_fallback(self.cfg, candidate.slot)),
             )
         )
-        self._start(start, stop, "start-kubemark.sh")
+        try:
+            self._start(start, stop, "start-kubemark.sh")
+        finally:
+            _private(gce_steps.kubemark_kubeconfig(candidate.worktree))
 
     def warmup(self, candidate: Candidate) -> None:
         self.sleep(self.context.warmup_s)
@@ -208,14 +228,17 @@ class GceBackend:
                 raise LaunchError(f"base checkout {checkout}: {tail(exc)}") from None
             except BuildError as exc:
                 raise LaunchError(f"base cluster release does not build: {exc.reason}") from None
-        gce_steps.kubeconfig(self.cfg, slot).parent.mkdir(parents=True, exist_ok=True)
+        config = gce_steps.kubeconfig(self.cfg, slot)
+        _create_private(config)
         up = gce_steps.kube_up(self.cfg, checkout, slot)
         down = gce_steps.kube_down(self.cfg, checkout, slot)
         resource_id = gce_steps.base_id(self.cfg, slot)
         what = f"base cluster {gce_steps.base_prefix(self.cfg, slot)} (kube-up.sh)"
-        self.record.add(Resource(resource_id, self.name, what, (down,)))
+        fallback = tuple(gce_steps.base_fallback(self.cfg, slot))
+        self.record.add(Resource(resource_id, self.name, what, (down,), fallback))
         try:
             self._start(up, down, "kube-up.sh")
+            _private(config)
         except LaunchError:
             # Take the half-built base down now, so the slot's next launch starts clean;
             # if that fails too, the record keeps it for `bisector cleanup`.
@@ -229,3 +252,17 @@ class GceBackend:
             start_with_retries(start, stop, self.cfg.retry, self.sleep)
         except proc.CommandError as exc:
             raise LaunchError(f"{what} failed ({exc.why}): {tail(exc)}") from None
+
+
+def _create_private(path: Path) -> None:
+    """An empty 0600 file in a 0700 directory, before kube-up.sh writes credentials to it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.chmod(0o700)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+
+
+def _private(path: Path) -> None:
+    """Credentials the scripts wrote with the default umask: owner only."""
+    with contextlib.suppress(FileNotFoundError):
+        path.chmod(0o600)

@@ -5,6 +5,22 @@ config mirroring the CI job gets `kubemark-5000-kubemark-master`), slot N
 appends `-N`. Each slot has its own base cluster and kubeconfig, because the
 kubemark scripts put the hollow nodes in the fixed namespace `kubemark` of the
 base cluster: two kubemark clusters cannot share one base.
+
+The kubemark master's name: start-kubemark.sh sources
+cluster/kubemark/gce/config-default.sh, then cluster/gce/util.sh, whose
+cluster/gce/config-default.sh sets `INSTANCE_PREFIX="${KUBE_GCE_INSTANCE_PREFIX:-kubernetes}"`
+over whatever INSTANCE_PREFIX was, then the kubemark config again
+(`MASTER_NAME="${INSTANCE_PREFIX}-kubemark-master"`). So the master is named
+after KUBE_GCE_INSTANCE_PREFIX; the CI job (test-infra f57ef50d,
+scenarios/kubernetes_e2e.py) set INSTANCE_PREFIX, KUBE_GCE_INSTANCE_PREFIX and
+KUBE_GCE_NETWORK all to the cluster name, and so does this backend.
+
+The hollow-node image: start-kubemark.sh runs `make gcloudpush` in
+cluster/images/kubemark, which pushes `${CONTAINER_REGISTRY}/${PROJECT}/kubemark`
+(tag latest), and the hollow-node pods pull that name. Parallel slots building
+different commits would overwrite each other's image, so each slot pushes to a
+registry host of its own (gcr.io, us.gcr.io, eu.gcr.io, asia.gcr.io are separate
+repositories of the same project); a fifth slot is refused.
 """
 
 from __future__ import annotations
@@ -13,9 +29,36 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisector.backends import gce_capacity
 from bisector.backends.steps import RetryPolicy, Step, step
 from bisector.config import Section
 from bisector.errors import ConfigError
+
+# One registry host per parallel slot (see the module docstring).
+REGISTRY_HOSTS = ("gcr.io", "us.gcr.io", "eu.gcr.io", "asia.gcr.io")
+# Example values of the shipped configs that are not a GCP project.
+PLACEHOLDER_PROJECTS = frozenset({"my-gcp-project", "my-project", "your-project", "project-id"})
+
+# Env the backend sets from its own keys; `[backends.gce.env]` may not override them
+# (a second, silent way to set e.g. NUM_NODES would bypass the capacity check).
+MANAGED_ENV = {
+    "KUBERNETES_PROVIDER": "(always gce)",
+    "PROJECT": "project",
+    "KUBE_GCE_ZONE": "zone",
+    "KUBE_GCE_NETWORK": "network",
+    "KUBECONFIG": "(one per slot under the run directory)",
+    "KUBE_GCE_INSTANCE_PREFIX": "base_instance_prefix / instance_prefix",
+    "INSTANCE_PREFIX": "instance_prefix",
+    "NUM_NODES": "num_nodes / kubemark_num_nodes",
+    "NODE_SIZE": "node_size",
+    "MASTER_SIZE": "master_size / kubemark_master_size",
+    "KUBEMARK_NUM_NODES": "kubemark_num_nodes",
+    "KUBEMARK_MASTER_SIZE": "kubemark_master_size",
+    "API_SERVER_TEST_LOG_LEVEL": "api_server_log_level",
+    "CONTAINER_REGISTRY": "(one registry host per slot)",
+    "USE_KUBEMARK": "(always true for start/stop-kubemark.sh)",
+    "KUBE_DELETE_NETWORK": "(true unless `network` names your own network)",
+}
 
 KEYS = (
     "project", "zone", "network", "num_nodes", "node_size", "master_size",
@@ -65,21 +108,39 @@ class GceSettings:
         s.check_keys(KEYS)
         env_table = s.table("env")
         env = {k: env_table.get_str(k) for k in env_table}
+        for name in env:
+            if name in MANAGED_ENV:
+                raise ConfigError(
+                    f"{s.file}: [backends.gce.env] sets {name}, which the backend sets itself; "
+                    f"use {MANAGED_ENV[name]} instead"
+                )
         prefix = s.get_str("instance_prefix", "kubemark")
         base_checkout = s.opt_str("base_checkout")
         cache = s.opt_str("build_cache_dir")
         attempts = s.get_int("retry_attempts", 3)
         if attempts < 1:
             raise ConfigError(f"{s.file}: key `retry_attempts` must be at least 1")
+        # Defaults: the June 2017 scale job (test-infra f57ef50d,
+        # jobs/ci-kubernetes-kubemark-gce-scale.env).
+        num_nodes = s.get_int("num_nodes", 80)
+        node_size = s.get_str("node_size", "n1-highmem-8")
+        kubemark_num_nodes = s.get_int("kubemark_num_nodes", 5000)
+        for key, value in (("num_nodes", num_nodes), ("kubemark_num_nodes", kubemark_num_nodes)):
+            if value < 1:
+                raise ConfigError(f"{s.file}: key `{key}` must be at least 1, got {value}")
+        gce_capacity.check_fits(
+            f"{s.file}: [backends.gce]", num_nodes, node_size, kubemark_num_nodes,
+            "`kubemark_num_nodes`",
+        )  # fmt: skip
         return cls(
             project=s.get_str("project"),
-            zone=s.get_str("zone", "us-central1-f"),
+            zone=s.get_str("zone", "us-central1-b"),
             network=s.opt_str("network"),
-            num_nodes=s.get_int("num_nodes", 51),
-            node_size=s.get_str("node_size", "n1-standard-8"),
+            num_nodes=num_nodes,
+            node_size=node_size,
             master_size=s.opt_str("master_size"),
-            kubemark_num_nodes=s.get_int("kubemark_num_nodes", 5000),
-            kubemark_master_size=s.get_str("kubemark_master_size", "n1-standard-32"),
+            kubemark_num_nodes=kubemark_num_nodes,
+            kubemark_master_size=s.get_str("kubemark_master_size", "n1-standard-64"),
             instance_prefix=prefix,
             base_instance_prefix=s.get_str("base_instance_prefix", prefix),
             api_server_log_level=s.get_str("api_server_log_level", "--v=3"),
@@ -104,6 +165,10 @@ class GceSettings:
     @property
     def region(self) -> str:
         return self.zone.rsplit("-", 1)[0]
+
+    @property
+    def placeholder_project(self) -> bool:
+        return self.project in PLACEHOLDER_PROJECTS
 
 
 def _suffix(slot: int) -> str:
@@ -130,6 +195,22 @@ def kubeconfig(cfg: GceSettings, slot: int) -> Path:
     return cfg.run_dir / "gce" / f"base-{slot}.kubeconfig"
 
 
+def kubemark_kubeconfig(worktree: Path) -> Path:
+    """Where start-kubemark.sh writes the kubemark master's admin credentials."""
+    return worktree / "test" / "kubemark" / "resources" / "kubeconfig.kubemark"
+
+
+def registry(slot: int) -> str:
+    if slot >= len(REGISTRY_HOSTS):
+        raise ConfigError(
+            f"the gce backend runs at most {len(REGISTRY_HOSTS)} parallel slots: the 2017 "
+            "start-kubemark.sh pushes ${CONTAINER_REGISTRY}/${PROJECT}/kubemark:latest and "
+            f"each slot needs a registry host of its own ({', '.join(REGISTRY_HOSTS)}); "
+            f"lower [search] parallel to {len(REGISTRY_HOSTS)} or less"
+        )
+    return REGISTRY_HOSTS[slot]
+
+
 def base_id(cfg: GceSettings, slot: int) -> str:
     return f"gce/base/{base_prefix(cfg, slot)}"
 
@@ -151,6 +232,12 @@ def _common_env(cfg: GceSettings, slot: int) -> dict[str, str]:
 def base_env(cfg: GceSettings, slot: int) -> dict[str, str]:
     env = _common_env(cfg, slot)
     env["KUBE_GCE_INSTANCE_PREFIX"] = base_prefix(cfg, slot)
+    if cfg.network is None:
+        # kube-up.sh creates the slot's network; kube-down.sh deletes it only with
+        # KUBE_DELETE_NETWORK=true (cluster/gce/config-default.sh defaults it to false),
+        # and GCE allows 5 networks per project by default. A configured `network` is the
+        # user's own and stays.
+        env["KUBE_DELETE_NETWORK"] = "true"
     env["NUM_NODES"] = str(cfg.num_nodes)
     env["NODE_SIZE"] = cfg.node_size
     if cfg.master_size:
@@ -163,7 +250,10 @@ def kubemark_env(cfg: GceSettings, slot: int) -> dict[str, str]:
     env.update(
         {
             "USE_KUBEMARK": "true",
+            # The master is named after KUBE_GCE_INSTANCE_PREFIX (module docstring).
+            "KUBE_GCE_INSTANCE_PREFIX": kubemark_prefix(cfg, slot),
             "INSTANCE_PREFIX": kubemark_prefix(cfg, slot),
+            "CONTAINER_REGISTRY": registry(slot),
             "NODE_SIZE": cfg.node_size,
             "KUBEMARK_NUM_NODES": str(cfg.kubemark_num_nodes),
             "KUBEMARK_MASTER_SIZE": cfg.kubemark_master_size,
@@ -224,9 +314,50 @@ def kubemark_fallback(cfg: GceSettings, slot: int) -> list[Step]:
              "--ignore-not-found", timeout=t),
         step("gcloud", "compute", "instances", "delete", master, *where, timeout=t),
         step("gcloud", "compute", "disks", "delete", f"{master}-pd", *where, timeout=t),
+        # Created when EVENT_PD=true (the 2017 scale job); "not found" otherwise.
+        step("gcloud", "compute", "disks", "delete", f"{master}-event-pd", *where, timeout=t),
         step("gcloud", "compute", "addresses", "delete", f"{master}-ip", "--project", cfg.project,
              "--region", cfg.region, "--quiet", timeout=t),
         step("gcloud", "compute", "firewall-rules", "delete",
-             f"{kubemark_prefix(cfg, slot)}-kubemark-master-https", "--project", cfg.project,
+             f"{master}-https", "--project", cfg.project,
              "--quiet", timeout=t),
     ]  # fmt: skip
+
+
+def base_fallback(cfg: GceSettings, slot: int) -> list[Step]:
+    """What kube-down.sh deletes (cluster/gce/util.sh kube-down of 7043372 and 1444d25, as
+    it ran on the GCE twin), for a cleanup whose base checkout is gone."""
+    prefix, net, project = base_prefix(cfg, slot), network(cfg, slot), cfg.project
+    zone = ("--project", project, "--zone", cfg.zone, "--quiet")
+    t = cfg.down_timeout
+    rules = [f"{prefix}-master-https", f"{prefix}-master-etcd", f"{prefix}-minion-all"]
+    steps = [
+        step("gcloud", "compute", "instance-groups", "managed", "delete",
+             f"{prefix}-minion-group", *zone, timeout=t),
+        step("gcloud", "compute", "instance-templates", "delete", f"{prefix}-minion-template",
+             "--project", project, "--quiet", timeout=t),
+        step("gcloud", "compute", "instances", "delete", f"{prefix}-master", *zone,
+             "--delete-disks", "all", timeout=t),
+        step("gcloud", "compute", "disks", "delete", f"{prefix}-master-pd", *zone, timeout=t),
+        step("gcloud", "compute", "addresses", "delete", f"{prefix}-master-ip", "--project",
+             project, "--region", cfg.region, "--quiet", timeout=t),
+    ]  # fmt: skip
+    if cfg.network is None:  # the network and its rules are the slot's own (kube-up made them)
+        rules += [f"{prefix}-default-internal-master", f"{prefix}-default-internal-node",
+                  f"{net}-default-ssh"]  # fmt: skip
+    steps += [
+        step("gcloud", "compute", "firewall-rules", "delete", rule, "--project", project,
+             "--quiet", timeout=t)
+        for rule in rules
+    ]  # fmt: skip
+    # The route controller's pod routes (`${INSTANCE_PREFIX}-<uuid>`) block the network's delete.
+    routes = (
+        f"gcloud compute routes list --project {project} "
+        f"--regexp '{prefix}-.{{8}}-.{{4}}-.{{4}}-.{{4}}-.{{12}}' --format='value(name)' "
+        f"| xargs -r gcloud compute routes delete --project {project} --quiet"
+    )
+    steps.append(step("bash", "-c", routes, timeout=t))
+    if cfg.network is None:
+        steps.append(step("gcloud", "compute", "networks", "delete", net, "--project", project,
+                          "--quiet", timeout=t))  # fmt: skip
+    return steps

@@ -82,6 +82,23 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
         cacher.dispatches(chunk, s, out)
 
 
+def timed_node_writes(
+    chunk: bytes | bytearray, s: ScanSettings
+) -> tuple[np.ndarray, list[bytes], list[bytes]]:
+    """Every node write of `chunk` with its time, verb and status, matched exactly as
+    `scan_chunk` counts them (garbled lines blanked first): for series over time."""
+    if len(chunk) <= 1:
+        return np.empty(0), [], []
+    lines = classify(chunk, s.reference)
+    chunk = lines.cleaned(chunk)
+    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
+    maybe_json = lines.has_json or prefix == "cri"
+    json_rows = (
+        _json_requests(chunk, prefix, Partial()) if maybe_json and p.JSON_HTTP_MARK in chunk else []
+    )
+    return _node_writes(chunk, prefix, s, json_rows)
+
+
 def _fast_node_writes(chunk: bytes | bytearray, loose: bytes, out: Partial) -> bool:
     """Counts without timestamps (none needed: no window, no dispatch lines in the chunk).
 

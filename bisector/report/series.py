@@ -22,7 +22,7 @@ from bisector.logs.chunks import iter_chunks
 from bisector.logs.metrics import NODE_CACHER_TYPES
 from bisector.logs.partial import ScanSettings
 from bisector.logs.reader import CHUNK_SIZE, order_sources
-from bisector.logs.scanner import _CRI_START, _node_writes  # the scanner's own matching
+from bisector.logs.scanner import timed_node_writes  # the scanner's own matching
 from bisector.logs.sources import open_source
 
 __all__ = ["SATURATED", "RunSeries", "read_series"]
@@ -62,8 +62,7 @@ def _add(counts: np.ndarray, seconds: np.ndarray) -> np.ndarray:
 
 
 def _scan(chunk: bytes | bytearray, settings: ScanSettings, out: RunSeries) -> None:
-    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
-    times, verbs, statuses = _node_writes(chunk, prefix, settings)
+    times, verbs, statuses = timed_node_writes(chunk, settings)
     if len(times) and out.t0 is None:
         out.t0 = float(times[0])
     if len(times) and out.t0 is not None:

@@ -12,7 +12,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -78,28 +77,12 @@ class Measurement:
         return None if self.window is None else float(self.window.get("span_s", 0.0))
 
 
-def _epoch(text: object) -> float | None:
-    if not isinstance(text, str):
+def log_window(scores: Scores) -> dict[str, Any] | None:
+    """{start, end, span_s} of the time the scored log covers; None if it has no times."""
+    window = scores.window or scores.seen
+    if window is None:
         return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def log_window(metrics: dict[str, Any]) -> dict[str, Any] | None:
-    """{start, end, span_s} from the scorer's `window` metric; None if it has none."""
-    window = metrics.get("window")
-    if not isinstance(window, dict):
-        return None
-    seconds = window.get("seconds")
-    if not isinstance(seconds, (int, float)):
-        return None
-    return {
-        "start": _epoch(window.get("first")),
-        "end": _epoch(window.get("last")),
-        "span_s": float(seconds),
-    }
+    return {"start": window.first, "end": window.last, "span_s": window.seconds}
 
 
 def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement, rule: WindowRule) -> None:
@@ -112,7 +95,7 @@ def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement, rule: W
         m.reason = f"collect: log cannot be scored: {type(exc).__name__}: {exc}"
         return
     m.metrics = dict(scores.metrics)
-    m.window = log_window(m.metrics)
+    m.window = log_window(scores)
     value = metric_value(scores, metric)
     if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"

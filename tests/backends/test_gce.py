@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from bisector.backends import gce_capacity, gce_steps
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce import RELEASE_OUTPUTS, SERVER_TARBALL, GceBackend
 from bisector.backends.instrument import DISPATCH_PROGRESS, PATCH_DIR, apply_patch
@@ -48,12 +50,8 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
 def _fake_release(call: Call) -> None:
     """What make quick-release leaves behind: the release tars and the kubemark binary."""
     assert call.cwd is not None
-    built = (
-        (SERVER_TARBALL, "server tarball\n"),
-        (RELEASE_OUTPUTS[1], "kubemark\n"),
-        ("_output/dockerized/bin/linux/amd64/kubectl", "kubectl\n"),
-    )
-    for rel, text in built:
+    for rel in RELEASE_OUTPUTS:
+        text = Path(rel).name + "\n"
         target = Path(call.cwd) / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
@@ -112,7 +110,7 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
         f"git rev-parse '{COMMIT}^{{tree}}'",
         "make quick-release",
         "./test/kubemark/start-kubemark.sh",
-        "gcloud compute scp --project k8s-scale --zone us-central1-f "
+        "gcloud compute scp --project k8s-scale --zone us-central1-b "
         f"'{MASTER}:/var/log/kube-apiserver.log*' {cand.log_dir}/",
         "./test/kubemark/stop-kubemark.sh",
         "./cluster/kube-down.sh",
@@ -120,16 +118,19 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
     up, _, make, start, _, stop, down = fake.calls
     assert up.cwd == down.cwd == str(base)
     assert make.cwd == start.cwd == stop.cwd == str(cand.worktree)
-    assert up.env["NUM_NODES"] == "51" and up.env["NODE_SIZE"] == "n1-standard-8"
+    assert up.env["NUM_NODES"] == "80" and up.env["NODE_SIZE"] == "n1-highmem-8"
     assert up.env["KUBE_GCE_INSTANCE_PREFIX"] == "kubemark-5000"
     assert up.env["KUBECONFIG"] == start.env["KUBECONFIG"]
     assert {k: start.env[k] for k in ("PROJECT", "KUBE_GCE_ZONE", "INSTANCE_PREFIX")} == {
         "PROJECT": "k8s-scale",
-        "KUBE_GCE_ZONE": "us-central1-f",
+        "KUBE_GCE_ZONE": "us-central1-b",
         "INSTANCE_PREFIX": "kubemark-5000",
     }
+    assert start.env["KUBE_GCE_INSTANCE_PREFIX"] == "kubemark-5000"
+    assert start.env["KUBE_GCE_NETWORK"] == up.env["KUBE_GCE_NETWORK"] == "kubemark-5000"
+    assert start.env["CONTAINER_REGISTRY"] == "gcr.io"
     assert start.env["KUBEMARK_NUM_NODES"] == start.env["NUM_NODES"] == "5000"
-    assert start.env["KUBEMARK_MASTER_SIZE"] == start.env["MASTER_SIZE"] == "n1-standard-32"
+    assert start.env["KUBEMARK_MASTER_SIZE"] == start.env["MASTER_SIZE"] == "n1-standard-64"
     assert start.env["API_SERVER_TEST_LOG_LEVEL"] == "--v=3"
     assert stop.env == start.env
     assert sleeps.calls == [1800.0]
@@ -247,10 +248,8 @@ def test_second_evaluation_of_the_same_tree_reuses_the_build(
     assert evaluate(backend, second).status == "measured"
     assert fake.lines.count("make quick-release") == 1
     assert fake.lines.count(f"git rev-parse '{COMMIT}^{{tree}}'") == 2
-    assert (second.worktree / SERVER_TARBALL).read_text() == "server tarball\n"
-    assert (second.worktree / RELEASE_OUTPUTS[1]).read_text() == "kubemark\n"
-    kubectl = second.worktree / "_output/dockerized/bin/linux/amd64/kubectl"
-    assert kubectl.read_text() == "kubectl\n"
+    for rel in RELEASE_OUTPUTS:
+        assert (second.worktree / rel).read_text() == Path(rel).name + "\n"
     assert fake.find("start-kubemark.sh")[1].cwd == str(second.worktree)
 
 
@@ -407,3 +406,223 @@ def test_base_release_is_built_when_missing_and_failed_kube_up_is_taken_down(
     assert ResourceRecord(tmp_path / "run").ids() == []
     backend.setup()  # the next attempt: the release is in the checkout now, only kube-up
     assert fake.lines[5:] == ["./cluster/kube-up.sh"]
+
+
+# -- facts of the 2017 scripts and CI jobs (each names its source) -------------------
+
+
+def test_kubemark_master_is_named_after_kube_gce_instance_prefix(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    """hyperhq/kubernetes 7043372 and 1444d25, cluster/gce/config-default.sh:
+    `INSTANCE_PREFIX="${KUBE_GCE_INSTANCE_PREFIX:-kubernetes}"`, sourced by
+    start-kubemark.sh after cluster/kubemark/gce/config-default.sh, which then sets
+    `MASTER_NAME="${INSTANCE_PREFIX}-kubemark-master"`; kubernetes/test-infra f57ef50d,
+    scenarios/kubernetes_e2e.py sets INSTANCE_PREFIX, KUBE_GCE_NETWORK and
+    KUBE_GCE_INSTANCE_PREFIX to the cluster name."""
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    evaluate(backend, _candidate(tmp_path, "wt1", slot=2))
+    start = fake.find("start-kubemark.sh")[0]
+    assert start.env["KUBE_GCE_INSTANCE_PREFIX"] == start.env["INSTANCE_PREFIX"]
+    assert start.env["KUBE_GCE_INSTANCE_PREFIX"] == "kubemark-5000-2"
+    up = fake.find("kube-up.sh")[1]
+    assert start.env["KUBE_GCE_NETWORK"] == up.env["KUBE_GCE_NETWORK"] == "kubemark-5000-2"
+    assert (
+        "kubemark-5000-2-kubemark-master:/var/log/kube-apiserver.log*" in fake.find("scp")[0].argv
+    )
+
+
+def test_build_needs_the_2017_release_layout(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    """hyperhq/kubernetes 7043372: hack/lib/golang.sh lists cmd/kubemark among
+    server_test_targets (not in the server tar); start-kubemark.sh finds it with
+    hack/lib/util.sh `find-binary-for-platform` (_output/dockerized/bin/linux/amd64);
+    cluster/common.sh `find-release-tars` wants the server, salt and (gci) manifests tars."""
+    assert set(RELEASE_OUTPUTS) == {
+        "_output/release-tars/kubernetes-server-linux-amd64.tar.gz",
+        "_output/release-tars/kubernetes-salt.tar.gz",
+        "_output/release-tars/kubernetes-manifests.tar.gz",
+        "_output/dockerized/bin/linux/amd64/kubemark",
+        "_output/dockerized/bin/linux/amd64/kubectl",
+    }
+
+    def stage_only(call: Call) -> None:  # kubemark only in the release-stage test tree
+        _fake_release(call)
+        assert call.cwd is not None
+        (Path(call.cwd) / "_output/dockerized/bin/linux/amd64/kubemark").unlink()
+
+    fake.on("make quick-release", effect=stage_only, first=True)
+    outcome = evaluate(_backend(tmp_path, base, Sleeps()), _candidate(tmp_path))
+    assert outcome.status == "skip"
+    assert "left no _output/dockerized/bin/linux/amd64/kubemark" in outcome.reason
+
+
+def test_parallel_slots_push_the_hollow_node_image_to_their_own_registry_host(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    """hyperhq/kubernetes 7043372, test/kubemark/cloud-provider-config.sh
+    (`CONTAINER_REGISTRY="${CONTAINER_REGISTRY:-gcr.io}"`), cluster/images/kubemark/Makefile
+    (`gcloud docker -- push $(REGISTRY)/$(PROJECT)/kubemark`) and
+    resources/hollow-node_template.yaml (`{{registry}}/{{project}}/kubemark:latest`)."""
+    backend = _backend(tmp_path, base, Sleeps())
+    hosts = [gce_steps.kubemark_env(backend.cfg, slot)["CONTAINER_REGISTRY"] for slot in range(4)]
+    assert hosts == ["gcr.io", "us.gcr.io", "eu.gcr.io", "asia.gcr.io"]
+    backend.setup()
+    with pytest.raises(ConfigError, match=r"at most 4 parallel slots.*lower \[search\] parallel"):
+        evaluate(backend, _candidate(tmp_path, "wt4", slot=4))
+    assert not fake.find("start-kubemark.sh")
+
+
+def test_cleanup_fallback_deletes_the_event_pd(tmp_path: Path, base: Path) -> None:
+    """hyperhq/kubernetes 7043372, test/kubemark/gce/util.sh: with EVENT_PD=true (the
+    2017 scale job) start-kubemark.sh creates `${MASTER_NAME}-event-pd`."""
+    cfg = _backend(tmp_path, base, Sleeps()).cfg
+    disks = [s.cmd[4] for s in gce_steps.kubemark_fallback(cfg, 0) if s.cmd[2] == "disks"]
+    assert disks == [f"{MASTER}-pd", f"{MASTER}-event-pd"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # test-infra f57ef50d, jobs/ci-kubernetes-kubemark-gce-scale.env: fits
+        (80, "n1-highmem-8", 5000, True),
+        # jobs/ci-kubernetes-kubemark-500-gce.env: fits (45.3 of 46.8 vCPU)
+        (6, "n1-standard-8", 500, True),
+        # the config this backend shipped before issue 13: 1.5 TB for 3.7 TB of requests
+        (51, "n1-standard-8", 5000, False),
+        (5, "n1-standard-8", 500, False),
+    ],
+)
+def test_base_cluster_must_hold_the_hollow_nodes(
+    tmp_path: Path, base: Path, case: tuple[int, str, int, bool]
+) -> None:
+    """Requests from hyperhq/kubernetes 7043372 test/kubemark/resources/hollow-node_template.yaml
+    (kubelet 50m/100M, npd 20m/20Mi) and start-kubemark.sh (proxy 20m, 50m above 1000
+    nodes, (100*1024 + 100*N) Ki; heapster 80+N/2 m, 200+4N Mi + 200*1024+500N Ki)."""
+    nodes, size, hollow, ok = case
+    extra = {"num_nodes": nodes, "node_size": size, "kubemark_num_nodes": hollow}
+    if ok:
+        _backend(tmp_path, base, Sleeps(), **extra)
+        return
+    with pytest.raises(ConfigError, match=rf"{nodes} x {size} cannot hold {hollow} hollow nodes"):
+        _backend(tmp_path, base, Sleeps(), **extra)
+
+
+def test_capacity_refusal_shows_the_arithmetic(tmp_path: Path, base: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        _backend(tmp_path, base, Sleeps(), num_nodes=51, node_size="n1-standard-8")
+    assert str(err.value) == (
+        "gce.toml: [backends.gce]: 51 x n1-standard-8 cannot hold 5000 hollow nodes "
+        "(120m CPU and 738 MB each, plus heapster): CPU 602.6 > 397.8 vCPU; "
+        "memory 3,713 GB > 1,632 GB (requests vs capacity less kube-proxy and fluentd on "
+        "each node). Raise `num_nodes` or `node_size`, or lower `kubemark_num_nodes`"
+    )
+    assert gce_capacity.hollow_node_pod(500).millicpu == 90
+    with pytest.raises(ConfigError, match="capacity of machine type 'm9-mega-8'"):
+        _backend(tmp_path, base, Sleeps(), node_size="m9-mega-8")
+
+
+def test_env_table_cannot_override_what_the_backend_sets(tmp_path: Path, base: Path) -> None:
+    with pytest.raises(ConfigError, match=r"sets NUM_NODES, which the backend sets itself"):
+        _backend(tmp_path, base, Sleeps(), env={"NUM_NODES": "10"})
+    backend = _backend(tmp_path, base, Sleeps(), env={"EVENT_PD": "true"})
+    assert gce_steps.kubemark_env(backend.cfg, 0)["EVENT_PD"] == "true"
+    assert gce_steps.base_env(backend.cfg, 0)["EVENT_PD"] == "true"
+
+
+def test_placeholder_project_is_refused_before_anything_runs(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    backend = _backend(tmp_path, base, Sleeps(), project="my-gcp-project")
+    assert any("my-gcp-project" in line for line in backend.plan(_candidate(tmp_path)))
+    with pytest.raises(ConfigError, match="'my-gcp-project' is the example's placeholder"):
+        backend.setup()
+    assert fake.calls == []
+
+
+def test_credentials_files_end_up_owner_only(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    cand = _candidate(tmp_path)
+    kubemark_config = gce_steps.kubemark_kubeconfig(cand.worktree)
+
+    def write_kubemark_config(call: Call) -> None:  # as start-kubemark.sh's heredoc does
+        kubemark_config.parent.mkdir(parents=True, exist_ok=True)
+        kubemark_config.write_text("users: [{user: {password: admin}}]\n")
+        kubemark_config.chmod(0o644)
+
+    fake.on("start-kubemark.sh", effect=write_kubemark_config, first=True)
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    base_config = gce_steps.kubeconfig(backend.cfg, 0)
+    assert base_config.stat().st_mode & 0o777 == 0o600
+    assert base_config.parent.stat().st_mode & 0o777 == 0o700
+    backend.build(cand)
+    backend.launch(cand)
+    assert kubemark_config.stat().st_mode & 0o777 == 0o600
+
+
+def test_shipped_configs_mirror_the_june_2017_jobs() -> None:
+    """kubernetes/test-infra f57ef50d: jobs/ci-kubernetes-kubemark-gce-scale.env and
+    jobs/ci-kubernetes-kubemark-500-gce.env."""
+    root = Path(__file__).resolve().parents[2] / "configs"
+    want: dict[str, dict[str, object]] = {
+        "gce-kubemark-5000.toml": {
+            "zone": "us-central1-b", "num_nodes": 80, "node_size": "n1-highmem-8",
+            "master_size": "n1-standard-4", "kubemark_num_nodes": 5000,
+            "kubemark_master_size": "n1-standard-64",
+            "env": {
+                "KUBEMARK_MASTER_COMPONENTS_QPS_LIMITS": "--kube-api-qps=100 --kube-api-burst=100",
+                "TEST_CLUSTER_MAX_REQUESTS_INFLIGHT":
+                    "--max-requests-inflight=1500 --max-mutating-requests-inflight=500",
+                "MASTER_DISK_SIZE": "100GB",
+                "STORAGE_MEDIA_TYPE": "application/vnd.kubernetes.protobuf",
+                "KUBE_NODE_OS_DISTRIBUTION": "gci", "EVENT_PD": "true",
+                "KUBEMARK_MASTER_ROOT_DISK_SIZE": "100GB", "USE_REAL_PROXIER": "false",
+            },
+        },
+        "gce-kubemark-500.toml": {
+            "zone": "us-central1-f", "num_nodes": 6, "node_size": "n1-standard-8",
+            "master_size": "n1-standard-4", "kubemark_num_nodes": 500,
+            "kubemark_master_size": "n1-standard-16",
+            "env": {
+                "KUBEMARK_MASTER_COMPONENTS_QPS_LIMITS": "--kube-api-qps=100 --kube-api-burst=100",
+                "KUBE_NODE_OS_DISTRIBUTION": "gci",
+            },
+        },
+    }  # fmt: skip
+    for name, values in want.items():
+        gce = tomllib.loads((root / name).read_text())["backends"]["gce"]
+        for key, value in values.items():
+            if isinstance(value, dict):
+                assert value.items() <= gce["env"].items(), name
+            else:
+                assert gce[key] == value, (name, key)
+
+
+def test_base_cluster_fallback_mirrors_kube_down(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    """What cluster/gce/util.sh kube-down (kubernetes 7043372 and 1444d25) deleted on the
+    GCE twin, for a `bisector cleanup` whose base checkout is gone."""
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    (record,) = ResourceRecord(tmp_path / "run").load()
+    assert record.teardown[0].cmd == ("./cluster/kube-down.sh",)
+    names = [" ".join(s.cmd) for s in record.fallback]
+    assert any("instance-groups managed delete kubemark-5000-minion-group" in n for n in names)
+    assert any("instance-templates delete kubemark-5000-minion-template" in n for n in names)
+    assert any(
+        "instances delete kubemark-5000-master" in n and "--delete-disks all" in n for n in names
+    )
+    rules = {s.cmd[4] for s in record.fallback if s.cmd[2] == "firewall-rules"}
+    assert rules == {
+        "kubemark-5000-master-https", "kubemark-5000-master-etcd", "kubemark-5000-minion-all",
+        "kubemark-5000-default-internal-master", "kubemark-5000-default-internal-node",
+        "kubemark-5000-default-ssh",
+    }  # fmt: skip
+    assert record.fallback[-2].cmd[:2] == ("bash", "-c")  # the route controller's routes
+    assert names[-1].startswith("gcloud compute networks delete kubemark-5000")
+    own = _backend(tmp_path / "own", base, Sleeps(), network="shared-vpc")
+    kept = [" ".join(s.cmd) for s in gce_steps.base_fallback(own.cfg, 0)]
+    assert not any("networks delete" in n or "default-ssh" in n for n in kept)
+    assert "KUBE_DELETE_NETWORK" not in gce_steps.base_env(own.cfg, 0)
+    assert gce_steps.base_env(backend.cfg, 0)["KUBE_DELETE_NETWORK"] == "true"

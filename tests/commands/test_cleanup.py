@@ -74,14 +74,16 @@ def test_cleanup_uses_gcloud_fallback_when_the_worktree_is_gone(
         ["kubectl", "--kubeconfig", str(run_dir / "gce" / "base-0.kubeconfig"), "delete"],
         ["gcloud", "compute", "instances", "delete"],
         ["gcloud", "compute", "disks", "delete"],
+        ["gcloud", "compute", "disks", "delete"],  # ${MASTER_NAME}-event-pd (EVENT_PD=true)
         ["gcloud", "compute", "addresses", "delete"],
         ["gcloud", "compute", "firewall-rules", "delete"],
         ["./cluster/kube-down.sh"],
     ]
     assert fake.calls[1].argv[4:] == [
-        "kubemark-kubemark-master", "--project", "p", "--zone", "us-central1-f", "--quiet",
+        "kubemark-kubemark-master", "--project", "p", "--zone", "us-central1-b", "--quiet",
     ]  # fmt: skip
-    assert fake.calls[3].argv[-3:] == ["--region", "us-central1", "--quiet"]
+    assert fake.calls[3].argv[4] == "kubemark-kubemark-master-event-pd"
+    assert fake.calls[4].argv[-3:] == ["--region", "us-central1", "--quiet"]
 
 
 def test_failed_teardown_stays_recorded_and_exits_1(

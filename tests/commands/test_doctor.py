@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
 
 from bisector import proc
+from bisector.backends.gce_steps import REGISTRY_HOSTS
 from bisector.commands.doctor import doctor
 from bisector.errors import BisectorError
 from tests.helpers.fake_proc import FakeProc
@@ -17,13 +20,42 @@ def _all_present(fake: FakeProc) -> FakeProc:
     fake.on("gcloud --version", stdout="Google Cloud SDK 480.0.0\n")
     fake.on("gcloud auth list", stdout="me@example.com\n")
     fake.on("gcloud config get-value project", stdout="my-project\n")
+    fake.on("gcloud version --format=json",
+            stdout='{"Google Cloud SDK": "528.0.0", "alpha": "2025.06.20", "beta": "2025.06.20", '
+            '"core": "2025.06.20"}')  # fmt: skip
     fake.on("kind version", stdout="kind v0.23.0 go1.22 linux/amd64\n")
     return fake
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeProc:
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeProc:
+    _gce_home(monkeypatch, tmp_path / "home")
     return _all_present(FakeProc.install(monkeypatch))
+
+
+def _gce_home(
+    monkeypatch: pytest.MonkeyPatch,
+    home: Path,
+    *,
+    key: bool = True,
+    helpers: tuple[str, ...] = REGISTRY_HOSTS,
+) -> None:
+    """A home with the gcloud ssh key and `gcloud auth configure-docker` done."""
+    (home / ".ssh").mkdir(parents=True)
+    if key:
+        (home / ".ssh" / "google_compute_engine").write_text("key\n")
+        (home / ".ssh" / "google_compute_engine.pub").write_text("pub\n")
+    (home / ".docker").mkdir()
+    config = {"credHelpers": dict.fromkeys(helpers, "gcloud")}
+    (home / ".docker" / "config.json").write_text(json.dumps(config))
+    bin_dir = home / "bin"
+    bin_dir.mkdir()
+    helper = bin_dir / "docker-credential-gcloud"
+    helper.write_text("#!/bin/sh\nexit 0\n")
+    helper.chmod(0o755)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("DOCKER_CONFIG", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
 
 
 def test_gce_ready(fake: FakeProc, capsys: pytest.CaptureFixture[str]) -> None:
@@ -37,12 +69,63 @@ def test_gce_ready(fake: FakeProc, capsys: pytest.CaptureFixture[str]) -> None:
         "python",  # the 2017 scripts call `python`
         "gcloud",
         "gcloud",
+        "gcloud",  # version --format=json: alpha, beta, core
+        "python",  # distutils
     ]
     assert fake.calls[2].argv == ["docker", "version", "--format", "{{.Server.Version}}"]
     out = capsys.readouterr().out
     assert "ok       gcloud credentials: me@example.com" in out
     assert "my-project (gcloud default" in out
+    assert "ok       docker auth to gcr.io: gcr.io, us.gcr.io, eu.gcr.io, asia.gcr.io" in out
+    assert "ok       gcloud ssh key: " in out
+    assert "ok       gcloud components: alpha, beta, core" in out
+    assert "ok       python for the 2017 scripts: `python` has distutils" in out
     assert out.rstrip().endswith("ready")
+
+
+def test_gce_missing_beta_component_or_distutils(
+    fake: FakeProc, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cluster/common.sh update-or-verify-gcloud (kubernetes 7043372): kube-up.sh checks
+    `gcloud version --format=json` for alpha, beta and core with python's distutils."""
+    fake.on("gcloud version --format=json", stdout='{"core": "2025.06.20"}', first=True)
+    fake.on("python -c", code=1, stderr="ModuleNotFoundError: No module named 'distutils'",
+            first=True)  # fmt: skip
+    assert doctor("gce", None) == 1
+    out = capsys.readouterr().out
+    assert "MISSING  gcloud components: kube-up.sh needs alpha, beta: run " in out
+    assert "`gcloud components install alpha beta`" in out
+    assert (
+        "MISSING  python for the 2017 scripts: `python -c 'from distutils import version'`" in out
+    )
+
+
+def test_gce_without_docker_auth_or_ssh_key_says_what_to_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # start-kubemark.sh (kubernetes 7043372, cluster/images/kubemark/Makefile) pushes with
+    # `gcloud docker -- push ${REGISTRY}/${PROJECT}/kubemark`; slot N pushes to host N.
+    _gce_home(monkeypatch, tmp_path / "home", key=False, helpers=("gcr.io",))
+    _all_present(FakeProc.install(monkeypatch))
+    assert doctor("gce", None) == 1
+    out = capsys.readouterr().out
+    assert (
+        "MISSING  docker auth to gcr.io: no credential helper for us.gcr.io, eu.gcr.io, "
+        "asia.gcr.io; run `gcloud auth configure-docker gcr.io,us.gcr.io,eu.gcr.io,asia.gcr.io`"
+    ) in out
+    assert "MISSING  gcloud ssh key: " in out and "ssh-keygen -t rsa -N ''" in out
+    assert "2 problem(s) found" in out
+
+
+def test_placeholder_project_is_a_problem(
+    fake: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nbackend = "gce"\n[backends.gce]\nproject = "my-gcp-project"\n')
+    assert doctor(None, config) == 1
+    out = capsys.readouterr().out
+    assert "MISSING  gcp project: 'my-gcp-project' is the example's placeholder" in out
+    assert "1 problem(s) found" in out
 
 
 def test_missing_tool_says_what_to_install_and_exits_1(
@@ -96,9 +179,14 @@ def test_shipped_configs_pass(fake: FakeProc, capsys: pytest.CaptureFixture[str]
         ("gce-kubemark-500.toml", "gce"),
         ("kind-kubemark.toml", "kind"),
     ):
-        assert doctor(None, root / name) == 0, capsys.readouterr().out
+        # The gce configs' only problem is the placeholder project the user must replace.
+        problems = 1 if backend == "gce" else 0
+        assert doctor(None, root / name) == (1 if problems else 0), capsys.readouterr().out
+        out = capsys.readouterr().out
         # The backend comes from the config's [run] table, as `bisector run` reads it.
-        assert f"ok       config: [backends.{backend}] in {root / name}" in capsys.readouterr().out
+        assert f"ok       config: [backends.{backend}] in {root / name}" in out
+        if problems:
+            assert "1 problem(s) found" in out and "'my-gcp-project' is the example's" in out
 
 
 def test_unknown_backend_is_a_usage_error(fake: FakeProc) -> None:

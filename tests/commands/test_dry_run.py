@@ -30,13 +30,13 @@ EXPECTED: dict[str, list[str]] = {
     "gce-kubemark-5000.toml": [
         "git apply --check",
         "&& make quick-release",
-        "NUM_NODES=51 NODE_SIZE=n1-standard-8",
+        "NUM_NODES=80 NODE_SIZE=n1-highmem-8 MASTER_SIZE=n1-standard-4",
         "./cluster/kube-up.sh",
-        "KUBEMARK_NUM_NODES=5000 KUBEMARK_MASTER_SIZE=n1-standard-32",
+        "KUBEMARK_NUM_NODES=5000 KUBEMARK_MASTER_SIZE=n1-standard-64",
         "API_SERVER_TEST_LOG_LEVEL=--v=3",
         "./test/kubemark/start-kubemark.sh",
         "# warmup: wait 30m00s",
-        "gcloud compute scp --project my-gcp-project --zone us-central1-f "
+        "gcloud compute scp --project my-gcp-project --zone us-central1-b "
         "'kubemark-5000-kubemark-master:/var/log/kube-apiserver.log*'",
         "./test/kubemark/stop-kubemark.sh",
         "./cluster/kube-down.sh",
@@ -45,7 +45,7 @@ EXPECTED: dict[str, list[str]] = {
         "&& make quick-release",
         "NUM_NODES=6 NODE_SIZE=n1-standard-8",
         "./cluster/kube-up.sh",
-        "KUBEMARK_NUM_NODES=500 KUBEMARK_MASTER_SIZE=n1-standard-8",
+        "KUBEMARK_NUM_NODES=500 KUBEMARK_MASTER_SIZE=n1-standard-16",
         "API_SERVER_TEST_LOG_LEVEL=--v=3",
         "./test/kubemark/start-kubemark.sh",
         "# warmup: wait 20m00s",

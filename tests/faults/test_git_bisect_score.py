@@ -1,0 +1,75 @@
+"""`git bisect run bisector score LOG`: a truncated gzip log is a skip (125), never bad.
+
+git reads exit codes 1-127 except 125 as *bad*, 125 as skip and anything else as
+"abort" (git 2.39.5, `git help bisect`, section "Bisect run"). Every commit of
+a 16-commit history carries its apiserver log as `kube-apiserver.log.gz`; the logs
+of the good commits git would test first are cut in half (an upload or a copy that
+stopped). Read as bad, they would make git name a commit before the real one.
+"""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bisector.exitcodes import ScoreExit
+from tests.helpers.local_backend import CONFLICT, WRITE, bisector_argv
+
+CULPRIT = 12
+TRUNCATED = range(1, CULPRIT - 1)  # good commits except the culprit's parent
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def _log(conflicts: int) -> bytes:
+    lines = [CONFLICT] * conflicts + [WRITE] * 3
+    return gzip.compress("".join(line + "\n" for line in lines).encode(), mtime=0)
+
+
+def _history(repo: Path) -> list[str]:
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "Test User")
+    _git(repo, "config", "user.email", "test@example.com")
+    commits = []
+    for i in range(16):
+        data = _log(40 if i >= CULPRIT else 2)
+        if i in TRUNCATED:
+            data = data[: len(data) // 2]
+        (repo / "kube-apiserver.log.gz").write_bytes(data)
+        (repo / "serial").write_text(f"{i}\n")  # no two commits share a tree
+        _git(repo, "add", "kube-apiserver.log.gz", "serial")
+        _git(repo, "commit", "-q", "-m", f"commit {i}")
+        commits.append(_git(repo, "rev-parse", "HEAD").strip())
+    return commits
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="score exits 2 (BisectorError -> EXIT_USAGE) on a truncated gzip: git bisect "
+    "reads it as bad and names a wrong first bad commit",
+)
+def test_truncated_gzip_is_skipped_and_git_names_the_right_commit(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    commits = _history(repo)
+    score = [*bisector_argv("score"), "kube-apiserver.log.gz", "--metric", "conflicts"]
+    score += ["--threshold", "10"]
+    _git(repo, "bisect", "start", commits[-1], commits[0])
+    result = subprocess.run(
+        ["git", "bisect", "run", *score], cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{commits[CULPRIT]} is the first bad commit" in result.stdout, result.stdout
+    assert any(f"{commits[i]}" in result.stdout for i in TRUNCATED)  # the fault was met
+    _git(repo, "bisect", "reset")
+    _git(repo, "checkout", "-q", commits[1])
+    direct = subprocess.run(score, cwd=repo, capture_output=True, text=True, check=False)
+    assert "Traceback" not in direct.stderr
+    assert direct.returncode == ScoreExit.NO_VERDICT, direct.stdout + direct.stderr
