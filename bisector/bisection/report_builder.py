@@ -143,10 +143,12 @@ def build_report(
     marks = [
         Mark(r.commit, r.verdict, r.note) for r in b.journal.records if isinstance(r, MarkRecord)
     ]
+    # Only what is still left up: a failure a later run (or cleanup) tore down is history.
+    still_open = {begun.eval_dir for begun in b.journal.unfinished()}
     failures = [
         TeardownFailure(r.commit, r.eval_dir, r.error)
         for r in b.journal.records
-        if isinstance(r, TeardownFailed)
+        if isinstance(r, TeardownFailed) and r.eval_dir in still_open
     ]
     return Report(
         status=_status(found),

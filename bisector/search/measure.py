@@ -28,6 +28,13 @@ Scorer = Callable[[list[str]], Scores]
 MIN_COVERAGE = 0.5
 # Clock skew allowed between this machine and the cluster when spotting stale logs.
 STALE_SLACK_S = 120.0
+# A log ending within this long before the evaluation started is on the wall clock, so
+# ending before the start makes it stale (an earlier candidate's file). Logs further off
+# keep simulated or replayed time (the sim's 2017 clock), which says nothing of staleness.
+WALL_CLOCK_HORIZON_S = 24 * 3600.0
+# Garbled lines may have been the metric's own lines: past this share of the log, its
+# counts cannot be trusted either way.
+MAX_GARBLED_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -100,11 +107,22 @@ def _score(scorer: Scorer, logs: list[str], metric: str, m: Measurement, rule: W
     if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"
         return
-    why_not = _window_problem(m, rule)
+    why_not = _garbled_problem(scores) or _window_problem(m, rule)
     if why_not is not None:
         m.reason = why_not  # the value stays in `metrics`, never in `value`
         return
     m.value = value
+
+
+def _garbled_problem(scores: Scores) -> str | None:
+    lines = scores.metrics.get("lines")
+    garbled = scores.unparsable_lines
+    if not garbled or not isinstance(lines, int) or garbled <= MAX_GARBLED_SHARE * lines:
+        return None
+    return (
+        f"log cannot be trusted: {garbled} of {lines} lines are garbled (impossible times, "
+        "binary data, cut lines); the metric's own lines may be among them"
+    )
 
 
 def _window_problem(m: Measurement, rule: WindowRule) -> str | None:
@@ -119,7 +137,9 @@ def _window_problem(m: Measurement, rule: WindowRule) -> str | None:
             "apiserver restarted or log cut short"
         )
     end = m.window.get("end") if m.window else None
-    if rule.real_time and isinstance(end, (int, float)) and end < m.started_at - STALE_SLACK_S:
+    behind = m.started_at - end if isinstance(end, (int, float)) else 0.0
+    on_wall_clock = rule.real_time or behind < WALL_CLOCK_HORIZON_S
+    if behind > STALE_SLACK_S and on_wall_clock:
         return (
             "stale log: it ends before this evaluation started (a file left by an earlier "
             "candidate?)"

@@ -13,8 +13,6 @@ import gzip
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from bisector.exitcodes import ScoreExit
 from tests.helpers.local_backend import CONFLICT, WRITE, bisector_argv
 
@@ -51,11 +49,6 @@ def _history(repo: Path) -> list[str]:
     return commits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="score exits 2 (BisectorError -> EXIT_USAGE) on a truncated gzip: git bisect "
-    "reads it as bad and names a wrong first bad commit",
-)
 def test_truncated_gzip_is_skipped_and_git_names_the_right_commit(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     commits = _history(repo)

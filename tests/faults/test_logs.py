@@ -40,11 +40,6 @@ GOOD_MIDPOINT = 6  # culprit right of it: the midpoint is good
             GOOD_MIDPOINT,
             "stale",
             id="stale-log",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="local backend has no real_time_logs: a stale log (ended 35 min "
-                "before the evaluation) is a measurement; wrong culprit, exit 3",
-            ),
         ),
         pytest.param("garbled", BAD_MIDPOINT, "cannot be scored", id="garbled-log"),
         pytest.param("empty", BAD_MIDPOINT, "no data", id="empty-log"),
@@ -100,11 +95,6 @@ def test_log_with_impossible_timestamps_is_no_traceback_and_no_wrong_value(
     assert driver.up() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="report.md/report.html show no window per evaluation (only report.json has it), "
-    "though the README says the report shows each evaluation's window",
-)
 def test_report_shows_the_window_each_evaluation_covered(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

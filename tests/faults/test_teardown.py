@@ -86,11 +86,6 @@ def test_failed_teardown_is_loud_and_the_next_run_tears_it_down(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("fault", "why"), FAULTS)
-@pytest.mark.xfail(
-    strict=True,
-    reason="the rerun tears the cluster down, yet report.json keeps the old teardown "
-    "failure: 'clusters may still be running', exit 6 when nothing is left up",
-)
 def test_rerun_that_tore_it_down_says_nothing_is_left_up(
     tmp_path: Path, fault: str, why: str
 ) -> None:
@@ -103,11 +98,6 @@ def test_rerun_that_tore_it_down_says_nothing_is_left_up(
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("fault", "why"), FAULTS)
-@pytest.mark.xfail(
-    strict=True,
-    reason="`bisector cleanup` reads only resources.json, which the local backend never "
-    "writes: 'nothing to clean up', exit 0, the cluster stays up",
-)
 def test_failed_teardown_is_torn_down_by_bisector_cleanup(
     tmp_path: Path, fault: str, why: str
 ) -> None:
