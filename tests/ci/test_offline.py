@@ -22,6 +22,7 @@ import requests
 from bisector.ci import gcs
 from bisector.ci.runs import JobRef, list_runs
 from bisector.errors import BisectorError
+from bisector.exitcodes import HistoryExit, ScoreExit
 from bisector.logs import sources
 from bisector.upload import upload_run
 from tests.helpers.gcs import blackhole_endpoint, refused_endpoint
@@ -57,13 +58,19 @@ HISTORY = ["history", "--job", "ci-kubernetes-kubemark-500-gce", "--runs", "427.
 SCORE = ["score", "gs://kubernetes-jenkins/logs/j/427/artifacts/m/kube-apiserver.log"]
 
 
-@pytest.mark.parametrize("args", [HISTORY, SCORE], ids=["history", "score"])
-def test_cli_offline_says_one_line(tmp_path: Path, args: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "exit_code"),
+    # score: no verdict (git bisect run skips), never 1-127 "bad"
+    [(HISTORY, HistoryExit.USAGE), (SCORE, ScoreExit.NO_VERDICT)],
+    ids=["history", "score"],
+)
+def test_cli_offline_says_one_line(tmp_path: Path, args: list[str], exit_code: int) -> None:
     with refused_endpoint() as host:
         code, lines, seconds = _cli(host, tmp_path, *args)
-    assert code == 2
+    assert code == exit_code
+    prefix = "no verdict" if args is SCORE else "error"
     assert lines == [
-        f"bisector: error: cannot reach {host} (connection refused); check the network "
+        f"bisector: {prefix}: cannot reach {host} (connection refused); check the network "
         "connection (or STORAGE_EMULATOR_HOST) and try again"
     ]
     assert seconds < CEILING_S
