@@ -4,6 +4,13 @@ The user's checkout is never touched. Candidates are checked out into worktrees
 the tool owns, and the bisect session itself runs in a tool-owned worktree with
 `--no-checkout`: refs/bisect/* and BISECT_* files are per-worktree in git, so
 the user's HEAD, index, files and any bisect they have in progress stay as they were.
+
+No `git.GitCommandError` leaves this module: a failing git command is a
+`GitFailure` (a BisectorError: one line naming the command and git's own last
+error line), except a candidate's checkout that fails because objects are
+missing (a partial clone whose promisor remote is out of reach, a mirror or a
+damaged repository lacking a blob): that is a `CheckoutError` (an InfraError),
+so the candidate is a skip and the run goes on.
 """
 
 from __future__ import annotations
@@ -16,12 +23,37 @@ from pathlib import Path
 
 import git
 
-from bisector.errors import BisectorError
+from bisector.errors import BisectorError, InfraError
 from bisector.locking import exclusive
 
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 _ONLY_SKIPPED = "only 'skip'ped commits left to test"
 _HASH_LINE = re.compile(r"^([0-9a-f]{40})$", re.MULTILINE)
+# git's words for an object it needs and does not have. Seen with git 2.39 in
+# tests/test_gitrepo.py: a real partial clone whose promisor remote is gone ("could
+# not fetch <sha> from promisor remote") and a deleted loose blob ("unable to read
+# <sha>"); the other alternatives are git's wording for missing/corrupt objects.
+_MISSING_OBJECT = re.compile(
+    r"promisor remote|unable to read (?:tree|sha1 file)|bad object|missing (?:blob|tree|object)"
+    r"|is not a valid object|reference is not a tree|could not fetch|did not receive expected"
+    r"|unable to read|object file .* is empty|corrupt|not a valid '?tree",
+    re.IGNORECASE,
+)
+
+
+class GitFailure(BisectorError):
+    """A git command failed; the message is one line. `stdout` keeps what it printed."""
+
+    def __init__(self, message: str, *, stdout: str = "", stderr: str = "") -> None:
+        super().__init__(message)
+        self.stdout = stdout
+        self.stderr = stderr
+
+
+class CheckoutError(InfraError):
+    """A candidate cannot be checked out (objects missing): skip it, go on with the run."""
+
+    kind = "checkout"
 
 
 @dataclass(frozen=True)
@@ -38,8 +70,12 @@ class CommitInfo:
         return len(self.parents) > 1
 
 
-def _git_error(exc: git.GitCommandError) -> str:
-    return str(exc.stderr or exc.stdout or exc).strip().removeprefix("stderr: ").strip("'\" \n")
+def _last_error_line(text: str) -> str:
+    """git's own message: the last `fatal:`/`error:` line, else the last line."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    line = (errors or lines or ["no output"])[-1]
+    return line if len(line) <= 300 else line[:299] + "…"
 
 
 class GitRepo:
@@ -58,14 +94,28 @@ class GitRepo:
         self.common_dir = Path(self.repo.common_dir)
 
     def git(self, *args: str, cwd: Path | None = None) -> str:
+        """`git ARGS` in `cwd` (default: the checkout's root); raises GitFailure (one line)."""
         cmd = git.Git(str(cwd or self.root))
-        return str(cmd.execute(["git", *args]))
+        try:
+            return str(cmd.execute(["git", *args]))
+        except git.GitCommandError as exc:
+            # GitPython shows them as "\n  stderr: '<text>'"; keep only git's text.
+            stderr = str(exc.stderr or "").removeprefix("\n  stderr: '").removesuffix("'")
+            stdout = str(exc.stdout or "").removeprefix("\n  stdout: '").removesuffix("'")
+            raise GitFailure(
+                f"git {' '.join(args[:2])} failed in {cwd or self.root}: "
+                f"{_last_error_line(stderr or stdout)}",
+                stdout=stdout,
+                stderr=stderr,
+            ) from None
+        except OSError as exc:  # git itself missing, or the directory gone
+            raise GitFailure(f"cannot run git in {cwd or self.root}: {exc}") from None
 
     def resolve(self, rev: str) -> str:
         """Full hash of the commit `rev` names."""
         try:
             return self.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip()
-        except git.GitCommandError:
+        except GitFailure:
             raise BisectorError(
                 f"unknown revision {rev!r} in {self.root}; pass a commit hash, tag or branch "
                 "that exists (git fetch may be needed)"
@@ -74,7 +124,7 @@ class GitRepo:
     def is_ancestor(self, older: str, newer: str) -> bool:
         try:
             self.git("merge-base", "--is-ancestor", older, newer)
-        except git.GitCommandError:
+        except GitFailure:
             return False
         return True
 
@@ -112,7 +162,24 @@ class GitRepo:
     # -- tool-owned worktrees -------------------------------------------------
 
     def add_worktree(self, path: Path, commit: str, *, checkout: bool = True) -> None:
-        """A detached worktree at `path` on `commit`; reuses (and cleans) one already there."""
+        """A detached worktree at `path` on `commit`; reuses (and cleans) one already there.
+
+        Raises CheckoutError (an InfraError: skip this candidate) when git lacks
+        objects the checkout needs, GitFailure (a BisectorError) for anything else.
+        """
+        try:
+            self._add_worktree(path, commit, checkout=checkout)
+        except GitFailure as exc:
+            said = f"{exc.stderr}\n{exc.stdout}".splitlines()
+            missing = [line.strip() for line in said if _MISSING_OBJECT.search(line)]
+            if missing:
+                raise CheckoutError(
+                    f"cannot check out {commit[:12]}: objects are missing from the repository "
+                    f"({_last_error_line(missing[0])})"
+                ) from None
+            raise
+
+    def _add_worktree(self, path: Path, commit: str, *, checkout: bool) -> None:
         if (path / ".git").is_file():
             # A run killed by SIGKILL may leave git's lock behind; we hold the repository
             # lock, so no other process of ours can be using this worktree.
@@ -130,11 +197,11 @@ class GitRepo:
         self.git(*args, str(path), commit)
 
     def remove_worktree(self, path: Path) -> None:
-        with contextlib.suppress(git.GitCommandError):
+        with contextlib.suppress(GitFailure):
             self.git("worktree", "remove", "--force", str(path))
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(git.GitCommandError):
+        with contextlib.suppress(GitFailure):
             self.git("worktree", "prune")
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
@@ -178,10 +245,11 @@ class BisectSession:
     def _bisect(self, *args: str) -> str:
         try:
             out = self.repo.git("bisect", *args, cwd=self.worktree)
-        except git.GitCommandError as exc:
-            if _ONLY_SKIPPED not in str(exc.stdout):  # git exits 2 when only skips are left
-                raise BisectorError(f"git bisect {args[0]} failed: {_git_error(exc)}") from None
-            out = str(exc.stdout)
+        except GitFailure as exc:
+            if _ONLY_SKIPPED not in exc.stdout:  # git exits 2 when only skips are left
+                why = _last_error_line(exc.stderr or exc.stdout)
+                raise BisectorError(f"git bisect {args[0]} failed: {why}") from None
+            out = exc.stdout
         match = _FIRST_BAD.search(out)
         if match:
             self.first_bad = match.group(1)
@@ -206,7 +274,7 @@ class BisectSession:
             return None
         try:
             return self.repo.git("rev-parse", "--verify", "BISECT_HEAD", cwd=self.worktree).strip()
-        except git.GitCommandError:
+        except GitFailure:
             return None
 
     def remaining(self) -> list[str]:
@@ -215,14 +283,14 @@ class BisectSession:
             return list(self.possible_culprits)
         try:
             out = self.repo.git("bisect", "visualize", "--format=%H", cwd=self.worktree)
-        except git.GitCommandError:
+        except GitFailure:
             return []
         return out.split()
 
     def log(self) -> str:
         try:
             return self.repo.git("bisect", "log", cwd=self.worktree)
-        except git.GitCommandError:
+        except GitFailure:
             return ""
 
     def close(self) -> None:

@@ -3,7 +3,11 @@
     upload_run(run_dir, "gs://bucket/prefix", only=None) -> UploadResult
 
 Every regular file under `run_dir` (or under the `only` paths, relative to it)
-becomes the object `prefix/<path relative to run_dir>`. A file whose object
+that a reader needs becomes the object `prefix/<path relative to run_dir>`.
+Credentials never do (`bisector.credentials`): kubeconfigs, keys and tokens by
+name, anything that is not a log, journal, report or score file, and any file
+whose content holds a private key, a kubeconfig's client key or token, or a
+bearer token. Those are listed in `UploadResult.withheld` with the reason. A file whose object
 already exists with the same size is skipped, so calling it after every
 evaluation re-sends only what is new or has grown (the journal, the report).
 Git worktrees inside the run directory (a directory holding `.git`) and
@@ -24,7 +28,8 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from bisector.ci.gcs import access_error, retrying
+from bisector.ci.gcs import TIMEOUT, access_error, retrying
+from bisector.credentials import withheld, withheld_by_name
 from bisector.errors import BisectorError
 from bisector.logs.sources import gcs_client
 
@@ -42,6 +47,8 @@ class UploadResult:
     uploaded: list[str] = field(default_factory=list)  # object names written
     skipped: list[str] = field(default_factory=list)  # already there with the same size
     bytes_uploaded: int = 0
+    # (path relative to the run directory, why): credentials and files a reader does not need
+    withheld: list[tuple[str, str]] = field(default_factory=list)
 
 
 def parse_destination(destination: str) -> tuple[str, str]:
@@ -74,26 +81,40 @@ def upload_run(
     result = UploadResult()
     todo = []
     for path in files:
-        name = prefix + path.relative_to(root).as_posix()
+        relative = path.relative_to(root).as_posix()
+        if why := withheld_by_name(path.name):
+            result.withheld.append((relative, why))
+            continue
+        name = prefix + relative
         if existing.get(name) == path.stat().st_size:
             result.skipped.append(name)
         else:
             todo.append((path, name))
 
-    def send(item: tuple[Path, str]) -> int:
+    def send(item: tuple[Path, str]) -> int | str:
+        """Bytes sent, or why the file was withheld (its content holds a credential)."""
         path, name = item
+        if why := withheld(path):
+            return why
         blob = bucket.blob(name)
         content_type = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0]
         try:
-            retrying(lambda: blob.upload_from_filename(str(path), content_type=content_type))
+            retrying(
+                lambda: blob.upload_from_filename(
+                    str(path), content_type=content_type, timeout=TIMEOUT, retry=None
+                )
+            )
         except gexc.GoogleAPIError as exc:
             raise access_error(exc, f"gs://{bucket_name}/{name}") from None
         return path.stat().st_size
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-        for (_, name), size in zip(todo, pool.map(send, todo), strict=True):
+        for (path, name), sent in zip(todo, pool.map(send, todo), strict=True):
+            if isinstance(sent, str):
+                result.withheld.append((path.relative_to(root).as_posix(), sent))
+                continue
             result.uploaded.append(name)
-            result.bytes_uploaded += size
+            result.bytes_uploaded += sent
     return result
 
 
@@ -128,7 +149,8 @@ def _walk(top: Path) -> Iterator[Path]:
 
 def _existing_sizes(client: Any, bucket: str, prefix: str) -> dict[str, int]:
     def listing() -> dict[str, int]:
-        return {b.name: int(b.size or 0) for b in client.list_blobs(bucket, prefix=prefix)}
+        blobs = client.list_blobs(bucket, prefix=prefix, timeout=TIMEOUT, retry=None)
+        return {b.name: int(b.size or 0) for b in blobs}
 
     try:
         sizes: dict[str, int] = retrying(listing)

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector.errors import BisectorError
-from bisector.gitrepo import BisectSession, GitRepo
+from bisector.errors import BisectorError, InfraError
+from bisector.gitrepo import BisectSession, CheckoutError, GitRepo
 from tests.helpers.checkout import snapshot
 from tests.helpers.repo import PR, build_repo
 
@@ -113,3 +113,67 @@ def test_rev_list_pathspec_and_first_parent(tmp_path: Path) -> None:
     assert repo.rev_list(good, bad, first_parent=True) == built.mainline[1:]
     assert len(repo.rev_list(good, bad)) == 5
     assert repo.rev_list(good, bad, paths=("BROKEN",)) == []
+
+
+def _partial_clone_without_its_remote(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A real `--filter=blob:none` clone whose promisor remote has gone away."""
+    built = build_repo(tmp_path / "src", [1, 2, 3, 4])
+    src = tmp_path / "src"
+    _git(src, "config", "uploadpack.allowFilter", "true")
+    _git(src, "config", "uploadpack.allowAnySHA1InWant", "true")
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--filter=blob:none", "--no-local", f"file://{src}", str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    src.rename(tmp_path / "gone")  # offline, or the mirror was pruned
+    return clone, built.mainline
+
+
+def test_a_candidate_whose_blobs_a_partial_clone_cannot_fetch_is_a_skip(tmp_path: Path) -> None:
+    clone, mainline = _partial_clone_without_its_remote(tmp_path)
+    repo = GitRepo(clone)
+    with pytest.raises(CheckoutError) as info:
+        repo.add_worktree(tmp_path / "wt", mainline[0])
+    assert isinstance(info.value, InfraError)
+    reason = info.value.reason
+    assert reason.startswith(f"cannot check out {mainline[0][:12]}: objects are missing")
+    assert "\n" not in reason
+    repo.add_worktree(tmp_path / "wt-head", mainline[-1])  # its blobs came with the clone
+    assert (tmp_path / "wt-head" / "value").is_file()
+
+
+def test_a_deleted_object_makes_that_candidate_a_skip(tmp_path: Path) -> None:
+    path = tmp_path / "r"
+    path.mkdir()
+    _git(path, "init", "-q")
+    for n in ("1", "2"):
+        (path / "value").write_text(n)
+        _git(path, "add", "value")
+        _git(path, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", n)
+    first = _git(path, "rev-parse", "HEAD~1").strip()
+    blob = _git(path, "rev-parse", "HEAD~1:value").strip()
+    (path / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    repo = GitRepo(path)
+    with pytest.raises(CheckoutError, match="objects are missing"):
+        repo.add_worktree(tmp_path / "wt", first)
+
+
+def test_other_git_failures_are_one_line_bisector_errors(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "r", [1, 2, 3])
+    repo = GitRepo(tmp_path / "r")
+    for call in (
+        lambda: repo.tree_of("f" * 40),
+        lambda: repo.info("no-such-rev"),
+        lambda: repo.rev_list("nope", built.mainline[-1]),
+        lambda: repo.add_worktree(tmp_path / "wt", "no-such-rev"),
+    ):
+        with pytest.raises(BisectorError) as info:
+            call()
+        assert not isinstance(info.value, InfraError)
+        message = str(info.value)
+        assert "\n" not in message
+        assert message.startswith("git ")
+        assert "failed in" in message
+        assert "Traceback" not in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ def run_dir(tmp_path: Path) -> Path:
     logs = run / "evals" / "001-7043372d0551" / "logs"
     logs.mkdir(parents=True)
     (logs / "kube-apiserver.log").write_text("I0602 05:51:10.000001 7 wrap.go:42] x\n" * 50)
-    (logs / "kube-apiserver.log.1.gz").write_bytes(b"\x1f\x8b" + b"\0" * 30)
+    (logs / "kube-apiserver.log.1.gz").write_bytes(gzip.compress(b"I0602 older lines\n"))
     (run / "evals" / "001-7043372d0551" / "scores.json").write_text('{"conflicts": 3}')
     (run / "journal.jsonl").write_text('{"type": "begin"}\n')
     (run / "report.json").write_text("{}")
@@ -127,3 +128,78 @@ def test_bad_destinations_are_clear_errors(gcs_client: Any, run_dir: Path) -> No
         upload_run(run_dir, "gs://no-such-upload-bucket/p")
     with pytest.raises(BisectorError, match="does not exist; nothing to upload"):
         upload_run(run_dir / "nope", f"gs://{BUCKET}/p")
+
+
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters:
+- cluster:
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
+    server: https://35.1.2.3
+  name: e2e
+users:
+- name: e2e-admin
+  user:
+    client-certificate-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t
+    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0tLQ==
+"""
+TOKEN_KUBECONFIG = "apiVersion: v1\nkind: Config\nusers:\n- name: a\n  user:\n    token: abc123\n"
+PEM_KEY = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----\n"
+
+
+def test_credentials_never_leave_the_machine(gcs_client: Any, run_dir: Path) -> None:
+    ensure_bucket(gcs_client, BUCKET)
+    secrets = {
+        # by name, whatever they hold
+        "gce/base-1.kubeconfig": KUBECONFIG,
+        "kind/kubeconfig-slot0": KUBECONFIG,
+        "kind/kubeconfig": "x",
+        "keys/ca.key": "x",
+        "keys/client.pem": "x",
+        "token.txt": "x",
+        "ssh/id_rsa": "x",
+        "gce/application_default_credentials.json": "{}",
+        # not something a reader needs
+        "gce/base-1.yaml": "x",
+        "scripts/launch.sh": "x",
+        # by content, under names a reader would want
+        "evals/002/launch.log": "bringing up\n" + PEM_KEY,
+        "evals/002/collect.log": "$ kubectl config view --raw\n" + KUBECONFIG,
+        "evals/002/teardown.log": TOKEN_KUBECONFIG,
+        "evals/002/http.log": "curl -H 'Authorization: Bearer eyJhbGciOiJSUzI1NiIsImtp'\n",
+        "evals/002/sa.json": '{"type": "service_account", "private_key": "-----BEGIN PRIVATE"}',
+    }
+    for name, text in secrets.items():
+        (run_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (run_dir / name).write_text(text)
+    (run_dir / "evals/002/logs").mkdir(parents=True)
+    (run_dir / "evals/002/logs/kube-apiserver.log.gz").write_bytes(gzip.compress(PEM_KEY.encode()))
+    secrets["evals/002/logs/kube-apiserver.log.gz"] = PEM_KEY
+    # What a reader needs, including a log that merely mentions the words.
+    readable = {
+        "evals/002/build.log": "===== $ make\nclient-key-data is stored 0600; token: mentioned\n",
+        "evals/002/scores.json": '{"conflicts": 4}',
+    }
+    for name, text in readable.items():
+        (run_dir / name).write_text(text)
+
+    result = upload_run(run_dir, f"gs://{BUCKET}/secret-test")
+
+    stored = _objects(gcs_client, "secret-test/")
+    assert {f"secret-test/{name}" for name in secrets}.isdisjoint(stored)
+    for data in stored.values():
+        text = data.decode(errors="replace")
+        assert "PRIVATE KEY" not in text
+        assert "client-key-data: " not in text
+        assert "Bearer eyJ" not in text
+    assert {f"secret-test/{name}" for name in readable} <= set(stored)
+    assert "secret-test/report.html" in stored
+    assert "secret-test/evals/001-7043372d0551/logs/kube-apiserver.log.1.gz" in stored
+    withheld = dict(result.withheld)
+    assert set(withheld) == set(secrets)
+    assert withheld["gce/base-1.kubeconfig"] == "its name matches *.kubeconfig"
+    assert withheld["evals/002/launch.log"] == "it holds a PEM private key"
+    assert withheld["evals/002/collect.log"] == "it holds a kubeconfig client key"
+    assert withheld["evals/002/teardown.log"] == "it holds a kubeconfig token"
+    assert withheld["evals/002/http.log"] == "it holds a bearer token"
+    assert withheld["gce/base-1.yaml"] == "not a log, journal, report or score file"

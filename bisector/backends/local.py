@@ -3,7 +3,10 @@
 Config (`[backends.local]`): `launch` and `collect` are required, `build` and
 `teardown` optional, `timeout` (a duration) bounds each command. Every command
 gets BISECTOR_COMMIT, BISECTOR_WORKTREE, BISECTOR_RUN_DIR, BISECTOR_SLOT and
-BISECTOR_LOG (the file `collect` must write the apiserver log to).
+BISECTOR_LOG (the file `collect` must write the apiserver log to). Each command's
+line, output, exit code and duration are appended to `<eval dir>/<step>.log`
+(build.log, launch.log, collect.log, teardown.log); a failure's reason carries
+the last lines it printed.
 """
 
 from __future__ import annotations
@@ -13,10 +16,16 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.steps import tail
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
 KEYS = ("build", "launch", "collect", "teardown", "timeout")
 LOG_NAME = "kube-apiserver.log"
+
+
+def command_log(candidate: Candidate, step: str) -> Path:
+    """Where `step`'s commands and output are kept: `<eval dir>/<step>.log`."""
+    return candidate.eval_dir / f"{step}.log"
 
 
 class LocalBackend:
@@ -49,9 +58,10 @@ class LocalBackend:
                 cwd=candidate.worktree,
                 env=self._env(candidate),
                 timeout=self.timeout_s,
+                log=command_log(candidate, step),
             )
         except proc.CommandError as exc:
-            raise error(f"{step} failed: {exc}") from None
+            raise error(f"{step} failed ({exc.why}): {tail(exc)}") from None
 
     def setup(self) -> None:
         """Nothing shared across candidates."""

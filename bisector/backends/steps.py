@@ -85,8 +85,11 @@ def step(
     )
 
 
-def run_step(s: Step, *, check: bool = True) -> proc.CmdResult:
-    return proc.run(list(s.cmd), cwd=s.cwd, env=dict(s.env) or None, timeout=s.timeout, check=check)
+def run_step(s: Step, *, check: bool = True, log: Path | None = None) -> proc.CmdResult:
+    """Run `s` through `proc.run`; with `log`, its command line and output are appended there."""
+    return proc.run(
+        list(s.cmd), cwd=s.cwd, env=dict(s.env) or None, timeout=s.timeout, check=check, log=log
+    )
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -114,18 +117,24 @@ class RetryPolicy:
 
 
 def run_with_retries(
-    s: Step, policy: RetryPolicy, sleep: Callable[[float], None]
+    s: Step, policy: RetryPolicy, sleep: Callable[[float], None], *, log: Path | None = None
 ) -> proc.CmdResult:
+    """`s`, retried on transient failures; each attempt is its own block in `log`."""
     for attempt in policy.retrying(sleep):
         with attempt:
-            return run_step(s)
+            return run_step(s, log=log)
     raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover
 
 
-def tail(exc: proc.CommandError, chars: int = 400) -> str:
-    """The last words of a failed command, on one line, for a skip reason."""
-    text = (exc.stderr or exc.stdout).strip().replace("\n", " | ")
-    return text[-chars:] if text else exc.why
+def tail(exc: proc.CommandError, chars: int = 400, lines: int = 3) -> str:
+    """The last lines a failed command printed, on one line, for a skip reason.
+
+    Stderr when it has any text, else stdout; whole lines from the end (only a
+    single line longer than `chars` is cut, keeping its end, where errors are);
+    the failure itself (`exc.why`) when the command printed nothing.
+    """
+    text = exc.stderr if exc.stderr.strip() else exc.stdout
+    return " | ".join(proc.last_lines(text, lines, chars)) or exc.why
 
 
 def tree_step(worktree: Path, commit: str, timeout: float) -> Step:
@@ -134,20 +143,25 @@ def tree_step(worktree: Path, commit: str, timeout: float) -> Step:
 
 
 def start_with_retries(
-    start: Step, undo: Step, policy: RetryPolicy, sleep: Callable[[float], None]
+    start: Step,
+    undo: Step,
+    policy: RetryPolicy,
+    sleep: Callable[[float], None],
+    *,
+    log: Path | None = None,
 ) -> None:
     """Run a start that is not idempotent (kube-up, start-kubemark, kind create).
 
     After a transient failure, `undo` clears what the attempt half-created
     before the backoff and the next attempt; other failures raise at once.
-    Raises the last CommandError.
+    Raises the last CommandError. Every attempt and undo is a block in `log`.
     """
     for attempt in policy.retrying(sleep):
         with attempt:
             try:
-                run_step(start)
+                run_step(start, log=log)
             except proc.CommandError as exc:
                 if is_transient(exc) and attempt.retry_state.attempt_number < policy.attempts:
                     with contextlib.suppress(proc.CommandError):
-                        run_step(undo, check=False)
+                        run_step(undo, check=False, log=log)
                 raise

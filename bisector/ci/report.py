@@ -29,7 +29,13 @@ def history_json(scored: list[RunScore], found: RegressionRange | None) -> dict[
 
 
 def _date(epoch: float | None) -> str:
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M") if epoch else "-"
+    """The run's start, `-` when unknown (metadata checks it is a plausible date)."""
+    if epoch is None:
+        return "-"
+    try:
+        return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
+    except (ValueError, OverflowError, OSError):
+        return "-"
 
 
 def _number(value: float) -> str:
@@ -60,6 +66,7 @@ def render_table(
         rows.append((str(s.run), _date(s.info.started), _result(s, latest), commit, shown, mark))
         if s.problem and s.problem.startswith("unreadable"):
             notes.append(f"run {s.run}: {s.problem}")
+        notes += [f"run {s.run}: {p}; ignored" for p in s.info.problems]
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = [
         "  ".join(

@@ -23,13 +23,15 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
-from bisector.ci.gcs import access_error, retrying
+from bisector.ci.gcs import TIMEOUT, access_error, retrying
 from bisector.ci.metadata import RunInfo, parse_run
 from bisector.errors import BisectorError
 
 DEFAULT_BUCKET = "kubernetes-ci-logs"
 # The live file, numbered rotations (`.1`, `.2.gz`) and dated ones (`-20170602[-N][.gz]`);
 # never `kube-apiserver-audit.log`.
+# started.json/finished.json are a few hundred bytes; more is not metadata.
+MAX_METADATA_BYTES = 1 << 20
 APISERVER_LOG = re.compile(r"^kube-apiserver\.log(?:\.\d+|-\d{8}(?:-\d+)?)?(?:\.gz)?$")
 
 
@@ -75,7 +77,9 @@ def list_runs(client: Any, job: JobRef) -> list[int]:
     """Run numbers of the job (from its `RUN/` prefixes), ascending; errors if there are none."""
 
     def prefixes() -> set[str]:
-        pages = client.list_blobs(job.bucket, prefix=job.prefix, delimiter="/")
+        pages = client.list_blobs(
+            job.bucket, prefix=job.prefix, delimiter="/", timeout=TIMEOUT, retry=None
+        )
         for _ in pages:  # the prefixes are filled in while iterating
             pass
         return set(pages.prefixes)
@@ -129,11 +133,10 @@ def parse_span(text: str) -> tuple[int, int]:
 def read_run_info(client: Any, job: JobRef, run: int) -> RunInfo:
     """The run's commit, result and times from started.json / finished.json."""
     prefix = job.run_prefix(run)
-    return parse_run(
-        run,
-        _read_json(client, job.bucket, prefix + "started.json"),
-        _read_json(client, job.bucket, prefix + "finished.json"),
-    )
+    started, started_problem = _read_json(client, job.bucket, prefix + "started.json")
+    finished, finished_problem = _read_json(client, job.bucket, prefix + "finished.json")
+    problems = [p for p in (started_problem, finished_problem) if p]
+    return parse_run(run, started, finished, problems=problems)
 
 
 def find_log_set(client: Any, job: JobRef, run: int, master: str | None = None) -> LogSet | None:
@@ -141,7 +144,9 @@ def find_log_set(client: Any, job: JobRef, run: int, master: str | None = None) 
     artifacts = job.run_prefix(run) + "artifacts/"
 
     def directories() -> list[str]:
-        pages = client.list_blobs(job.bucket, prefix=artifacts, delimiter="/")
+        pages = client.list_blobs(
+            job.bucket, prefix=artifacts, delimiter="/", timeout=TIMEOUT, retry=None
+        )
         for _ in pages:
             pass
         return sorted(p[len(artifacts) :].rstrip("/") for p in pages.prefixes)
@@ -150,7 +155,7 @@ def find_log_set(client: Any, job: JobRef, run: int, master: str | None = None) 
         prefix = f"{artifacts}{directory}/kube-apiserver.log"
         return [
             LogObject(blob.name, int(blob.generation), int(blob.size or 0))
-            for blob in client.list_blobs(job.bucket, prefix=prefix)
+            for blob in client.list_blobs(job.bucket, prefix=prefix, timeout=TIMEOUT, retry=None)
             if APISERVER_LOG.match(blob.name.rsplit("/", 1)[-1])
         ]
 
@@ -175,10 +180,12 @@ def _master_order(directories: Sequence[str], master: str | None) -> list[str]:
     return sorted(directories, key=rank)
 
 
-def _read_text(client: Any, bucket: str, name: str) -> str | None:
+def _read_text(client: Any, bucket: str, name: str, limit: int | None = None) -> str | None:
+    """The object's text (its first `limit` bytes), None when it does not exist."""
     blob = client.bucket(bucket).blob(name)
+    end = None if limit is None else limit - 1
     try:
-        data: bytes = retrying(blob.download_as_bytes)
+        data: bytes = retrying(lambda: blob.download_as_bytes(end=end, timeout=TIMEOUT, retry=None))
     except gexc.NotFound:
         return None
     except gexc.GoogleAPIError as exc:
@@ -186,12 +193,23 @@ def _read_text(client: Any, bucket: str, name: str) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
-def _read_json(client: Any, bucket: str, name: str) -> dict[str, object] | None:
-    text = _read_text(client, bucket, name)
+def _read_json(client: Any, bucket: str, name: str) -> tuple[dict[str, object] | None, str | None]:
+    """The object as a JSON object, or None and (when it exists) why it cannot be used.
+
+    A truncated, oversized, too deeply nested or non-object file is reported, and
+    the run is shown without that file's facts. NaN and Infinity (which Python's
+    json accepts) stay the strings "NaN"/"Infinity", so no float field is NaN.
+    """
+    short = name.rsplit("/", 1)[-1]
+    text = _read_text(client, bucket, name, limit=MAX_METADATA_BYTES + 1)
     if text is None:
-        return None
+        return None, None
+    if len(text.encode()) > MAX_METADATA_BYTES:
+        return None, f"{short} is larger than {MAX_METADATA_BYTES} bytes"
     try:
-        doc = json.loads(text)
-    except ValueError:
-        return None  # a truncated upload: the run is shown without that file's facts
-    return doc if isinstance(doc, dict) else None
+        doc = json.loads(text, parse_constant=str)
+    except (ValueError, RecursionError):
+        return None, f"{short} is not JSON (truncated or nested too deeply)"
+    if not isinstance(doc, dict):
+        return None, f"{short} is not a JSON object"
+    return doc, None

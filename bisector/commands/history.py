@@ -10,7 +10,7 @@ as when the user types it.
 from __future__ import annotations
 
 import json
-import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +69,8 @@ def history(options: HistoryOptions) -> int:
     chosen = select_runs(list_runs(client, job), span=span, last=options.last)
     latest = latest_build(client, job)
     cache = ScoreCache((options.cache_dir or default_cache_dir()) if options.use_cache else None)
+    progress = Progress(len(chosen))
+    typer.echo(f"scoring {len(chosen)} runs of {job} ({options.workers} at a time)", err=True)
     scored = score_runs(
         client,
         job,
@@ -76,7 +78,7 @@ def history(options: HistoryOptions) -> int:
         cache,
         ScoreSettings(master=options.master, extra_metrics=metrics.definitions or None),
         workers=options.workers,
-        on_done=_progress if sys.stderr.isatty() and not options.as_json else None,
+        on_done=progress.done,
     )
     found = find_regression(scored, options.metric, threshold=options.threshold)
     argv = _bisect_argv(found, options)
@@ -133,5 +135,22 @@ def start_bisection(found: RegressionRange, options: HistoryOptions, command: st
     return run(settings)
 
 
-def _progress(score: RunScore) -> None:
-    typer.echo(f"  run {score.run}: {'cached' if score.cached else 'scored'}", err=True)
+class Progress:
+    """One stderr line per run as it finishes (plain text: readable on a TTY and in a log).
+
+    Runs finish on scoring threads, so the counter and the line are under a lock.
+    """
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.finished = 0
+        self._lock = threading.Lock()
+
+    def done(self, score: RunScore) -> None:
+        if score.scores is None:
+            what = (score.problem or "no logs")[:160]
+        else:
+            what = "cached" if score.cached else "scored"
+        with self._lock:
+            self.finished += 1
+            typer.echo(f"  [{self.finished}/{self.total}] run {score.run}: {what}", err=True)

@@ -28,7 +28,9 @@ from bisector.logs.errors import LogError
 
 GZIP_MAGIC = b"\x1f\x8b"
 _GCS_CHUNK = 8 << 20
-_HTTP_TIMEOUT_S = 60.0
+_GCS_CHUNK_RETRY_S = 20.0
+# urllib applies it to connecting and to each read: a dead host fails in 20 s, not 60.
+_HTTP_TIMEOUT_S = 20.0
 # logrotate suffixes: `.3`, `.3.gz` (higher is older) and `-20170602-1496400000[.gz]`.
 _NUMBERED = re.compile(r"\.(\d+)(?:\.gz)?$")
 _DATED = re.compile(r"-(\d{8})(?:-(\d+))?(?:\.gz)?$")
@@ -154,9 +156,20 @@ def _open_raw(spec: str) -> Iterator[IO[bytes]]:
         yield sys.stdin.buffer
     elif spec.startswith("gs://"):
         from google.cloud.storage.fileio import BlobReader  # type: ignore[import-untyped]
+        from google.cloud.storage.retry import DEFAULT_RETRY  # type: ignore[import-untyped]
+
+        from bisector.ci import gcs
 
         # raw_download: bytes as stored; gzip (if any) is then found by its magic.
-        reader: Any = BlobReader(_gcs_blob(spec), chunk_size=_GCS_CHUNK, raw_download=True)
+        # Each chunk: a connect timeout and a bounded retry budget (not the library's
+        # two minutes), so a connection lost mid-stream ends in one line, soon.
+        reader: Any = BlobReader(
+            _gcs_blob(spec),
+            chunk_size=_GCS_CHUNK,
+            raw_download=True,
+            timeout=gcs.TIMEOUT,
+            retry=DEFAULT_RETRY.with_timeout(_GCS_CHUNK_RETRY_S),
+        )
         with reader:
             yield reader
     elif _is_remote(spec):
@@ -174,11 +187,15 @@ def _open_raw(spec: str) -> Iterator[IO[bytes]]:
 def _gcs_blob(spec: str) -> Any:
     from google.api_core import exceptions as gexc
 
+    from bisector.ci import gcs
+
     bucket_name, _, name = spec.removeprefix("gs://").partition("/")
     if not bucket_name or not name:
         raise BisectorError(f"{spec} is not a gs://BUCKET/OBJECT address")
+    bucket = gcs_client().bucket(bucket_name)
     try:
-        blob = gcs_client().bucket(bucket_name).get_blob(name)
+        # Bounded: a connect timeout, our retries only; offline -> gcs.Unreachable, one line.
+        blob = gcs.retrying(lambda: bucket.get_blob(name, timeout=gcs.TIMEOUT, retry=None))
     except gexc.GoogleAPIError as exc:
         raise BisectorError(f"cannot read {spec}: {exc}; check the address and access") from None
     if blob is None:

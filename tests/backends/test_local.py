@@ -66,3 +66,37 @@ def test_config_errors_name_the_key(tmp_path: Path) -> None:
     section = Section({"launch": "x", "collect": "y", "lanch": "z"}, "c.toml", "backends.local")
     with pytest.raises(ConfigError, match="lanch"):
         create_backend("local", BackendContext(section, tmp_path))
+
+
+def test_each_step_keeps_its_commands_output(tmp_path: Path) -> None:
+    backend, candidate = _backend(
+        tmp_path,
+        build="echo compiled",
+        launch="echo starting; echo 'apiserver: bind: address in use' >&2; exit 7",
+        collect='echo collected; echo x > "$BISECTOR_LOG"',
+        teardown="echo gone",
+    )
+    backend.build(candidate)
+    with pytest.raises(LaunchError):
+        backend.launch(candidate)
+    backend.collect(candidate)
+    backend.teardown(candidate)
+    for step, printed, outcome in [
+        ("build", "compiled", "exited with code 0"),
+        ("launch", "apiserver: bind: address in use", "exited with code 7"),
+        ("collect", "collected", "exited with code 0"),
+        ("teardown", "gone", "exited with code 0"),
+    ]:
+        text = (candidate.eval_dir / f"{step}.log").read_text()
+        assert f"{printed}\n" in text
+        assert f"===== {outcome} after" in text
+        assert "$ cd " in text.splitlines()[0]
+
+
+def test_a_skip_reason_starts_with_the_error_not_the_script(tmp_path: Path) -> None:
+    script = "echo preparing; " + "true; " * 40 + "echo 'kubelet: node not ready' >&2; exit 3"
+    backend, candidate = _backend(tmp_path, launch=script)
+    with pytest.raises(LaunchError) as info:
+        backend.launch(candidate)
+    # The report shows the first 120 characters of a reason (search/render.py).
+    assert info.value.reason == "launch failed (exited with code 3): kubelet: node not ready"

@@ -65,11 +65,6 @@ def test_launch_failing_every_attempt_is_a_skip_not_cached_and_torn_down(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="proc.run waits for EOF on stdout: a launch that leaves a background child "
-    "holding it runs to the timeout and is killed, so every launch is a failure",
-)
 def test_daemonising_launch_returns_when_the_script_exits(tmp_path: Path) -> None:
     """A launch like `local-up.sh` starting the apiserver with `&` and no redirect."""
     built = build_repo(tmp_path / "repo", VALUES)

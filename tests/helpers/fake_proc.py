@@ -7,6 +7,9 @@ substring of the command wins; a rule with `times` is used that many times,
 then the next matching rule applies. Unmatched commands succeed with empty
 output, so a test only scripts what matters to it.
 
+With `log=`, the fake appends the same block the real `run` would (command
+line, output, outcome), so tests of command logs need no real programs.
+
 A rule can return output, fail with a code and stderr (raising
 `proc.CommandError` when `check` is on, as the real `run` does), raise any
 exception (e.g. KeyboardInterrupt), or run an `effect` (e.g. create the files a
@@ -22,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector import proc
+from bisector import proc, proclog
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,7 @@ class Call:
     env: dict[str, str]
     timeout: float | None
     stdin: str | None
+    log: Path | None = None
 
     @property
     def line(self) -> str:
@@ -86,16 +90,20 @@ class FakeProc:
         timeout: float | None = proc.DEFAULT_TIMEOUT_S,
         check: bool = True,
         stdin: str | None = None,
+        log: Path | None = None,
     ) -> proc.CmdResult:
-        call = Call(list(cmd), None if cwd is None else str(cwd), dict(env or {}), timeout, stdin)
+        call = Call(
+            list(cmd), None if cwd is None else str(cwd), dict(env or {}), timeout, stdin, log
+        )
         self.calls.append(call)
-        rule = self._match(call.line)
-        if rule is None:
-            return proc.CmdResult(0, "", "")
+        entry = proclog.begin(log, cmd, cwd)
+        rule = self._match(call.line) or Rule("")
         if rule.effect is not None:
             rule.effect(call)
         if rule.raises is not None:
+            entry.end("", "", f"interrupted ({type(rule.raises).__name__})", None)
             raise rule.raises
+        entry.end(rule.stdout, rule.stderr, f"exited with code {rule.code}", 0.0)
         if check and rule.code != 0:
             raise proc.CommandError(call.argv, rule.code, rule.stdout, rule.stderr)
         return proc.CmdResult(rule.code, rule.stdout, rule.stderr)

@@ -13,7 +13,7 @@ import logging
 import os
 import socket
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from gcp_storage_emulator.server import create_server
@@ -57,3 +57,35 @@ def ensure_bucket(client: Any, name: str) -> Any:
     if not bucket.exists():
         bucket = client.create_bucket(name)
     return bucket
+
+
+@contextmanager
+def refused_endpoint() -> Iterator[str]:
+    """An http:// address on loopback where nothing listens: connecting is refused at once."""
+    yield f"http://127.0.0.1:{_free_port()}"
+
+
+@contextmanager
+def blackhole_endpoint() -> Iterator[str]:
+    """An http:// address whose listener never accepts and whose queue is full.
+
+    New connections hang in SYN, as behind a firewall that drops packets: only a
+    connect timeout ends them.
+    """
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(0)
+    port = server.getsockname()[1]
+    fillers = []
+    for _ in range(4):  # Linux queues backlog + 1 connections; the rest wait in SYN
+        filler = socket.socket()
+        filler.setblocking(False)
+        with suppress(BlockingIOError):
+            filler.connect(("127.0.0.1", port))
+        fillers.append(filler)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for filler in fillers:
+            filler.close()
+        server.close()

@@ -1,0 +1,246 @@
+"""Processes a killed bisector left behind: recorded while it ran, stopped by the next run.
+
+`bisector.proc.run` starts every command as the leader of its own process group
+and puts BISECTOR_OWNER=<pid>:<start time> (of the bisector process) in its
+environment, which every descendant inherits, even one that daemonises with
+setsid and so leaves the group. Inside `track_groups(path)` each group started
+is also appended to `path` (one JSON line, fsync'd) with the leader's start time.
+
+After kill -9 of a run nothing tore those processes down. `stop_orphans(path)`
+(called by the next run on the same run directory, before anything builds)
+SIGKILLs, for every recorded owner that is no longer alive:
+* each recorded group whose leader still has the recorded start time (a pid the
+  kernel reused for an unrelated process has another start time), or whose
+  leader is gone but whose members carry the dead owner's mark;
+* every other process that carries the dead owner's mark (escaped daemons).
+A live owner's processes are never touched. Start times are the kernel's
+(/proc/PID/stat field 22, clock ticks since boot), so the pair pid:start names
+one process for the life of the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+OWNER_ENV = "BISECTOR_OWNER"
+_PASSES = 3  # re-scan after killing: a dying script may have forked meanwhile
+
+_lock = threading.Lock()
+_trackers: list[Path] = []
+_owner: tuple[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    pgid: int
+    start: int
+    owner: str | None  # BISECTOR_OWNER in its environment
+    name: str
+
+
+def _stat(pid: int) -> tuple[str, int, int, int, str] | None:
+    """(state, ppid, pgid, start time, comm) from /proc/PID/stat; None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name = text[text.find("(") + 1 : text.rfind(")")]
+    fields = text[text.rfind(")") + 2 :].split()
+    # fields[0] is field 3 (state): ppid is field 4, pgrp field 5, starttime field 22.
+    return fields[0], int(fields[1]), int(fields[2]), int(fields[19]), name
+
+
+def children_stats() -> list[tuple[int, int, int]]:
+    """(pid, ppid, pgid) of every live process (zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (stat := _stat(int(entry.name))) and stat[0] not in "ZX":
+            found.append((int(entry.name), stat[1], stat[2]))
+    return found
+
+
+def start_time(pid: int) -> int | None:
+    """The process's start time in clock ticks after boot; None when it is gone or a zombie."""
+    stat = _stat(pid)
+    return None if stat is None or stat[0] in "ZX" else stat[3]
+
+
+def owner_tag() -> str:
+    """`pid:start` of this process: what BISECTOR_OWNER says in every child it starts."""
+    global _owner  # noqa: PLW0603 - computed once per process (a fork has a new pid)
+    pid = os.getpid()
+    if _owner is None or _owner[0] != pid:
+        _owner = (pid, f"{pid}:{start_time(pid)}")
+    return _owner[1]
+
+
+def is_alive(tag: str) -> bool:
+    """Whether the process `pid:start` still runs (a reused pid has another start time)."""
+    pid, _, start = tag.partition(":")
+    if not pid.isdigit():
+        return False
+    now = start_time(int(pid))
+    return now is not None and str(now) == start
+
+
+@contextlib.contextmanager
+def track_groups(path: Path) -> Iterator[None]:
+    """Record every process group `proc.run` starts, from any thread, in `path`.
+
+    Process-wide while the block runs (nested blocks write to the innermost file).
+    Each record is one JSON line, flushed and fsync'd before the command is waited
+    for, so it survives a kill -9 of this process right after.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _lock:
+        _trackers.append(path)
+    try:
+        yield
+    finally:
+        with _lock:
+            _trackers.remove(path)
+
+
+def record_group(pgid: int, cmd: Sequence[str]) -> None:
+    """Append the group `pgid` (just started by `proc.run`) to the tracking file, if any."""
+    with _lock:
+        if not _trackers:
+            return
+        line = json.dumps(
+            {
+                "pgid": pgid,
+                "start": start_time(pgid),
+                "owner": owner_tag(),
+                "cmd": shlex.join(cmd)[:200],
+            }
+        )
+        with contextlib.suppress(OSError), _trackers[-1].open("a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _records(path: Path) -> list[dict[str, object]]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the kill -9 that made this necessary
+        if (
+            isinstance(rec, dict)
+            and isinstance(rec.get("pgid"), int)
+            and isinstance(rec.get("owner"), str)
+        ):
+            records.append(rec)
+    return records
+
+
+def _environ_owner(pid: int) -> str | None:
+    try:
+        data = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = OWNER_ENV.encode() + b"="
+    for item in data.split(b"\0"):
+        if item.startswith(prefix):
+            return item[len(prefix) :].decode(errors="replace")
+    return None
+
+
+def _processes() -> list[Proc]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        stat = _stat(pid)
+        if stat is None or stat[0] in "ZX":
+            continue
+        found.append(Proc(pid, stat[1], stat[2], stat[3], _environ_owner(pid), stat[4]))
+    return found
+
+
+def _ancestors() -> set[int]:
+    """This process and its ancestors: never stopped, whatever their environment says."""
+    mine, pid = set(), os.getpid()
+    while pid > 1 and pid not in mine:
+        mine.add(pid)
+        stat = _stat(pid)
+        pid = stat[1] if stat else 0
+    return mine
+
+
+def _one_pass(records: list[dict[str, object]], dead: set[str], killed: set[int]) -> list[str]:
+    """Kill what is still alive; `killed` (pids signalled so far) grows: nothing is said twice."""
+    procs = [p for p in _processes() if p.pid not in killed]
+    by_pid = {p.pid: p for p in procs}
+    spared = _ancestors()
+    stopped: list[str] = []
+    for rec in records:
+        owner, pgid, start = str(rec["owner"]), int(str(rec["pgid"])), rec.get("start")
+        if owner not in dead:
+            continue
+        leader = by_pid.get(pgid)
+        members = [p for p in procs if p.pgid == pgid and p.pid not in spared]
+        if leader is not None:
+            if leader.start != start:
+                continue  # the pid was reused by an unrelated process
+        elif not any(p.owner == owner for p in members):
+            continue  # no member carries the mark: not provably ours
+        if members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+            killed.update(p.pid for p in members)
+            stopped.append(
+                f"process group {pgid} (`{rec.get('cmd', '?')}`, {len(members)} process(es)) "
+                f"left by bisector {owner.partition(':')[0]}"
+            )
+    for p in procs:
+        if p.owner in dead and p.pid not in killed and p.pid not in spared:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p.pid, signal.SIGKILL)
+            killed.add(p.pid)
+            stopped.append(f"process {p.pid} ({p.name}) left by bisector {p.owner.split(':')[0]}")
+    return stopped
+
+
+def stop_orphans(path: Path) -> list[str]:
+    """SIGKILL what bisector processes recorded in `path`, now dead, left running.
+
+    Returns one line per group or process stopped (empty when nothing was left).
+    Records of dead owners are then dropped from `path`; a live owner's processes
+    and records are left alone. Never raises for a missing or garbled file.
+    """
+    records = _records(path)
+    owners = {str(r["owner"]) for r in records}
+    dead = {o for o in owners if o != owner_tag() and not is_alive(o)}
+    if not dead:
+        return []
+    stopped: list[str] = []
+    killed: set[int] = set()
+    for _ in range(_PASSES):
+        found = _one_pass(records, dead, killed)
+        if not found:
+            break
+        stopped += found
+    keep = [r for r in records if str(r["owner"]) not in dead]
+    with contextlib.suppress(OSError):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(json.dumps(r) + "\n" for r in keep), encoding="utf-8")
+        tmp.replace(path)
+    return stopped
