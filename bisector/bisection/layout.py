@@ -35,11 +35,7 @@ class RunLayout:
 
     @property
     def lock(self) -> Path:
-        return self.root / "lock"
-
-    @property
-    def owner(self) -> Path:
-        return self.root / "owner"
+        return self.root / "run.lock"
 
     @property
     def resources(self) -> Path:

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bisector import proc
 from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
 from bisector.bisection.layout import RunLayout, measurement_cache
 from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import BisectSession, GitRepo
+from bisector.locking import own_run_dir
 from bisector.search.decide import DecisionRule, MajorityRule
 from bisector.search.evaluator import Evaluator, MeasureSettings
 from bisector.search.journal import Journal, Resume, Start
@@ -132,10 +134,18 @@ def open_bisection(
     s = prepared.settings
     repo, layout, backend = prepared.repo, prepared.layout, prepared.backend
     progress = progress or PlainProgress(estimate_s=s.estimate_s)
-    with repo.lock(), sigterm_as_interrupt():
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(repo.lock())
+        stack.enter_context(sigterm_as_interrupt())
         ensure_dir(
             layout.root, what="run directory", fix="pass --run-dir a directory bisector can write"
         )
+        # One process and one clone per run directory; then, before anything builds in
+        # its worktrees, stop what a killed run of it left running.
+        stack.enter_context(own_run_dir(layout.root, repo.common_dir))
+        for line in proc.stop_orphans(layout.processes):
+            progress.note(line)
+        stack.enter_context(proc.track_groups(layout.processes))
         journal = Journal(layout.journal, measurement_cache(repo.common_dir), s.fingerprint())
         if journal.last(Start) is None:
             journal.write(

@@ -79,11 +79,6 @@ def test_kill_9_in_a_phase_then_rerun_tears_down_first_and_repeats_nothing(
 
 @pytest.mark.slow
 @pytest.mark.parametrize("phase", ["build", "launch"])
-@pytest.mark.xfail(
-    strict=True,
-    reason="after kill -9 the orphaned step (own process group) keeps running; the "
-    "rerun builds beside it, nothing stops it",
-)
 def test_kill_9_orphans_are_stopped_before_the_rerun_builds(tmp_path: Path, phase: str) -> None:
     _built, driver, argv, _held = _killed_in(tmp_path, phase)
     try:
