@@ -28,10 +28,10 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
+from bisector.ci import gcs
 from bisector.ci.gcs import TIMEOUT, access_error, retrying
 from bisector.credentials import withheld, withheld_by_name
 from bisector.errors import BisectorError
-from bisector.logs.sources import gcs_client
 
 UPLOAD_THREADS = 4
 _TYPES = {
@@ -75,7 +75,7 @@ def upload_run(
         raise BisectorError(f"run directory {run_dir} does not exist; nothing to upload")
     bucket_name, prefix = parse_destination(destination)
     files = sorted(set(_files(root, only)))
-    storage = client if client is not None else gcs_client()
+    storage = client if client is not None else gcs.client()
     bucket = storage.bucket(bucket_name)
     existing = _existing_sizes(storage, bucket_name, prefix)
     result = UploadResult()

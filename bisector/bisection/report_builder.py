@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bisector.bisection.endpoints import Endpoints
+from bisector.bisection.start import Bisection
 from bisector.report.model import (
     Culprit,
     Endpoint,
@@ -23,9 +23,6 @@ from bisector.search.base import Found, Search
 from bisector.search.journal import Mark as MarkRecord
 from bisector.search.journal import TeardownFailed
 from bisector.search.measure import Measurement
-
-if TYPE_CHECKING:
-    from bisector.bisection.start import Bisection
 
 _PR = re.compile(r"(?:Merge pull request #|\(#)(\d+)")
 

@@ -1,6 +1,6 @@
 """GCS access for CI history: the client, bounded retries, timeouts, clear errors.
 
-The client comes from `bisector.logs.sources.gcs_client` (the user's credentials
+The client (`client()`) uses the user's credentials
 when present, anonymous otherwise: the CI buckets are public). Every request
 made here goes through `retrying()`: tenacity with exponential backoff on the
 errors a retry can fix (429, 500, 502, 503, 504, dropped connections). The log
@@ -31,7 +31,6 @@ from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exceptions
 
 from bisector.errors import BisectorError
-from bisector.logs.sources import gcs_client
 
 T = TypeVar("T")
 
@@ -154,7 +153,20 @@ def retrying(call: Callable[[], T]) -> T:
 
 
 def client() -> Any:
-    return gcs_client()
+    """A storage client: the user's credentials when present, else anonymous (public buckets).
+
+    With STORAGE_EMULATOR_HOST set (a local emulator) no credential lookup happens at all,
+    so tests never reach Google's metadata server.
+    """
+    from google.auth.exceptions import DefaultCredentialsError
+    from google.cloud import storage  # type: ignore[import-untyped]
+
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        return storage.Client.create_anonymous_client()
+    try:
+        return storage.Client()
+    except (DefaultCredentialsError, OSError):
+        return storage.Client.create_anonymous_client()
 
 
 def access_error(exc: gexc.GoogleAPIError, what: str) -> BisectorError:

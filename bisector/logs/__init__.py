@@ -35,7 +35,8 @@ from __future__ import annotations
 from bisector.logs.definitions import RequestMetric, load_metric_definitions
 from bisector.logs.errors import LogError
 from bisector.logs.incremental import IncrementalScore, LogRestarted
-from bisector.logs.metrics import METRIC_NAMES, LogWindow, Scores, metric_value
+from bisector.logs.metrics import LogWindow, Scores, metric_value
+from bisector.logs.names import METRIC_NAMES
 from bisector.logs.reader import score_logs
 
 __all__ = [

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from bisector.config import Section
 from bisector.errors import ConfigError
+from bisector.logs.names import METRIC_NAMES
 
 _KEYS = ("verb", "path", "statuses")
 
@@ -36,8 +37,6 @@ class RequestMetric:
 
 def load_metric_definitions(section: Section) -> dict[str, RequestMetric]:
     """Parse a config's `[metrics]` table; errors name the file and key."""
-    from bisector.logs.metrics import METRIC_NAMES
-
     found: dict[str, RequestMetric] = {}
     for name in section:
         table = section.table(name)

@@ -24,23 +24,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from bisector.errors import BisectorError
+from bisector.logs.names import METRIC_NAMES
 from bisector.logs.partial import Partial
 from bisector.logs.timestamps import iso
 
 _EPOCH = datetime(1970, 1, 1)
 
-METRIC_NAMES = (
-    "conflicts",
-    "conflicts_per_min",
-    "node_writes",
-    "cacher_hwm",
-    "cacher_saturated_after_s",
-    "forced_watcher_closes",
-    "dispatch_lag_s",
-    "lines",
-    "window",
-    "unparsable_lines",
-)
 NODE_CACHER_TYPES = ("*api.Node", "*core.Node", "*v1.Node", "nodes")
 
 

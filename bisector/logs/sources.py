@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
-import os
 import re
 import sys
 import urllib.error
@@ -192,7 +191,7 @@ def _gcs_blob(spec: str) -> Any:
     bucket_name, _, name = spec.removeprefix("gs://").partition("/")
     if not bucket_name or not name:
         raise BisectorError(f"{spec} is not a gs://BUCKET/OBJECT address")
-    bucket = gcs_client().bucket(bucket_name)
+    bucket = gcs.client().bucket(bucket_name)
     try:
         # Bounded: a connect timeout, our retries only; offline -> gcs.Unreachable, one line.
         blob = gcs.retrying(lambda: bucket.get_blob(name, timeout=gcs.TIMEOUT, retry=None))
@@ -201,20 +200,3 @@ def _gcs_blob(spec: str) -> Any:
     if blob is None:
         raise BisectorError(f"{spec} does not exist; check the bucket and object name")
     return blob
-
-
-def gcs_client() -> Any:
-    """A storage client: the user's credentials when present, else anonymous (public buckets).
-
-    With STORAGE_EMULATOR_HOST set (a local emulator) no credential lookup happens at all,
-    so tests never reach Google's metadata server.
-    """
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.cloud import storage  # type: ignore[import-untyped]
-
-    if os.environ.get("STORAGE_EMULATOR_HOST"):
-        return storage.Client.create_anonymous_client()
-    try:
-        return storage.Client()
-    except (DefaultCredentialsError, OSError):
-        return storage.Client.create_anonymous_client()

@@ -24,13 +24,11 @@ import shutil
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bisector.dirs import ensure_dir
+from bisector.nightly.hunt import HuntEvidence
 from bisector.nightly.series import Regression
-
-if TYPE_CHECKING:
-    from bisector.nightly.hunt import HuntEvidence
 
 
 def build_data(

@@ -23,6 +23,7 @@ from bisector.nightly.report import build_data, write_report
 from bisector.nightly.series import Regression, find_new_step, update_series
 from bisector.nightly.store import HUNTING, Hunt, NightlyStore, nightly_lock
 from bisector.report import summary_lines
+from bisector.settings import RunSettings
 
 Log = Callable[[str], None]
 
@@ -48,8 +49,6 @@ def run_nightly(config_path: Path, *, log: Log = _log) -> int:
 
 def check_run_table(job: JobConfig) -> None:
     """The job's bisection tables, read as the hunt will read them (errors name the job)."""
-    from bisector.settings import RunSettings
-
     assert job.bisect_config is not None
     RunSettings.from_config(job.bisect_config, good="HEAD", bad="HEAD")
 
