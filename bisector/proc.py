@@ -37,6 +37,7 @@ __all__ = [
     "PROTECTED_GROUPS",
     "CmdResult",
     "CommandError",
+    "logging_to",
     "protected",
     "run",
     "stop_orphans",
@@ -161,6 +162,19 @@ def _read(handle: IO[bytes]) -> str:
     return handle.read().decode("utf-8", errors="replace")
 
 
+@contextmanager
+def logging_to(path: Path | None) -> Iterator[None]:
+    """Commands this thread runs inside the block keep their output in `path` (unless a
+    call names its own `log`): the evaluator files each phase's commands, whatever the
+    backend, as evals/NNN/<phase>.log."""
+    before = getattr(_local, "log", None)
+    _local.log = path
+    try:
+        yield
+    finally:
+        _local.log = before
+
+
 def run(
     cmd: Sequence[str],
     *,
@@ -181,7 +195,7 @@ def run(
     into KeyboardInterrupt) kills the whole group before it propagates.
     """
     full_env = {**os.environ, **(env or {}), OWNER_ENV: orphans.owner_tag()}
-    entry = proclog.begin(log, cmd, cwd)
+    entry = proclog.begin(log if log is not None else getattr(_local, "log", None), cmd, cwd)
     start = time.monotonic()
     with (
         tempfile.TemporaryFile() as out,

@@ -27,6 +27,7 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
+from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
@@ -244,14 +245,23 @@ def evaluate_candidate(
     launched = False
     tear_down = teardown or backend.teardown
 
+    def logged(step: str) -> contextlib.AbstractContextManager[None]:
+        # Whatever the backend runs in this step keeps its output: evals/NNN/<step>.log.
+        context: contextlib.AbstractContextManager[None] = proc.logging_to(
+            candidate.eval_dir / f"{step}.log"
+        )
+        return context
+
     def teardown_between(_state: object) -> None:
-        tear_down(candidate)
+        with logged("teardown"):
+            tear_down(candidate)
 
     try:
         candidate.eval_dir.mkdir(parents=True, exist_ok=True)
         if on_build is not None:
             on_build(m)
-        backend.build(candidate)
+        with logged("build"):
+            backend.build(candidate)
         launched = True
         for attempt in Retrying(
             stop=stop_after_attempt(max(1, launch_attempts)),
@@ -260,16 +270,18 @@ def evaluate_candidate(
             before_sleep=teardown_between,
             reraise=True,
         ):
-            with attempt:
+            with attempt, logged("launch"):
                 m.launch_attempts += 1
                 backend.launch(candidate)
         if on_warmup is not None:
             on_warmup()
-        if early is not None and partial is not None:
-            m.stopped_early = warm_up_watching(partial, candidate, early, on_step)
-        else:
-            backend.warmup(candidate)
-        logs = [str(p) for p in backend.collect(candidate)]
+        with logged("warmup"):
+            if early is not None and partial is not None:
+                m.stopped_early = warm_up_watching(partial, candidate, early, on_step)
+            else:
+                backend.warmup(candidate)
+        with logged("collect"):
+            logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
         threshold = early.threshold if early is not None and m.stopped_early else None
         _score(scorer, logs, metric, m, window or WindowRule(), early_threshold=threshold)
@@ -280,7 +292,8 @@ def evaluate_candidate(
             m.stopped_early = None  # a skip: the early look decided nothing
         if launched:
             try:
-                tear_down(candidate)
+                with logged("teardown"):
+                    tear_down(candidate)
             except InfraError as exc:
                 m.teardown_error = exc.reason
         m.duration_s = round(time.monotonic() - start, 3)

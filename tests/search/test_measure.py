@@ -136,3 +136,35 @@ def test_a_scorer_exception_is_skip_with_teardown(tmp_path: Path, error: Excepti
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("collect: log cannot be scored") and str(error) in m.reason
     assert backend.steps[-1] == "teardown"
+
+
+def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path: Path) -> None:
+    # A backend that runs commands without naming a log (as gce and kind do): the
+    # evaluator files each phase's commands as evals/NNN/<phase>.log (issue 14).
+    from bisector import proc
+    from bisector.backends.base import Candidate
+    from bisector.search.measure import evaluate_candidate
+    from tests.helpers.backend import FileValueBackend
+
+    class Shell(FileValueBackend):
+        def build(self, candidate: Candidate) -> None:
+            proc.run(["sh", "-c", "echo compiling; echo warning >&2"])
+            super().build(candidate)
+
+        def launch(self, candidate: Candidate) -> None:
+            proc.run(["sh", "-c", "echo cluster up"])
+
+        def teardown(self, candidate: Candidate) -> None:
+            proc.run(["sh", "-c", "echo deleting; exit 3"], check=False)
+
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / "value").write_text("2\n")
+    candidate = Candidate("c" * 40, worktree, tmp_path / "evals" / "001")
+    evaluate_candidate(Shell(), candidate, metric="conflicts")
+    build = (candidate.eval_dir / "build.log").read_text()
+    assert "echo compiling" in build and "compiling" in build and "warning" in build
+    assert "exited with code 0" in build
+    assert "cluster up" in (candidate.eval_dir / "launch.log").read_text()
+    teardown = (candidate.eval_dir / "teardown.log").read_text()
+    assert "deleting" in teardown and "exited with code 3" in teardown
