@@ -24,12 +24,12 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
 from bisector.backends import gce_steps
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext, Candidate, sleep_steps
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord, cache_key
 from bisector.backends.steps import (
@@ -130,6 +130,22 @@ class GceBackend:
 
     def warmup(self, candidate: Candidate) -> None:
         self.sleep(self.context.warmup_s)
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        return sleep_steps(self.sleep, self.context.warmup_s, every_s)
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        """The apiserver log so far: one `gcloud compute scp` of the current file from the
+        kubemark master into `<eval>/peek/` (never the final log's place), no retries."""
+        where = candidate.eval_dir / "peek"
+        where.mkdir(parents=True, exist_ok=True)
+        try:
+            run_step(gce_steps.scp_current_log(self.cfg, candidate.slot, where))
+        except proc.CommandError as exc:
+            raise CollectError(f"reading the log so far failed: {tail(exc)}") from None
+        log = where / "kube-apiserver.log"
+        return [log] if log.is_file() and log.stat().st_size else []
 
     def collect(self, candidate: Candidate) -> list[Path]:
         candidate.log_dir.mkdir(parents=True, exist_ok=True)

@@ -304,6 +304,15 @@ def scp_logs(cfg: GceSettings, slot: int, log_dir: Path) -> Step:
     )  # fmt: skip
 
 
+def scp_current_log(cfg: GceSettings, slot: int, into: Path) -> Step:
+    """The live log file alone (not its rotations), for a look during the warmup."""
+    return step(
+        "gcloud", "compute", "scp", "--project", cfg.project, "--zone", cfg.zone,
+        f"{master_name(cfg, slot)}:/var/log/kube-apiserver.log", f"{into}/",
+        timeout=cfg.scp_timeout,
+    )  # fmt: skip
+
+
 def kubemark_fallback(cfg: GceSettings, slot: int) -> list[Step]:
     """What stop-kubemark.sh deletes, for a cleanup whose worktree is gone."""
     master = master_name(cfg, slot)

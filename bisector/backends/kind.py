@@ -21,12 +21,12 @@ import math
 import os
 import string
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
 from bisector.backends import kind_steps as ks
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext, Candidate, sleep_steps
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.resources import Resource, ResourceRecord, cache_key
 from bisector.backends.steps import (
@@ -144,6 +144,10 @@ class KindBackend:
         path = candidate.log_dir / "kube-apiserver.log"
         path.write_text(out, encoding="utf-8")
         return [path]
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        return sleep_steps(self.sleep, self.context.warmup_s, every_s)
 
     def peek(self, candidate: Candidate) -> list[Path]:
         """The apiserver log so far, while the warmup runs, for an early verdict.

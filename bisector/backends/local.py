@@ -1,7 +1,9 @@
 """`local`: the user's own shell commands, run in the candidate's worktree.
 
 Config (`[backends.local]`): `launch` and `collect` are required, `build` and
-`teardown` optional, `timeout` (a duration) bounds each command. Every command
+`teardown` optional, `timeout` (a duration) bounds each command. `peek`, optional,
+writes the apiserver log so far to $BISECTOR_LOG during the warmup (early verdicts:
+`[run] check_every`); without it the warmup runs its full length. Every command
 gets BISECTOR_COMMIT, BISECTOR_WORKTREE, BISECTOR_RUN_DIR, BISECTOR_SLOT and
 BISECTOR_LOG (the file `collect` must write the apiserver log to). Each command's
 line, output, exit code and duration are appended to `<eval dir>/<step>.log`
@@ -12,14 +14,15 @@ the last lines it printed.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext, Candidate, sleep_steps
 from bisector.backends.steps import tail
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
-KEYS = ("build", "launch", "collect", "teardown", "timeout")
+KEYS = ("build", "launch", "collect", "teardown", "peek", "timeout")
 LOG_NAME = "kube-apiserver.log"
 
 
@@ -40,6 +43,7 @@ class LocalBackend:
         self.launch_cmd = section.get_str("launch")
         self.collect_cmd = section.get_str("collect")
         self.teardown_cmd = section.opt_str("teardown")
+        self.peek_cmd = section.opt_str("peek")
         self.timeout_s = section.get_duration("timeout", "1h")
 
     def _env(self, candidate: Candidate) -> dict[str, str]:
@@ -75,6 +79,24 @@ class LocalBackend:
 
     def warmup(self, candidate: Candidate) -> None:
         time.sleep(self.context.warmup_s)
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        return sleep_steps(time.sleep, self.context.warmup_s, every_s)
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        """The `peek` command's log so far, in `<eval>/peek/` (never the final log's place)."""
+        if not self.peek_cmd:
+            raise CollectError("no `peek` command in [backends.local]: the warmup runs in full")
+        log = candidate.eval_dir / "peek" / LOG_NAME
+        log.parent.mkdir(parents=True, exist_ok=True)
+        env = {**self._env(candidate), "BISECTOR_LOG": str(log)}
+        try:
+            proc.run(["bash", "-c", self.peek_cmd], cwd=candidate.worktree, env=env,
+                     timeout=self.timeout_s, log=command_log(candidate, "peek"))  # fmt: skip
+        except proc.CommandError as exc:
+            raise CollectError(f"peek failed ({exc.why}): {tail(exc)}") from None
+        return [log] if log.is_file() and log.stat().st_size else []
 
     def collect(self, candidate: Candidate) -> list[Path]:
         candidate.log_dir.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from bisector.backends.registry import create_backend
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step
 from bisector.config import Section
-from bisector.errors import BuildError, ConfigError, LaunchError
+from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
 from tests.helpers.fake_proc import Call, FakeProc
 from tests.helpers.loop_driver import evaluate
 
@@ -626,3 +626,27 @@ def test_base_cluster_fallback_mirrors_kube_down(
     assert not any("networks delete" in n or "default-ssh" in n for n in kept)
     assert "KUBE_DELETE_NETWORK" not in gce_steps.base_env(own.cfg, 0)
     assert gce_steps.base_env(backend.cfg, 0)["KUBE_DELETE_NETWORK"] == "true"
+
+
+def test_peek_copies_the_live_log_alone_into_its_own_place(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    # Early verdicts (issue 15): during the warmup the run reads the log so far. gce
+    # copies the live file (not its rotations) into <eval>/peek, once, no retries.
+    backend = _backend(tmp_path, base, Sleeps())
+    cand = _candidate(tmp_path)
+    logs = backend.peek(cand)
+    call = fake.find("gcloud compute scp")[-1]
+    assert call.argv[-2] == "kubemark-5000-kubemark-master:/var/log/kube-apiserver.log"
+    assert call.argv[-1] == f"{cand.eval_dir / 'peek'}/"
+    assert logs == [cand.eval_dir / "peek" / "kube-apiserver.log"]
+    assert not cand.log_dir.exists()  # the final log's place is untouched
+    steps = list(backend.warmup_steps(cand, 600.0))
+    assert steps == [600.0, 1200.0, 1800.0]  # the warmup in steps of check_every
+
+
+def test_a_failed_peek_is_a_collect_error(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    fake.on("kube-apiserver.log ", code=1, stderr="ssh: connect to host: refused", first=True)
+    backend = _backend(tmp_path, base, Sleeps())
+    with pytest.raises(CollectError, match="reading the log so far failed"):
+        backend.peek(_candidate(tmp_path))

@@ -100,3 +100,23 @@ def test_a_skip_reason_starts_with_the_error_not_the_script(tmp_path: Path) -> N
         backend.launch(candidate)
     # The report shows the first 120 characters of a reason (search/render.py).
     assert info.value.reason == "launch failed (exited with code 3): kubelet: node not ready"
+
+
+def test_peek_runs_the_optional_command_into_its_own_log(tmp_path: Path) -> None:
+    # Early verdicts (issue 15): `peek` writes the log so far to $BISECTOR_LOG, which for
+    # a peek is <eval>/peek/kube-apiserver.log, never the final log's place.
+    backend, candidate = _backend(tmp_path, peek='echo "so far $BISECTOR_COMMIT" > "$BISECTOR_LOG"')
+    logs = backend.peek(candidate)  # type: ignore[attr-defined]
+    assert logs == [candidate.eval_dir / "peek" / "kube-apiserver.log"]
+    assert logs[0].read_text() == f"so far {'c' * 40}\n"
+    assert not candidate.log_dir.exists()
+    assert "so far" in (candidate.eval_dir / "peek.log").read_text()
+
+
+def test_without_a_peek_command_the_warmup_runs_in_full(tmp_path: Path) -> None:
+    backend, candidate = _backend(tmp_path)
+    with pytest.raises(CollectError, match="no `peek` command"):
+        backend.peek(candidate)  # type: ignore[attr-defined]
+    failing, candidate = _backend(tmp_path, peek="echo nope >&2; exit 4")
+    with pytest.raises(CollectError, match=r"peek failed.*nope"):
+        failing.peek(candidate)  # type: ignore[attr-defined]
