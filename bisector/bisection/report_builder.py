@@ -34,9 +34,11 @@ def pr_number(subject: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _verdict(value: float | None, threshold: float) -> str:
+def _verdict(value: float | None, threshold: float | None) -> str:
     if value is None:
         return "skip"
+    if threshold is None:
+        return ""  # measured before any threshold was set (a bisection cut short)
     return "bad" if value >= threshold else "good"
 
 
@@ -46,7 +48,10 @@ def _status(found: Found) -> str:
     return "inconclusive" if found.sure else "unsure"
 
 
-def _evaluation(n: int, m: Measurement, subject: str, threshold: float, cached: bool) -> Evaluation:
+def evaluation_of(
+    n: int, m: Measurement, subject: str, threshold: float | None, cached: bool
+) -> Evaluation:
+    """One row of the report: measurement `m`, the `n`th of the run."""
     window = None
     if m.window is not None:
         window = LogWindow(m.window.get("start"), m.window.get("end"), float(m.window["span_s"]))
@@ -106,7 +111,7 @@ def build_report(
     ordered = sorted(measured.values(), key=lambda m: (m.started_at, m.slot))
     cached = b.journal.cached_ids
     evaluations = [
-        _evaluation(i, m, subject(m.commit), threshold, m.id in cached)
+        evaluation_of(i, m, subject(m.commit), threshold, m.id in cached)
         for i, m in enumerate(ordered, 1)
     ]
     merge_refs = [MergeRef(c, subject(c), pr_number(subject(c))) for c in merges]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bisector.backends.base import Backend
 from bisector.bisection.pipeline import run_bisection
+from bisector.bisection.report_builder import evaluation_of
 from bisector.errors import BisectorError, ConfigError
 from bisector.nightly.budget import BudgetedBackend, BudgetExceeded, budget_exceeded
 from bisector.nightly.config import JobConfig, NightlyConfig
@@ -123,23 +124,8 @@ def journal_evidence(run_dir: Path) -> HuntEvidence:
         if isinstance(record, ThresholdSet):
             threshold = Threshold(record.value, record.how)
         if isinstance(record, Measured):
-            m = record.measurement
+            value = threshold.value if threshold else None
             evaluations.append(
-                Evaluation(
-                    n=len(evaluations) + 1,
-                    commit=m.commit,
-                    subject="",
-                    phase=m.phase,
-                    verdict="skip" if m.value is None else "",
-                    value=m.value,
-                    metrics=m.metrics,
-                    duration_s=m.duration_s,
-                    reason=m.reason,
-                    launch_attempts=m.launch_attempts,
-                    logs=m.logs,
-                    cached=False,
-                    started_at=m.started_at,
-                    eval_dir=m.eval_dir,
-                )
+                evaluation_of(len(evaluations) + 1, record.measurement, "", value, cached=False)
             )
     return HuntEvidence(str(run_dir), threshold, evaluations)
