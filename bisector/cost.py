@@ -192,3 +192,9 @@ def phases_for(
     if backend == "gce":
         return replace(j, warmup_s=warmup_s or j.warmup_s)
     return None
+
+
+def evaluation_s(*, backend: str, warmup_s: float, estimate_s: float | None) -> float | None:
+    """One evaluation's wall time in the cost model (the ETA's unit); None if unknown."""
+    phases = phases_for(backend=backend, warmup_s=warmup_s, estimate_s=estimate_s)
+    return None if phases is None else phases.evaluation_s

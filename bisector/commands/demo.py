@@ -23,6 +23,7 @@ import typer
 
 from bisector.bisection.pipeline import run_bisection
 from bisector.commands.run import build_settings
+from bisector.cost import evaluation_s
 from bisector.demo_repo import DEMO_DURATION, DEMO_NODES, DemoRepo, create_demo_repo, demo_config
 from bisector.dirs import ensure_dir
 from bisector.durations import parse_duration
@@ -100,7 +101,12 @@ def demo(
         flags=RunFlags(first_parent=True),
         resume_command=command,
     )
-    progress = make_progress(settings.estimate_s)
+    # The ETA uses the cost model's evaluation time, as --dry-run does.
+    progress = make_progress(
+        evaluation_s(
+            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+        )
+    )
     try:
         report = run_bisection(settings, progress=progress)
     except KeyboardInterrupt:

@@ -11,6 +11,7 @@ import typer
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import Plan, plan_bisection
 from bisector.config import Section, load_config
+from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunExit
@@ -98,7 +99,12 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
 def run(settings: RunSettings, *, is_dry_run: bool = False) -> int:
     if is_dry_run:
         return dry_run(settings)
-    progress = make_progress(settings.estimate_s)
+    # The ETA uses the cost model's evaluation time, as --dry-run does.
+    progress = make_progress(
+        evaluation_s(
+            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+        )
+    )
     try:
         report = run_bisection(settings, progress=progress)
     except KeyboardInterrupt:
