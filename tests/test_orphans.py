@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -15,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bisector import orphans, proc
+from tests.helpers.processes import gone, kill_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,26 +44,13 @@ def _wait_for(path: Path, seconds: float = 20.0) -> int:
     raise AssertionError(f"{path} never appeared")
 
 
-def _gone(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if orphans.start_time(pid) is None:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.fixture
 def pids(tmp_path: Path) -> Iterator[Path]:
     """Where test processes write their pids; anything still alive is killed afterwards."""
     directory = tmp_path / "pids"
     directory.mkdir()
     yield directory
-    for pidfile in directory.iterdir():
-        text = pidfile.read_text().strip()
-        if text.isdigit() and orphans.start_time(int(text)) is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(text), signal.SIGKILL)
+    kill_recorded(directory)
 
 
 def _killed_parent(record: Path, pids: Path) -> dict[str, int]:
@@ -92,7 +78,7 @@ def test_kill_9_leaves_processes_that_the_next_run_stops(tmp_path: Path, pids: P
         "kill -9 of the parent is meant to leave its commands running"
     )
     stopped = orphans.stop_orphans(record)
-    assert all(_gone(pid) for pid in found.values()), stopped
+    assert all(gone(pid) for pid in found.values()), stopped
     assert any(f"process group {found['leader']} " in line for line in stopped)
     assert any(f"process {found['daemon']} " in line for line in stopped)
     assert record.read_text() == ""  # the dead owner's records are done with
@@ -144,7 +130,7 @@ def test_a_group_whose_leader_exited_is_stopped_by_its_members_mark(
     member = _wait_for(pids / "member")
     assert orphans.start_time(member) is not None
     stopped = orphans.stop_orphans(record)
-    assert _gone(member)
+    assert gone(member)
     assert stopped == [
         f"process group {leader.pid} (`?`, 1 process(es)) left by bisector {owner.split(':')[0]}"
     ]

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import contextlib
-import os
 import re
 import signal
 import subprocess
@@ -12,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector import orphans, proc
+from bisector import proc
+from tests.helpers.processes import gone, kill_recorded
 
 
 def test_run_returns_code_and_output(tmp_path: Path) -> None:
@@ -71,27 +70,13 @@ def _wait_for(path: Path, seconds: float = 20.0) -> str:
     raise AssertionError(f"{path} never appeared")
 
 
-def _gone(pid: int, seconds: float = 10.0) -> bool:
-    """The process exited (a zombie waiting for its reaper counts as gone)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if orphans.start_time(pid) is None:
-            return True
-        time.sleep(0.05)
-    return False
-
-
 @pytest.fixture
 def reap_daemons(tmp_path: Path) -> Iterator[Path]:
     """A directory where tests' daemons write their pids; whatever is still alive is killed."""
     pids = tmp_path / "pids"
     pids.mkdir()
     yield pids
-    for pidfile in pids.iterdir():
-        text = pidfile.read_text().strip()
-        if text.isdigit() and orphans.start_time(int(text)) is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(text), signal.SIGKILL)
+    kill_recorded(pids)
 
 
 def test_a_daemon_holding_stdout_does_not_delay_the_return(reap_daemons: Path) -> None:
@@ -103,7 +88,7 @@ def test_a_daemon_holding_stdout_does_not_delay_the_return(reap_daemons: Path) -
     result = proc.run(["bash", "-c", script], timeout=60)
     assert time.monotonic() - start < 30
     assert result.stdout == "launched\n"
-    assert not _gone(int(_wait_for(daemon)), seconds=0.2), "the daemon is meant to live on"
+    assert not gone(int(_wait_for(daemon)), seconds=0.2), "the daemon is meant to live on"
 
 
 def test_timeout_holds_when_a_daemon_keeps_the_output_open(reap_daemons: Path) -> None:
@@ -122,7 +107,7 @@ def test_timeout_kills_a_grandchild_in_the_group(tmp_path: Path) -> None:
     script = f"sleep 100 & echo $! > {pidfile}; wait"
     with pytest.raises(proc.CommandError, match="timed out after 1s"):
         proc.run(["bash", "-c", script], timeout=1)
-    assert _gone(int(_wait_for(pidfile))), "the grandchild outlived the timeout"
+    assert gone(int(_wait_for(pidfile))), "the grandchild outlived the timeout"
 
 
 _INTERRUPTED_PARENT = """
@@ -156,7 +141,7 @@ def test_an_interrupt_while_waiting_kills_the_whole_group(
         parent.send_signal(sig)
         assert parent.wait(30) == 130
         # Killing only the shell would leave its background `sleep 60` running.
-        assert _gone(grandchild), "the grandchild outlived the interrupt"
+        assert gone(grandchild), "the grandchild outlived the interrupt"
     finally:
         parent.kill()
         parent.wait()
@@ -224,7 +209,7 @@ def test_an_interrupt_inside_popen_still_finds_the_group(tmp_path: Path) -> None
         grandchild = int(_wait_for(pidfile))
         proc._kill_unknown_children()
         assert child.wait(10) == -signal.SIGKILL
-        assert _gone(grandchild)
+        assert gone(grandchild)
     finally:
         child.kill()
         child.wait()
