@@ -34,6 +34,7 @@ from bisector.orphans import OWNER_ENV, stop_orphans, track_groups
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "OWNER_ENV",
+    "PROTECTED_ENV",
     "PROTECTED_GROUPS",
     "CmdResult",
     "CommandError",
@@ -48,6 +49,9 @@ DEFAULT_TIMEOUT_S = 3600.0
 # Process groups of commands that must finish even when the run is interrupted
 # (teardowns): the interrupt handler's kill of running commands spares them.
 PROTECTED_GROUPS: set[int] = set()
+# Set in a protected command's environment, so the interrupt's kill can tell it from the
+# others even before PROTECTED_GROUPS holds its pid (the child may start first).
+PROTECTED_ENV = "BISECTOR_PROTECTED"
 _local = threading.local()
 # How much of the output an error message carries: the last lines, within this many chars.
 _TAIL_LINES = 5
@@ -195,6 +199,10 @@ def run(
     into KeyboardInterrupt) kills the whole group before it propagates.
     """
     full_env = {**os.environ, **(env or {}), OWNER_ENV: orphans.owner_tag()}
+    if getattr(_local, "protected", False):
+        full_env[PROTECTED_ENV] = "1"
+    else:
+        full_env.pop(PROTECTED_ENV, None)  # never inherited from whoever started bisector
     entry = proclog.begin(log if log is not None else getattr(_local, "log", None), cmd, cwd)
     start = time.monotonic()
     with (

@@ -75,6 +75,17 @@ class CancellableBackend:
         self.inner.teardown(candidate)
 
 
+def _protected(entry: Path, pid: int) -> bool:
+    """A teardown's command: registered, or marked in its environment (no race with its start)."""
+    if pid in proc.PROTECTED_GROUPS:
+        return True
+    try:
+        environ = (entry / "environ").read_bytes()
+    except OSError:
+        return False
+    return f"{proc.PROTECTED_ENV}=1".encode() in environ.split(b"\0")
+
+
 def kill_running_commands() -> None:
     """SIGKILL the process groups our own children lead (bisector.proc starts each so).
 
@@ -87,7 +98,7 @@ def kill_running_commands() -> None:
         except OSError:
             continue
         pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
-        if ppid == me and pgid == pid and pid not in proc.PROTECTED_GROUPS:
+        if ppid == me and pgid == pid and not _protected(entry, pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
 
