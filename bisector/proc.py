@@ -34,10 +34,10 @@ from bisector.orphans import OWNER_ENV, stop_orphans, track_groups
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "OWNER_ENV",
-    "PROTECTED_ENV",
     "PROTECTED_GROUPS",
     "CmdResult",
     "CommandError",
+    "kill_unprotected",
     "logging_to",
     "protected",
     "run",
@@ -49,9 +49,23 @@ DEFAULT_TIMEOUT_S = 3600.0
 # Process groups of commands that must finish even when the run is interrupted
 # (teardowns): the interrupt handler's kill of running commands spares them.
 PROTECTED_GROUPS: set[int] = set()
-# Set in a protected command's environment, so the interrupt's kill can tell it from the
-# others even before PROTECTED_GROUPS holds its pid (the child may start first).
-PROTECTED_ENV = "BISECTOR_PROTECTED"
+_unprotected: set[int] = set()  # groups of running commands an interrupt may kill
+
+
+def kill_unprotected() -> int:
+    """SIGKILL the process groups of the running commands that are no teardown.
+
+    Only registered commands: one whose start is still under way is caught by the
+    next call (the interrupt handler calls this while it waits), never a teardown
+    whose registration has not happened yet. Returns how many groups were killed.
+    """
+    with _lock:
+        groups = list(_unprotected)
+    for pgid in groups:
+        _kill_group(pgid)
+    return len(groups)
+
+
 _local = threading.local()
 # How much of the output an error message carries: the last lines, within this many chars.
 _TAIL_LINES = 5
@@ -199,10 +213,6 @@ def run(
     into KeyboardInterrupt) kills the whole group before it propagates.
     """
     full_env = {**os.environ, **(env or {}), OWNER_ENV: orphans.owner_tag()}
-    if getattr(_local, "protected", False):
-        full_env[PROTECTED_ENV] = "1"
-    else:
-        full_env.pop(PROTECTED_ENV, None)  # never inherited from whoever started bisector
     entry = proclog.begin(log if log is not None else getattr(_local, "log", None), cmd, cwd)
     start = time.monotonic()
     with (
@@ -226,8 +236,10 @@ def run(
             )
             with _lock:
                 _known.add(popen.pid)
-            if getattr(_local, "protected", False):
-                PROTECTED_GROUPS.add(popen.pid)
+                if getattr(_local, "protected", False):
+                    PROTECTED_GROUPS.add(popen.pid)
+                else:
+                    _unprotected.add(popen.pid)
             orphans.record_group(popen.pid, cmd)
             code = popen.wait(timeout)
             why = ""
@@ -254,8 +266,9 @@ def run(
             raise
         finally:
             if popen is not None:
-                PROTECTED_GROUPS.discard(popen.pid)
                 with _lock:
+                    PROTECTED_GROUPS.discard(popen.pid)
+                    _unprotected.discard(popen.pid)
                     _known.discard(popen.pid)
         stdout, stderr = _read(out), _read(err)
     entry.end(stdout, stderr, why or _exit_text(code), time.monotonic() - start)

@@ -12,9 +12,6 @@ A slot that does not finish in time is torn down from here.
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -75,32 +72,10 @@ class CancellableBackend:
         self.inner.teardown(candidate)
 
 
-def _protected(entry: Path, pid: int) -> bool:
-    """A teardown's command: registered, or marked in its environment (no race with its start)."""
-    if pid in proc.PROTECTED_GROUPS:
-        return True
-    try:
-        environ = (entry / "environ").read_bytes()
-    except OSError:
-        return False
-    return f"{proc.PROTECTED_ENV}=1".encode() in environ.split(b"\0")
-
-
 def kill_running_commands() -> None:
-    """SIGKILL the process groups our own children lead (bisector.proc starts each so).
-
-    Teardown commands (`proc.protected`) are spared: they must finish.
-    """
-    me = os.getpid()
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        pid, ppid, pgid = int(entry.name), int(fields[1]), int(fields[2])
-        if ppid == me and pgid == pid and not _protected(entry, pid):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+    """SIGKILL the running commands of every slot (bisector.proc starts each in its own
+    process group); teardown commands (`proc.protected`) are spared: they must finish."""
+    proc.kill_unprotected()
 
 
 def run_concurrently(
@@ -142,6 +117,7 @@ def run_concurrently(
             for i, thread in enumerate(threads):
                 while thread.is_alive() and (time.monotonic() < deadline or tearing_down(i)):
                     thread.join(0.2)
+                    kill_running_commands()  # a command that was still starting
             for i, thread in enumerate(threads):
                 if thread.is_alive():
                     on_abandoned(i)
