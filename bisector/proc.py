@@ -34,7 +34,6 @@ from bisector.orphans import OWNER_ENV, stop_orphans, track_groups
 __all__ = [
     "DEFAULT_TIMEOUT_S",
     "OWNER_ENV",
-    "PROTECTED_GROUPS",
     "CmdResult",
     "CommandError",
     "kill_unprotected",
@@ -46,9 +45,6 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_S = 3600.0
-# Process groups of commands that must finish even when the run is interrupted
-# (teardowns): the interrupt handler's kill of running commands spares them.
-PROTECTED_GROUPS: set[int] = set()
 _unprotected: set[int] = set()  # groups of running commands an interrupt may kill
 
 
@@ -236,10 +232,8 @@ def run(
             )
             with _lock:
                 _known.add(popen.pid)
-                if getattr(_local, "protected", False):
-                    PROTECTED_GROUPS.add(popen.pid)
-                else:
-                    _unprotected.add(popen.pid)
+                if not getattr(_local, "protected", False):
+                    _unprotected.add(popen.pid)  # a teardown is never in it
             orphans.record_group(popen.pid, cmd)
             code = popen.wait(timeout)
             why = ""
@@ -267,7 +261,6 @@ def run(
         finally:
             if popen is not None:
                 with _lock:
-                    PROTECTED_GROUPS.discard(popen.pid)
                     _unprotected.discard(popen.pid)
                     _known.discard(popen.pid)
         stdout, stderr = _read(out), _read(err)

@@ -57,7 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.local_backend import bisector_argv
+from tests.helpers.local_backend import bisector_argv, quote, toml
 
 __all__ = ["FaultDriver", "bisector_argv", "write_fault_config"]
 
@@ -338,29 +338,15 @@ def write_fault_config(
         "retry_wait": "0s",
         **(run or {}),
     }
-    lines = ["[run]", *(f"{k} = {_toml(v)}" for k, v in settings.items()), "", "[backends.local]"]
-    python = _quote(sys.executable)
+    lines = ["[run]", *(f"{k} = {toml(v)}" for k, v in settings.items()), "", "[backends.local]"]
+    python = quote(sys.executable)
     for step in ("build", "launch", "collect", "teardown"):
-        command = f"{python} -I -S {_quote(str(script))} {_quote(str(tools))} {step}"
-        lines.append(f"{step} = {_toml(command)}")
-    lines.append(f"timeout = {_toml(timeout)}")
+        command = f"{python} -I -S {quote(str(script))} {quote(str(tools))} {step}"
+        lines.append(f"{step} = {toml(command)}")
+    lines.append(f"timeout = {toml(timeout)}")
     config = directory / "bisector.toml"
     config.write_text("\n".join(lines) + "\n")
     return FaultDriver(config, tools)
-
-
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
-
-
-def _toml(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    raise TypeError(value)
 
 
 def journal(run_dir: Path) -> list[dict[str, Any]]:

@@ -67,24 +67,24 @@ def write_local_config(
         "teardown": _TEARDOWN,
     }
     lines = ["[run]", 'backend = "local"', 'metric = "conflicts"', 'warmup = "0s"']
-    lines += [f"{key} = {_toml(value)}" for key, value in (run or {}).items()]
+    lines += [f"{key} = {toml(value)}" for key, value in (run or {}).items()]
     lines += ["", "[backends.local]"]
     for step, body in scripts.items():
         if step == "teardown" and not teardown:
             continue
         script = tools / f"{step}.sh"
-        script.write_text(f"set -eu\nT={_quote(str(tools))}\n{body}")
-        lines.append(f"{step} = {_toml(f'bash {_quote(str(script))}')}")
+        script.write_text(f"set -eu\nT={quote(str(tools))}\n{body}")
+        lines.append(f"{step} = {toml(f'bash {quote(str(script))}')}")
     config = directory / "bisector.toml"
     config.write_text("\n".join(lines) + "\n")
     return LocalDriver(config, tools)
 
 
-def _quote(text: str) -> str:
+def quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def _toml(value: object) -> str:
+def toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -92,7 +92,7 @@ def _toml(value: object) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
+        return "[" + ", ".join(toml(v) for v in value) + "]"
     raise TypeError(value)
 
 
