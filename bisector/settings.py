@@ -33,6 +33,7 @@ RUN_KEYS = (
     "seed",
     "upload",
     "check_every",
+    "early_good",
     "prefetch_builds",
     "price_per_cluster_hour",
 )
@@ -161,6 +162,7 @@ class RunSettings:
     retry_wait_s: float = 0.0
     estimate_s: float | None = None  # wall time of one evaluation, for --dry-run and ETAs
     check_every_s: float | None = None  # read the log so far this often during the warmup
+    early_good: bool = False  # search runs may also end early as good (needs check_every)
     prefetch_builds: int = 0  # builds of likely next candidates while a cluster warms up
     price_per_cluster_hour: float | None = None  # money in the cost model, when given
     seed: int = 0
@@ -211,6 +213,12 @@ class RunSettings:
         if upload is not None and not upload.startswith("gs://"):
             raise ConfigError(f"{run.where('upload')}: expected gs://bucket/prefix")
         check_every = run.get_duration("check_every") if "check_every" in run else None
+        early_good = run.get_bool("early_good", False)
+        if early_good and check_every is None:
+            raise ConfigError(
+                f"{run.where('early_good')} needs {run.where('check_every')}: the log is "
+                "looked at during the warmup only that often"
+            )
         prefetch = run.get_int("prefetch_builds", 0)
         if prefetch < 0:
             raise ConfigError(f"{run.where('prefetch_builds')} must be 0 or more, got {prefetch}")
@@ -232,6 +240,7 @@ class RunSettings:
             retry_wait_s=run.get_duration("retry_wait", 0),
             estimate_s=run.get_duration("estimate") if "estimate" in run else None,
             check_every_s=check_every,
+            early_good=early_good,
             prefetch_builds=prefetch,
             price_per_cluster_hour=price,
             seed=run.get_int("seed", 0),

@@ -143,6 +143,9 @@ class EndpointCheck:
         found = Endpoints(
             threshold, how, good_value, bad_value, _values(runs_good), _values(runs_bad)
         )
+        said = self.b.set_onset(runs_bad, threshold)
+        if said:
+            self.b.progress.note(said)
         s = self.settings.search
         if s.error_rate > 0 and s.likelihood == "verdict":
             return found  # single runs may be wrong: the posterior weighs the endpoints' runs

@@ -132,14 +132,22 @@ def find_culprit(b: Bisection) -> Report:
     if s.search.measure_ahead and not s.noise_aware:
         fresh = 2 * endpoint_runs(s)  # what the endpoint rounds left idle
         ahead = [j.commit for j in search.first_picks(whole, (-fresh) % b.evaluator.slots)]
-    found = search.find(whole, ahead)
-    found, merges = descend(
-        search, b.repo, found, whole, progress=b.progress, confidence=s.search.confidence
-    )
-    if merges and found.culprit is not None and found.culprit not in merges:
-        merges = merge_path(b.repo, merges[0], found.culprit)
+    found, merges = _search(b, search, whole, ahead)
     bisect_log = b.session.log()
     confirmation = _confirm(b, found, ends.threshold)
+    contradicted = _early_good_contradicted(b, found, confirmation)
+    if contradicted:
+        # The safety net of early good verdicts: a regression that shows later than the
+        # bad endpoint's can pass a shortened run as good and move the culprit later;
+        # the parent's full-length confirmation then measures bad. Search again with
+        # full-length runs only (journaled full-length runs are reused).
+        b.progress.note(f"{contradicted}: searching again without early good verdicts")
+        b.evaluator.withdraw_early_good(contradicted)
+        search.verdicts.clear()
+        search.reasons.clear()
+        found, merges = _search(b, search, whole, None)
+        bisect_log = b.session.log()
+        confirmation = _confirm(b, found, ends.threshold)
     return build_report(
         b,
         ends=ends,
@@ -149,6 +157,38 @@ def find_culprit(b: Bisection) -> Report:
         search=search,
         bisect_log=bisect_log,
         remote=github_remote(b.repo),
+    )
+
+
+def _search(
+    b: Bisection, search: Search, whole: SearchRange, ahead: list[str] | None
+) -> tuple[Found, list[str]]:
+    """The search over the whole range, then down into the culprit merge's branch."""
+    s = b.settings
+    found = search.find(whole, ahead)
+    found, merges = descend(
+        search, b.repo, found, whole, progress=b.progress, confidence=s.search.confidence
+    )
+    if merges and found.culprit is not None and found.culprit not in merges:
+        merges = merge_path(b.repo, merges[0], found.culprit)
+    return found, merges
+
+
+def _early_good_contradicted(b: Bisection, found: Found, confirmation: dict[str, str]) -> str:
+    """Why the early good verdicts of this run cannot stand ("" when they can)."""
+    if found.culprit is None or b.evaluator.early_good_withdrawn:
+        return ""
+    parent = b.repo.info(found.culprit).parents[0]
+    if confirmation.get(parent) != "bad":
+        return ""
+    early_goods = [
+        m for m in b.evaluator.used.values() if m.phase == "bisect" and m.early_verdict == "good"
+    ]
+    if not early_goods:
+        return ""
+    return (
+        f"the culprit's parent {parent[:12]} measured bad at full length, after "
+        f"{len(early_goods)} search run(s) ended early as good"
     )
 
 

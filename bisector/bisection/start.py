@@ -169,6 +169,7 @@ def open_bisection(
                 warmup_s=s.warmup_s if getattr(backend, "waits_warmup", True) else 0.0,
                 real_time_logs=bool(getattr(backend, "real_time_logs", False)),
                 check_every_s=s.check_every_s,
+                early_good=s.early_good,
                 prefetch_builds=s.prefetch_builds,
             ),
             repo=repo,

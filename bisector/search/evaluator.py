@@ -35,6 +35,7 @@ from typing import TypeVar
 from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs, PrefetchBuilds
 from bisector.bisection.layout import RunLayout
+from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
 from bisector.search.base import Job
@@ -42,6 +43,7 @@ from bisector.search.decide import Decision, DecisionRule
 from bisector.search.journal import (
     Begin,
     Cleaned,
+    EarlyGoodWithdrawn,
     Journal,
     Mark,
     Prefetch,
@@ -49,6 +51,7 @@ from bisector.search.journal import (
     read_journal,
 )
 from bisector.search.measure import (
+    EARLY_GOOD_FACTOR,
     EarlyStop,
     GrowingScorerFactory,
     Measurement,
@@ -56,6 +59,7 @@ from bisector.search.measure import (
     WindowRule,
     evaluate_candidate,
     is_monotone,
+    onset,
     rescoring,
 )
 from bisector.search.parallel import (
@@ -79,6 +83,7 @@ class MeasureSettings:
     real_time_logs: bool = False  # the backend's logs carry wall-clock time
     check_every_s: float | None = None  # look at the log this often during the warmup
     prefetch_builds: int = 0  # builds of possible next candidates during a warmup (0: off)
+    early_good: bool = False  # search runs may end early as good (see bisector.search.measure)
 
 
 class Evaluator:
@@ -110,6 +115,9 @@ class Evaluator:
         self.rounds: Counter[str] = Counter()  # phase -> rounds of concurrent evaluations
         self.teardown_failures: list[TeardownFailed] = []
         self.reference_span_s: float | None = None  # what the endpoints' logs covered
+        self.onset_s: float | None = None  # when the bad endpoint passed the threshold
+        # Early good verdicts are withdrawn once a full-length run contradicted one.
+        self.early_good_withdrawn = any(isinstance(r, EarlyGoodWithdrawn) for r in journal.records)
         self.lock = threading.RLock()
         self.cancelled = threading.Event()
         self._in_flight: dict[int, Candidate] = {}  # slot -> candidate being evaluated
@@ -136,23 +144,83 @@ class Evaluator:
         with self.lock:
             self._upcoming = list(dict.fromkeys(commits))
 
-    def early_stop(self, threshold: float | None) -> EarlyStop | None:
-        """How a warmup may end early against `threshold` (None: it runs full length)."""
+    def early_stop(self, threshold: float | None, phase: str = "bisect") -> EarlyStop | None:
+        """How a warmup in `phase` is watched and may end early against `threshold`.
+
+        Search runs may end early (bad; good too with `early_good` once the bad
+        endpoint's onset is known); endpoints are watched to learn that onset but run
+        full length; the confirmation runs full length (it is the evidence, and the
+        parent's run is what would catch a wrong early good verdict). None: not watched.
+        """
         every = self.settings.check_every_s
-        if threshold is None or not every or not is_monotone(self.settings.metric):
+        if not every or not is_monotone(self.settings.metric):
             return None
         if not isinstance(self.backend, PartialLogs):
             return None
         # The sim backend's warmup is its simulated duration, which may differ from [run].
         warmup = float(getattr(self.backend, "duration_s", 0.0) or self.settings.warmup_s)
-        return EarlyStop(self.settings.metric, threshold, every, warmup, self.growing_scorer)
+        if phase == "endpoint" and self.settings.early_good:
+            return EarlyStop(self.settings.metric, None, every, warmup, self.growing_scorer)
+        if phase != "bisect" or threshold is None:
+            return None
+        good_after = None
+        if self.early_good_on():
+            assert self.onset_s is not None
+            good_after = EARLY_GOOD_FACTOR * self.onset_s
+        return EarlyStop(
+            self.settings.metric,
+            threshold,
+            every,
+            warmup,
+            self.growing_scorer,
+            good_after_s=good_after,
+            onset_s=self.onset_s,
+        )
+
+    def early_good_on(self) -> bool:
+        return (
+            self.settings.early_good and self.onset_s is not None and not self.early_good_withdrawn
+        )
+
+    def set_onset(self, bad_runs: Sequence[Measurement], threshold: float) -> str | None:
+        """Arm early good verdicts from the bad endpoint's watched runs; what to say, if any.
+
+        The onset is the latest of the bad runs' first looks at or above the threshold
+        (an upper bound: the crossing was at most one look earlier). Any bad run without
+        one (not watched, or only cached from an earlier run) leaves them off.
+        """
+        if not self.settings.early_good:
+            return None
+        onsets = [onset(m.trajectory, threshold) for m in bad_runs if m.value is not None]
+        if not onsets or any(o is None for o in onsets):
+            self.onset_s = None
+            return (
+                "early good verdicts off: the bad endpoint's warmup was not watched "
+                "(a backend without partial logs, or runs measured before)"
+            )
+        self.onset_s = max(o for o in onsets if o is not None)
+        if self.early_good_withdrawn:
+            return "early good verdicts off: a full-length run contradicted one in this run"
+        return (
+            f"early good verdicts on: the bad endpoint passed the threshold after "
+            f"{format_duration(self.onset_s)}; a search run below it for "
+            f"{format_duration(EARLY_GOOD_FACTOR * self.onset_s)} and on course to stay "
+            f"under half of it is good"
+        )
+
+    def withdraw_early_good(self, why: str) -> None:
+        """No more early good verdicts in this run, and none made so far decides anything
+        (they stay in the journal and the report, as what happened)."""
+        with self.lock:
+            self.early_good_withdrawn = True
+            self.journal.write(EarlyGoodWithdrawn(why))
 
     def window_rule(self) -> WindowRule:
         expected = max(self.settings.warmup_s, self.reference_span_s or 0.0)
         return WindowRule(expected, self.settings.real_time_logs)
 
     def measure(self, job: Job, slot: int = 0, early_threshold: float | None = None) -> Measurement:
-        """One evaluation of `job.commit`; with `early_threshold`, it may stop early as bad."""
+        """One evaluation of `job.commit`; with `early_threshold`, it may end early."""
         worktree = self.layout.slot_worktree(slot)
         tree = self.repo.tree_of(job.commit)
         with self.lock:
@@ -168,7 +236,7 @@ class Evaluator:
             self._in_flight[slot] = candidate
             self._slot_runs[slot] += 1
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
-        early = self.early_stop(early_threshold)
+        early = self.early_stop(early_threshold, job.phase)
         try:
             m = self._evaluate(candidate, job, tree, early)
             self._finish_prefetches()
@@ -247,6 +315,8 @@ class Evaluator:
     def runs(self, commit: str, phase: str) -> list[Measurement]:
         """The journaled (or cached) runs of `commit` usable in `phase`; they count as used."""
         found = self.journal.for_tree(self.repo.tree_of(commit), confirm=phase == "confirm")
+        if self.early_good_withdrawn:
+            found = [m for m in found if m.early_verdict != "good"]
         for m in found:
             self.used[m.id] = m
         return found
@@ -313,10 +383,8 @@ class Evaluator:
                     return Decision("skip", found[-1].reason or decision.reason)
                 return decision
             # Journaled; the next pass sees it. Search runs past the endpoints may end their
-            # warmup early once the log passes the threshold (bad for certain). Endpoints
-            # and the confirmation run full length: they are the evidence a person reads.
-            early = threshold if phase == "bisect" else None
-            self.measure(Job(commit, phase, why), slot, early_threshold=early)
+            # warmup early (see `early_stop`); endpoints and the confirmation run full length.
+            self.measure(Job(commit, phase, why), slot, early_threshold=threshold)
 
     def decide_all(
         self, commits: list[str], threshold: float, rule: DecisionRule, phase: str, why: str

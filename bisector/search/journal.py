@@ -172,6 +172,14 @@ class Prefetch(Record):
 
 
 @dataclass(frozen=True)
+class EarlyGoodWithdrawn(Record):
+    """A full-length run contradicted an early good verdict: none counts in this run."""
+
+    kind: ClassVar[str] = "early_good_withdrawn"
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class Done(Record):
     kind: ClassVar[str] = "done"
     culprit: str | None = None
@@ -192,6 +200,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         LikelihoodSet,
         Interrupted,
         Prefetch,
+        EarlyGoodWithdrawn,
         Done,
     )
 }

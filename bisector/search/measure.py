@@ -13,6 +13,17 @@ reason to stop: the verdict still comes from the collected log, scored as always
 Such a log legitimately covers less than the warmup, so the coverage rule is waived
 for it, but only when the collected log's own value is at or above the threshold;
 anything else (no log, garbled, stale, a value below) is what it would have been.
+
+Early good verdicts (`[run] early_good`, plain search runs only) rest on the bad
+endpoint: its warmup is watched too (never stopped), and the look at which it first
+passed the threshold is its onset. A search run whose log stays below the threshold
+for EARLY_GOOD_FACTOR times that onset, and whose rate so far projects to at most
+1 / EARLY_GOOD_MARGIN of the threshold at the warmup's end, ends there as good. The
+collected log must say the same and cover the whole time watched (an apiserver that
+restarted meanwhile would show low counts for a reason that is not the code); else the
+run is a skip. A regression that shows later than the bad endpoint's is what this can
+miss: the pipeline's safety net (the parent's full-length confirmation, then a search
+without early good verdicts) is in bisector.bisection.pipeline.
 """
 
 from __future__ import annotations
@@ -62,15 +73,58 @@ def rescoring(scorer: Scorer) -> GrowingScorerFactory:
     return lambda: scorer
 
 
+# A search run is good early after this many times the bad endpoint's onset ...
+EARLY_GOOD_FACTOR = 2.0
+# ... when its rate so far projects to at most 1 / EARLY_GOOD_MARGIN of the threshold.
+EARLY_GOOD_MARGIN = 2.0
+
+
 @dataclass(frozen=True)
 class EarlyStop:
-    """When to end a warmup early: `metric` of the log so far at or above `threshold`."""
+    """How to watch a warmup: look at the log every `every_s`, record what it shows,
+    and end the warmup once its verdict is known (bad: `metric` at or above
+    `threshold`; good: below it and on course to stay below, after `good_after_s`).
+
+    `threshold` None only watches (the endpoints: their onset arms early good verdicts).
+    """
 
     metric: str
-    threshold: float
+    threshold: float | None
     every_s: float  # cluster time between two looks at the log
-    warmup_s: float  # the whole warmup, for the message
+    warmup_s: float  # the whole warmup, for the message and the projection
     scorers: GrowingScorerFactory
+    good_after_s: float | None = None  # None: no early good verdict
+    onset_s: float | None = None  # the bad endpoint's onset, for the message
+
+    def projected(self, value: float, elapsed_s: float) -> float:
+        """`value` after `elapsed_s` of warmup, carried to the warmup's end at its rate."""
+        return value * self.warmup_s / max(elapsed_s, 1e-9)
+
+    def good_so_far(self, value: float, elapsed_s: float) -> bool:
+        """Whether a run showing `value` after `elapsed_s` is good for certain enough."""
+        if self.threshold is None or self.good_after_s is None or self.warmup_s <= 0:
+            return False
+        if elapsed_s < self.good_after_s or elapsed_s >= self.warmup_s:
+            return False
+        limit = self.threshold / EARLY_GOOD_MARGIN
+        return value < self.threshold and self.projected(value, elapsed_s) <= limit
+
+
+@dataclass(frozen=True)
+class EarlyEnd:
+    """Why a watched warmup ended before its time."""
+
+    verdict: str  # "bad" or "good"
+    elapsed_s: float  # warmup time when it ended
+    reason: str
+
+
+def onset(trajectory: list[list[float]], threshold: float) -> float | None:
+    """The warmup time of the first look at or above `threshold`; None if none was."""
+    for elapsed, value in trajectory:
+        if value >= threshold:
+            return float(elapsed)
+    return None
 
 
 # A log covering less than this share of what it should is cut short (a restarted
@@ -120,6 +174,9 @@ class Measurement:
     window: dict[str, Any] | None = None  # {start, end, span_s} of the log (epoch seconds)
     stopped_early: str | None = None  # why the warmup ended before its time, if it did
     prefetched_build: bool = False  # the build was made ahead, while another cluster ran
+    early_verdict: str | None = None  # "bad"/"good" when the warmup ended early (stopped_early)
+    # [warmup seconds, value] at each look at the growing log (watched warmups only).
+    trajectory: list[list[float]] = field(default_factory=list)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -128,7 +185,10 @@ class Measurement:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Measurement:
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        m = cls(**{k: v for k, v in data.items() if k in known})
+        if m.stopped_early and m.early_verdict is None:
+            m.early_verdict = "bad"  # journals before early good verdicts: only bad stopped
+        return m
 
     @property
     def span_s(self) -> float | None:
@@ -150,7 +210,8 @@ def _score(
     m: Measurement,
     rule: WindowRule,
     *,
-    early_threshold: float | None = None,
+    early: EarlyStop | None = None,
+    ended: EarlyEnd | None = None,
 ) -> None:
     try:
         scores = scorer(logs)
@@ -166,14 +227,47 @@ def _score(
     if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"
         return
-    if early_threshold is not None and value >= early_threshold:
-        # Stopped early on this very value: the log covers less than the warmup on purpose.
+    threshold = early.threshold if early is not None else None
+    if ended is not None and threshold is not None and value >= threshold:
+        # Past the threshold (a monotone metric stays there): bad for certain, and the
+        # log covers less than the warmup on purpose.
         rule = WindowRule(0.0, rule.real_time)
+        m.early_verdict = "bad"
+        if ended.verdict == "good":
+            m.stopped_early = f"{ended.reason}; the collected log has {value:g}: bad"
+    elif ended is not None and ended.verdict == "good" and early is not None:
+        why_not = _early_good_problem(early, ended, value, m.span_s)
+        if why_not is not None:
+            m.reason = why_not
+            return
+        # The log must cover what was watched, not the whole warmup (checked above).
+        rule = WindowRule(0.0, rule.real_time)
+        m.early_verdict = "good"
     why_not = _garbled_problem(scores) or _window_problem(m, rule)
     if why_not is not None:
         m.reason = why_not  # the value stays in `metrics`, never in `value`
         return
     m.value = value
+
+
+def _early_good_problem(
+    early: EarlyStop, ended: EarlyEnd, value: float, span_s: float | None
+) -> str | None:
+    """Why the collected log of a run stopped early as good cannot say good, if it cannot."""
+    if not early.good_so_far(value, ended.elapsed_s):
+        return (
+            f"stopped early as good after {format_duration(ended.elapsed_s)}, but the "
+            f"collected log ({value:g}) is not on course to stay below the threshold"
+        )
+    # One look's worth of slack: the last look may have read a log a little behind.
+    needed = ended.elapsed_s - early.every_s
+    if span_s is None or span_s < needed:
+        covered = "no time" if span_s is None else format_duration(span_s)
+        return (
+            f"log covers {covered} of the {format_duration(ended.elapsed_s)} watched before "
+            "an early good verdict: apiserver restarted or log cut short"
+        )
+    return None
 
 
 def _garbled_problem(scores: Scores) -> str | None:
@@ -275,21 +369,23 @@ def evaluate_candidate(
                 backend.launch(candidate)
         if on_warmup is not None:
             on_warmup()
+        ended: EarlyEnd | None = None
         with logged("warmup"):
             if early is not None and partial is not None:
-                m.stopped_early = warm_up_watching(partial, candidate, early, on_step)
+                ended = warm_up_watching(partial, candidate, early, on_step, m.trajectory)
+                m.stopped_early = None if ended is None else ended.reason
             else:
                 backend.warmup(candidate)
         with logged("collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
-        threshold = early.threshold if early is not None and m.stopped_early else None
-        _score(scorer, logs, metric, m, window or WindowRule(), early_threshold=threshold)
+        _score(scorer, logs, metric, m, window or WindowRule(), early=early, ended=ended)
     except InfraError as exc:
         m.reason = f"{exc.kind}: {exc.reason}"
     finally:
         if m.value is None:
             m.stopped_early = None  # a skip: the early look decided nothing
+            m.early_verdict = None
         if launched:
             try:
                 with logged("teardown"):
@@ -305,26 +401,42 @@ def warm_up_watching(
     candidate: Candidate,
     early: EarlyStop,
     on_step: Callable[[], None] | None = None,
-) -> str | None:
-    """The warmup in steps, looking at the log after each; why it stopped early, or None.
+    trajectory: list[list[float]] | None = None,
+) -> EarlyEnd | None:
+    """The warmup in steps, looking at the log after each; why it ended early, or None.
 
-    A look that fails (the log cannot be read or scored right now, no data yet) only
-    means: go on warming up. Only a value at or above the threshold stops the warmup.
+    Each look that reads a value is appended to `trajectory` ([warmup s, value]). A
+    look that fails (the log cannot be read or scored right now, no data yet) only
+    means: go on warming up. A value at or above the threshold ends the warmup as
+    bad; one below it ends it as good only as `EarlyStop.good_so_far` allows.
     """
     scorer = early.scorers()
     steps = partial.warmup_steps(candidate, early.every_s)
+    whole = format_duration(early.warmup_s) if early.warmup_s else "the warmup"
     try:
         for elapsed in steps:
             if on_step is not None:
                 on_step()
             value = _peek_value(partial, candidate, early.metric, scorer)
-            if value is not None and value >= early.threshold:
-                if elapsed >= early.warmup_s > 0:
-                    return None  # the warmup's end anyway: nothing stopped early
-                whole = format_duration(early.warmup_s) if early.warmup_s else "the warmup"
-                return (
-                    f"{early.metric} {value:g} >= {early.threshold:g} after "
-                    f"{format_duration(elapsed)} of {whole}"
+            if value is None:
+                continue
+            if trajectory is not None:
+                trajectory.append([round(elapsed, 3), value])
+            if early.threshold is None or (elapsed >= early.warmup_s > 0):
+                continue  # only watching, or the warmup's end anyway: nothing ends early
+            after = f"after {format_duration(elapsed)} of {whole}"
+            if value >= early.threshold:
+                return EarlyEnd(
+                    "bad", elapsed, f"{early.metric} {value:g} >= {early.threshold:g} {after}"
+                )
+            if early.good_so_far(value, elapsed):
+                onset_s = format_duration(early.onset_s or 0.0)
+                return EarlyEnd(
+                    "good",
+                    elapsed,
+                    f"{early.metric} {value:g} < {early.threshold:g} {after}, on course for "
+                    f"{early.projected(value, elapsed):.4g} at the end; the bad endpoint "
+                    f"passed the threshold after {onset_s}",
                 )
         return None
     finally:
