@@ -242,6 +242,7 @@ def demo_config(demo: DemoRepo, duration: str = DEMO_DURATION) -> str:
         f'warmup = "{duration}"\n'
         # Early verdicts and prefetched builds (README "Hours to culprit").
         'check_every = "10s"\n'
+        "early_good = true\n"
         "prefetch_builds = 2\n\n"
         "[backends.sim]\n"
         f'profile = "{PROFILE_PATH}"\n'

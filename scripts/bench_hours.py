@@ -25,19 +25,31 @@ Variants, all at the same culprit (checked per trial and printed):
                    (no --first-parent in 2017), fixed warmup, no prefetch
   before           bisector without this change: endpoints, --first-parent with the
                    descent into the PR, confirmation, full warmups, no prefetch
-  +early           [run] check_every = "2m": bad warmups end once past the threshold
-  +prefetch        [run] prefetch_builds = 2: both next midpoints built during a warmup
-  +both            both
-  +both -P2        both, --parallel 2 with prefetch_builds = 6 (the next round's 2 picks
+  +early bad       [run] check_every = "2m": bad warmups end once past the threshold
+  +early bad+good  and [run] early_good = true: good search warmups end after twice the
+                   bad endpoint's onset when on course for under half the threshold
+  +prefetch        [run] prefetch_builds = 2: both next midpoints built while a cluster
+                   starts and warms up
+  +all             early bad+good and prefetch
+  +all -P2         all, --parallel 2 with prefetch_builds = 6 (the next round's 2 picks
                    for each of the 3 parts this round can leave)
+
+Every early good verdict is checked against the truth (the commit's tree): the table's
+"eg wrong" column counts those that were wrong (a wrong one would be caught by the
+parent's full-length confirmation and cost a second search; none should happen here).
 
 Clock rules: an evaluation costs build (0 when its build was prefetched, or when the
 backend's build cache keyed by tree has it, as gce/kind's BuildCache does) + launch +
-warmup (to the early stop) + collect + teardown; prefetched builds start with the
-warmup and the evaluation waits for them (as the evaluator does), so its part after
-launch lasts at least one build. A round of parallel slots lasts as long as its
-longest evaluation. Cluster-hours: launch to end of teardown of every evaluation (the
-kubemark clusters; a base cluster kept up for the whole bisection is not counted).
+warmup (to the early stop) + collect + teardown; prefetched builds start when the
+evaluation's own build is done (with the launch) and the evaluation waits for them (as
+the evaluator does), so its part from the launch lasts at least one build. A round of
+parallel slots lasts as long as its longest evaluation. Cluster-hours: launch to end of
+teardown of every evaluation (the kubemark clusters; a base cluster kept up for the whole
+bisection is not counted there). What the machines cost is in vCPU-hours: the 2017 job
+(test-infra f57ef50d, jobs/ci-kubernetes-kubemark-gce-scale.env) ran a base cluster of
+NUM_NODES=80 n1-highmem-8 and an n1-standard-4 master (644 vCPUs, up for the whole
+bisection, one per parallel slot) and a kubemark master n1-standard-64 (64 vCPUs, the
+"cluster" of an evaluation): vCPU-h = slots x 644 x wall + 64 x cluster-h.
 
     PYTHONPATH=. python scripts/bench_hours.py            # ~10 min on 2 busy cores
     PYTHONPATH=. python scripts/bench_hours.py --quick    # demo + the real position only
@@ -67,14 +79,17 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
 from bisector.cost import KUBEMARK_2017, Phases, SearchShape, cost, expected_search
 from bisector.errors import BuildError
-from bisector.logs import Scores
+from bisector.logs import LogWindow, Scores
 from bisector.search.evaluator import Evaluator
+from bisector.search.journal import Measured, read_journal
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from bisector.sim import ProfileError, load_profile
 
 PHASES: Phases = KUBEMARK_2017
 GOOD_30M, BAD_30M, SATURATED_S = 8_688.0, 1_549_982.0, 120.0
+BASE_VCPUS = 80 * 8 + 4  # NUM_NODES=80 n1-highmem-8 + MASTER_SIZE=n1-standard-4
+KUBEMARK_MASTER_VCPUS = 64  # KUBEMARK_MASTER_SIZE=n1-standard-64
 CHECK_EVERY_S = 120.0
 # PR sizes of the 95 first-parent merges of 1444d25..7043372, oldest first (see above).
 PR_SIZES = [
@@ -115,10 +130,10 @@ class Clock:
     current: list[Evaluation] | None = None
 
     def evaluation_s(self, e: Evaluation) -> float:
-        after_launch = e.cluster_s - PHASES.launch_s
+        from_launch = e.cluster_s
         if e.prefetch_started:
-            after_launch = max(after_launch, PHASES.build_s)
-        return e.build_s + (PHASES.launch_s + after_launch if e.cluster_s else 0.0)
+            from_launch = max(from_launch, PHASES.build_s)
+        return e.build_s + from_launch
 
     def wall_s(self) -> float:
         return PHASES.setup_s + sum(
@@ -147,7 +162,7 @@ class ClockBackend:
         self.ready: set[str] = set()  # prefetched builds waiting in the build cache
         self.cache: set[str] = set()  # commits built (their tree is in the build cache)
         self.prefetch_used = 0
-        self.last_launched: Path | None = None
+        self.last_built: Path | None = None
 
     def setup(self) -> None: ...
     def close(self) -> None: ...
@@ -171,6 +186,8 @@ class ClockBackend:
             self.prefetch_used += ahead
         e = Evaluation(candidate.commit, 0.0 if used else PHASES.build_s)
         self.evals[candidate.eval_dir] = e
+        with self.lock:
+            self.last_built = candidate.eval_dir
         self._record(e)
         bad = self.is_bad(candidate.worktree)
         if bad is None:
@@ -179,11 +196,11 @@ class ClockBackend:
 
     def prefetch_build(self, commit: str, worktree: Path) -> None:
         with self.lock:
-            # Started when the latest launched cluster began its warmup (the evaluator
-            # starts prefetches there, and the next launch waits for them): that
+            # Started once the latest evaluation's own build was done (the evaluator starts
+            # prefetches at its launch, and waits for them before it returns): that
             # evaluation waits for this build. The thread may run later on the real clock.
-            if self.last_launched is not None:
-                self.evals[self.last_launched].prefetch_started = True
+            if self.last_built is not None:
+                self.evals[self.last_built].prefetch_started = True
         if self.is_bad(worktree) is None:
             raise BuildError("does not build")
         with self.lock:
@@ -195,8 +212,6 @@ class ClockBackend:
 
     def launch(self, candidate: Candidate) -> None:
         self.elapsed[candidate.eval_dir] = 0.0
-        with self.lock:
-            self.last_launched = candidate.eval_dir
 
     def warmup(self, candidate: Candidate) -> None:
         self.elapsed[candidate.eval_dir] = PHASES.warmup_s
@@ -208,16 +223,18 @@ class ClockBackend:
             self.elapsed[candidate.eval_dir] = t
             yield t
 
-    def _value(self, candidate: Candidate) -> float:
-        return conflicts_at(self.built[candidate.eval_dir], self.elapsed[candidate.eval_dir])
+    def _log(self, candidate: Candidate) -> list[Path]:
+        # The 'log': its conflicts so far and the time it covers (from the warmup's start).
+        t = self.elapsed[candidate.eval_dir]
+        return [Path(f"value={conflicts_at(self.built[candidate.eval_dir], t)};span={t}")]
 
     def peek(self, candidate: Candidate) -> list[Path]:
-        return [Path(f"value={self._value(candidate)}")]
+        return self._log(candidate)
 
     def collect(self, candidate: Candidate) -> list[Path]:
         e = self.evals[candidate.eval_dir]
         e.warmup_s = self.elapsed[candidate.eval_dir]
-        return [Path(f"value={self._value(candidate)}")]
+        return self._log(candidate)
 
     def teardown(self, candidate: Candidate) -> None:
         e = self.evals[candidate.eval_dir]
@@ -227,23 +244,26 @@ class ClockBackend:
 
 
 def score_value(logs: list[str]) -> Scores:
-    return Scores({"conflicts": float(logs[0].rsplit("=", 1)[1])})
+    fields = dict(part.split("=", 1) for part in logs[0].split(";"))
+    return Scores({"conflicts": float(fields["value"])}, seen=LogWindow(0.0, float(fields["span"])))
 
 
 @dataclass(frozen=True)
 class Variant:
     name: str
     early: bool = False
+    early_good: bool = False
     prefetch: int = 0
     parallel: int = 1
 
 
 VARIANTS = [
     Variant("before"),
-    Variant("+early", early=True),
+    Variant("+early bad", early=True),
+    Variant("+early bad+good", early=True, early_good=True),
     Variant("+prefetch", prefetch=2),
-    Variant("+both", early=True, prefetch=2),
-    Variant("+both -P2", early=True, prefetch=6, parallel=2),
+    Variant("+all", early=True, early_good=True, prefetch=2),
+    Variant("+all -P2", early=True, early_good=True, prefetch=6, parallel=2),
 ]
 
 
@@ -267,6 +287,14 @@ class Outcome:
     cluster_s: float
     early: int = 0
     prefetched_used: int = 0  # builds taken from a prefetch (not from an earlier build)
+    early_good: int = 0  # search runs ended early as good
+    early_good_wrong: int = 0  # ... whose commit was bad (the truth, from its tree)
+    slots: int = 1
+
+    @property
+    def vcpu_h(self) -> float:
+        base = self.slots * BASE_VCPUS * self.wall_s
+        return (base + KUBEMARK_MASTER_VCPUS * self.cluster_s) / 3600
 
 
 _ORIGINAL = Evaluator.concurrently
@@ -291,6 +319,8 @@ def run_variant(history: History, variant: Variant, tmp: Path) -> Outcome:
     run: dict[str, object] = {"backend": "sim", "first_parent": True, "warmup": "30m"}
     if variant.early:
         run["check_every"] = f"{CHECK_EVERY_S:g}s"
+    if variant.early_good:
+        run["early_good"] = True
     run["prefetch_builds"] = variant.prefetch
     config = Section({"run": run, "search": {"parallel": variant.parallel}}, "bench.toml")
     settings = RunSettings.from_config(
@@ -306,6 +336,12 @@ def run_variant(history: History, variant: Variant, tmp: Path) -> Outcome:
     )
     culprit = report.culprit.commit if report.culprit else None
     evaluations = report.evaluations
+    early_goods = [
+        r.measurement
+        for r in read_journal(tmp / "run" / "journal.jsonl")
+        if isinstance(r, Measured) and r.measurement.early_verdict == "good"
+    ]
+    wrong = sum(backend.built[Path(m.eval_dir)] for m in early_goods)
     return Outcome(
         history.name,
         variant.name,
@@ -315,6 +351,9 @@ def run_variant(history: History, variant: Variant, tmp: Path) -> Outcome:
         clock.cluster_s(),
         sum(1 for e in evaluations if e.stopped_early),
         backend.prefetch_used,
+        len(early_goods),
+        wrong,
+        variant.parallel,
     )
 
 
@@ -451,13 +490,15 @@ def table(outcomes: list[Outcome], names: list[str]) -> list[str]:
             continue
         lines.append(f"{group}; {len(present)} culprit position(s): " + ", ".join(present))
         lines.append(
-            f"  {'variant':<15} {'culprit ok':>10} {'evals':>6} {'early':>6} {'pf used':>7} "
-            f"{'wall':>7} {'x plain':>7} {'cluster-h':>9} {'x plain':>7}"
+            f"  {'variant':<16} {'culprit ok':>10} {'evals':>6} {'early':>6} {'eg wrong':>8} "
+            f"{'pf used':>7} {'wall':>7} {'x plain':>7} {'cluster-h':>9} {'x plain':>7} "
+            f"{'vCPU-h':>7} {'x plain':>7}"
         )
         rows = [o for o in outcomes if o.history in present]
         base = [o for o in rows if o.variant == "git bisect run"]
         base_wall = statistics.mean(o.wall_s for o in base) if base else math.nan
         base_cl = statistics.mean(o.cluster_s for o in base) if base else math.nan
+        base_cpu = statistics.mean(o.vcpu_h for o in base) if base else math.nan
         for variant in ["git bisect run", *[v.name for v in VARIANTS]]:
             got = [o for o in rows if o.variant == variant]
             if not got:
@@ -465,13 +506,15 @@ def table(outcomes: list[Outcome], names: list[str]) -> list[str]:
             ok = sum(o.culprit_ok for o in got)
             wall = statistics.mean(o.wall_s for o in got)
             cl = statistics.mean(o.cluster_s for o in got) / 3600
+            cpu = statistics.mean(o.vcpu_h for o in got)
+            eg_wrong = f"{sum(o.early_good_wrong for o in got)}/{sum(o.early_good for o in got)}"
             lines.append(
-                f"  {variant:<15} {ok:>5}/{len(got):<4} "
+                f"  {variant:<16} {ok:>5}/{len(got):<4} "
                 f"{statistics.mean(o.evaluations for o in got):>6.1f} "
-                f"{statistics.mean(o.early for o in got):>6.1f} "
+                f"{statistics.mean(o.early for o in got):>6.1f} {eg_wrong:>8} "
                 f"{statistics.mean(o.prefetched_used for o in got):>7.1f} "
                 f"{_hm(wall):>7} {wall / base_wall:>6.2f}x {cl:>9.1f} "
-                f"{cl * 3600 / base_cl:>6.2f}x"
+                f"{cl * 3600 / base_cl:>6.2f}x {cpu:>7.0f} {cpu / base_cpu:>6.2f}x"
             )
     return lines
 

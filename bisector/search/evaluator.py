@@ -11,7 +11,7 @@ Two ways to reach the culprit sooner (bisector.search.measure has the rules):
 early verdicts, armed once a threshold is known (`decide` outside the endpoints,
 `[run] check_every`, a backend that can `peek`): a warmup whose log already passes
 the threshold ends there; prefetched builds (`[run] prefetch_builds`, a backend
-that can `prefetch_build`): while a cluster warms up, the commits the search named
+that can `prefetch_build`): while a cluster starts and warms up, the commits the search named
 as possible next ones (`upcoming`) are built in their own worktrees, at most
 `prefetch_builds` at once, all finished before the measurement returns.
 
@@ -82,7 +82,7 @@ class MeasureSettings:
     warmup_s: float = 0.0  # a log should cover (most of) this
     real_time_logs: bool = False  # the backend's logs carry wall-clock time
     check_every_s: float | None = None  # look at the log this often during the warmup
-    prefetch_builds: int = 0  # builds of possible next candidates during a warmup (0: off)
+    prefetch_builds: int = 0  # builds of possible next candidates meanwhile (0: off)
     early_good: bool = False  # search runs may end early as good (see bisector.search.measure)
 
 
@@ -289,7 +289,7 @@ class Evaluator:
             early=early,
             partial=self.backend if isinstance(self.backend, PartialLogs) else None,
             on_build=self._use_prefetch,
-            on_warmup=self._start_prefetches,
+            on_launch=self._start_prefetches,
             on_step=self._check_cancelled,
         )
 
@@ -425,7 +425,8 @@ class Evaluator:
         return self.backend
 
     def _start_prefetches(self) -> None:
-        """The cluster warms up: build what may come next, at most `prefetch_builds` at once."""
+        """The cluster launches and warms up: build what may come next, at most
+        `prefetch_builds` at once (from the launch on: the candidate's own build is done)."""
         backend = self._prefetcher()
         if backend is None:
             return
@@ -472,7 +473,7 @@ class Evaluator:
         else:
             with self.lock:
                 self.journal.write(Prefetch(commit))
-                self.progress.note(f"prefetched the build of {commit[:12]} during a warmup")
+                self.progress.note(f"prefetched the build of {commit[:12]} while a cluster ran")
         finally:
             with self.lock:
                 self._free_prefetch_trees.append(worktree)

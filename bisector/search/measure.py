@@ -319,16 +319,16 @@ def evaluate_candidate(
     early: EarlyStop | None = None,
     partial: PartialLogs | None = None,
     on_build: Callable[[Measurement], None] | None = None,
-    on_warmup: Callable[[], None] | None = None,
+    on_launch: Callable[[], None] | None = None,
     on_step: Callable[[], None] | None = None,
 ) -> Measurement:
     """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
 
     `teardown` replaces `backend.teardown` (the caller's way to make it finish even
     when a signal arrives meanwhile). `early` with `partial` (the backend's partial-log
-    capability) makes the warmup stop early on a certain bad; `on_build` runs before
+    capability) ends the warmup early on a certain verdict; `on_build` runs before
     the build (it waits for a prefetch of this commit and says whether one is used),
-    `on_warmup` once the cluster is up (prefetches start there), `on_step` between
+    `on_launch` once the build is done (prefetches start there), `on_step` between
     warmup steps (a cancelled run raises there).
     """
     m = Measurement(
@@ -357,6 +357,8 @@ def evaluate_candidate(
         with logged("build"):
             backend.build(candidate)
         launched = True
+        if on_launch is not None:
+            on_launch()  # this build is done: the next ones can run while the cluster starts
         for attempt in Retrying(
             stop=stop_after_attempt(max(1, launch_attempts)),
             wait=wait_fixed(retry_wait_s),
@@ -367,8 +369,6 @@ def evaluate_candidate(
             with attempt, logged("launch"):
                 m.launch_attempts += 1
                 backend.launch(candidate)
-        if on_warmup is not None:
-            on_warmup()
         ended: EarlyEnd | None = None
         with logged("warmup"):
             if early is not None and partial is not None:

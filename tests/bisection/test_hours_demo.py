@@ -29,7 +29,7 @@ def test_demo_stops_bad_warmups_early_and_uses_prefetched_builds(tmp_path: Path)
     assert early, screen
     for value, threshold, _after in early:
         assert float(value) >= float(threshold)
-    assert re.search(r"prefetched the build of [0-9a-f]{12} during a warmup", screen)
+    assert re.search(r"prefetched the build of [0-9a-f]{12} while a cluster ran", screen)
     assert re.search(r"using the prefetched build of [0-9a-f]{12}", screen)
     run = where / "run"
     report = json.loads((run / "report.json").read_text())
