@@ -232,9 +232,15 @@ class GrowingFileValue(FileValueBackend):
         value = int((candidate.worktree / "value").read_text())
         lines = [_line(T0, 200)]
         for k in range(1, count + 1):
-            lines += [_line(T0 + 60 * k, 409)] * (value // 10) + [_line(T0 + 60 * k, 200)]
+            lines += [_line(T0 + 60 * k, 409)] * self.per_minute(value, k)
+            lines += [_line(T0 + 60 * k, 200)]
         log.write_text("".join(lines))
         return log
+
+    @staticmethod
+    def per_minute(value: int, minute: int) -> int:
+        """Conflicts written in `minute` of the run of a commit with this `value`."""
+        return value // 10
 
     def warmup(self, candidate: Candidate) -> None:
         self._count[candidate.eval_dir] = 10

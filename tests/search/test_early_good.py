@@ -6,7 +6,6 @@ endpoint's is caught by the parent's full-length confirmation and searched again
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,11 +25,10 @@ from bisector.search.measure import (
     rescoring,
 )
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
-from tests.search.test_early import T0, GrowingBackend, _line
+from tests.search.test_early import T0, GrowingBackend, GrowingFileValue, _line
 
 # -- the rule ------------------------------------------------------------------------
 
@@ -159,51 +157,16 @@ def test_an_old_journal_line_stopped_early_was_a_bad_stop() -> None:
 LATE = 300  # a `value` meaning: a regression that shows only after 8 of 10 minutes
 
 
-class ShapedFileValue(FileValueBackend):
+class ShapedFileValue(GrowingFileValue):
     """A log growing in 10 one-minute steps, shaped by the commit's `value`:
     n < 100: n/10 conflicts a minute (good); 400: 40 a minute (bad from the start, past
     100 after 3 minutes); LATE: 2 a minute for 7 minutes, then 150 a minute (bad)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.steps_run: dict[str, list[int]] = {}
-        self._count: dict[Path, int] = {}
 
     @staticmethod
     def per_minute(value: int, minute: int) -> int:
         if value == LATE:
             return 2 if minute <= 7 else 150
         return value // 10
-
-    def _write(self, candidate: Candidate, count: int) -> Path:
-        candidate.log_dir.mkdir(parents=True, exist_ok=True)
-        log = candidate.log_dir / "kube-apiserver.log"
-        value = int((candidate.worktree / "value").read_text())
-        lines = [_line(T0, 200)]
-        for k in range(1, count + 1):
-            lines += [_line(T0 + 60 * k, 409)] * self.per_minute(value, k)
-            lines += [_line(T0 + 60 * k, 200)]
-        log.write_text("".join(lines))
-        return log
-
-    def warmup(self, candidate: Candidate) -> None:
-        self._count[candidate.eval_dir] = 10
-
-    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
-        runs = self.steps_run.setdefault(candidate.commit, [])
-        runs.append(0)
-        for k in range(1, 11):
-            self._count[candidate.eval_dir] = k
-            runs[-1] = k
-            self._write(candidate, k)
-            yield 60.0 * k
-
-    def peek(self, candidate: Candidate) -> list[Path]:
-        return [candidate.log_dir / "kube-apiserver.log"]
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        self.steps.append(("collect", candidate.commit))
-        return [self._write(candidate, self._count.pop(candidate.eval_dir, 10))]
 
 
 def _run(tmp_path: Path, values: list[int]) -> tuple[Report, ShapedFileValue, str, list[str]]:
@@ -229,7 +192,7 @@ def test_good_search_runs_end_early_and_the_evidence_runs_full_length(tmp_path: 
     assert report.culprit is not None and report.culprit.commit == mainline[9]
     assert report.confirmed
     # The bad endpoint was watched (its onset: 120 >= 100 at 3 min) and ran whole.
-    assert backend.steps_run[mainline[-1]] == [10]
+    assert backend.steps_run[mainline[-1]] == 10
     assert "passed the threshold after 3m00s" in out
     evaluations = report.evaluations
     early_goods = [e for e in evaluations if e.stopped_early and (e.value or 0) < 100]
