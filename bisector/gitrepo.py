@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +159,25 @@ class GitRepo:
         if paths:
             args += ["--", *paths]
         return self.git(*args).split()
+
+    def bisect_midpoint(
+        self,
+        bad: str,
+        goods: Sequence[str],
+        *,
+        first_parent: bool = False,
+        paths: tuple[str, ...] = (),
+    ) -> str | None:
+        """The commit git bisect would test next between `goods` and `bad` (git's own
+        choice: `git rev-list --bisect`); None when only `bad` is left."""
+        args = ["rev-list", "--bisect"]
+        if first_parent:
+            args.append("--first-parent")
+        args += [bad, *(f"^{g}" for g in goods)]
+        if paths:
+            args += ["--", *paths]
+        out = self.git(*args).split()
+        return out[0] if out and out[0] != bad else None
 
     # -- tool-owned worktrees -------------------------------------------------
 

@@ -160,6 +160,21 @@ class LinearRepo:
     ) -> list[str]:
         return self.commits[self.index[good] + 1 : self.index[bad] + 1]
 
+    def bisect_midpoint(
+        self,
+        bad: str,
+        goods: Sequence[str],
+        *,
+        first_parent: bool = False,
+        paths: tuple[str, ...] = (),
+    ) -> str | None:
+        """LinearSession's pick between the newest of `goods` and `bad` (no skips)."""
+        lo, hi = max(self.index[g] for g in goods), self.index[bad]
+        if hi - lo <= 1:
+            return None
+        middle = (lo + hi) / 2
+        return self.commits[min(range(lo + 1, hi), key=lambda i: (abs(i - middle), i))]
+
     def add_worktree(self, path: Path, commit: str, *, checkout: bool = True) -> None: ...
     def remove_worktree(self, path: Path) -> None: ...
 

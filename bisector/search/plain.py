@@ -46,7 +46,15 @@ class GitBisectSearch:
         inside = whole.commits[:-1]
         if not inside or k <= 0:
             return []
-        picks = [inside[(j * len(inside)) // (k + 1)] for j in range(1, k + 1)]
+        if k == 1:  # git's own first pick, exactly (a guess that misses wastes a build)
+            pick = self.repo.bisect_midpoint(
+                whole.bad, [whole.good], first_parent=whole.first_parent, paths=self.paths
+            )
+            picks = [pick] if pick else []
+        else:  # SplitStrategy's first picks: it splits git's list of every commit left
+            walked = self.repo.rev_list(whole.good, whole.bad, paths=self.paths)
+            inside = [c for c in walked if c != whole.bad]
+            picks = [inside[(j * len(inside)) // (k + 1)] for j in range(1, k + 1)]
         why = f"split point of {len(inside)} commits, measured beside the endpoints"
         return [Job(c, "bisect", why) for c in dict.fromkeys(picks) if c in inside]
 
@@ -61,6 +69,7 @@ class GitBisectSearch:
         session = self.session
         session.start(within.good, within.bad, first_parent=within.first_parent, paths=self.paths)
         state = SearchState(session, within.good, within.bad, self.threshold)
+        goods, bad_end = [within.good], within.bad  # git's bounds, for the next picks
         while not session.done:
             remaining = session.remaining()
             steps = math.ceil(math.log2(len(remaining))) if len(remaining) > 1 else 0
@@ -70,14 +79,12 @@ class GitBisectSearch:
             picks = picks or self.strategy.choose(state, self.evaluator.slots)
             if not picks:
                 break
-            # Builds worth making while this round's clusters warm up (prefetch_builds).
-            # git's remaining list holds every commit: git's own first-parent pick (one slot)
-            # is on the chain, SplitStrategy's (K slots) on that list.
-            left = set(remaining[1:])
-            chain = within.first_parent and self.evaluator.slots == 1
-            walk = within.commits[:-1] if chain else list(reversed(remaining[1:]))
-            open_ = [c for c in walk if c in left and state.verdicts.get(c) != "skip"]
-            self.evaluator.upcoming(next_candidates(open_, picks, self.evaluator.slots))
+            # Builds worth making while this round's clusters run (prefetch_builds).
+            if self.evaluator.slots == 1:
+                self.evaluator.upcoming(self._next_picks(within, picks[0], goods, bad_end))
+            else:  # SplitStrategy's picks on git's remaining list (newest first)
+                left = [c for c in reversed(remaining[1:]) if state.verdicts.get(c) != "skip"]
+                self.evaluator.upcoming(next_candidates(left, picks, self.evaluator.slots))
             why = f"git bisect midpoint, {len(remaining)} commits left"
             decisions = self.evaluator.decide_all(picks, self.threshold, self.rule, "bisect", why)
             verdicts = [d.verdict or "skip" for d in decisions]
@@ -88,10 +95,33 @@ class GitBisectSearch:
                 session.mark(commit, verdict)
                 self.evaluator.journal.write(Verdict(commit, verdict))
                 self.evaluator.progress.note(f"{commit[:12]} is {verdict}")
+                if verdict == "good":
+                    goods.append(commit)
+                elif verdict == "bad":
+                    bad_end = commit  # the oldest bad is marked last (see _mark_order)
                 if session.done:
                     break
         first_bad = session.first_bad
         return Found(first_bad, [] if first_bad else session.remaining())
+
+    def _next_picks(
+        self, within: SearchRange, pick: str, goods: list[str], bad_end: str
+    ) -> list[str]:
+        """git's next pick for each verdict on `pick` (bad, then good): one of them is the
+        next commit measured. An outcome that leaves nothing names a culprit; when that is
+        a merge on the walked chain, the next pick is the first inside its branch."""
+        out: list[str] = []
+        for bad, good in ((pick, goods), (bad_end, [*goods, pick])):
+            nxt = self.repo.bisect_midpoint(
+                bad, good, first_parent=within.first_parent, paths=self.paths
+            )
+            if nxt is None and within.chain and bad != within.merge:
+                info = self.repo.info(bad)
+                if info.is_merge:
+                    nxt = self.repo.bisect_midpoint(bad, [info.parents[0]], paths=self.paths)
+            if nxt is not None:
+                out.append(nxt)
+        return list(dict.fromkeys(out))
 
     def _decided(self, commit: str) -> bool:
         """Whether the journaled runs of `commit` decide its verdict without another run."""

@@ -18,7 +18,7 @@ from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.local_backend import write_local_config
-from tests.helpers.repo import BuiltRepo, build_repo
+from tests.helpers.repo import PR, BuiltRepo, build_repo
 from tests.helpers.settings import settings_for
 
 
@@ -154,3 +154,32 @@ def test_ctrl_c_does_not_wait_for_a_build_ahead(tmp_path: Path) -> None:
         assert ("teardown", built.mainline[0]) in backend.steps  # the cluster still went down
     finally:
         backend.release.set()
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_the_guesses_are_the_picks_so_no_search_build_waits(tmp_path: Path, parallel: int) -> None:
+    # git's own picks (one slot: `git rev-list --bisect`, down into the culprit's merged
+    # branch too; two slots: the split of git's list), so with enough builds ahead every
+    # search run after the first finds its build made: first-parent walk over PRs, the
+    # culprit the second commit of PR 7 (as #46588 was).
+    values = [1] * 7 + [9] * 10
+    prs = [PR(at=3, values=[1, 1, 1]), PR(at=7, values=[1, 9], number=7), PR(at=12, values=[9] * 3)]
+    built = build_repo(tmp_path / "repo", values, prs=prs)
+    backend = PrefetchingBackend()
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=5.0,
+        first_parent=True,
+        parallel=parallel,
+        prefetch_builds=2 if parallel == 1 else 6,
+    )
+    report = run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+    assert report.culprit is not None and report.culprit.commit == built.pr_commits[7][1]
+    search = [e.commit for e in report.evaluations if e.phase == "bisect"]
+    assert len(search) >= 3
+    # Every search run took its build from a prefetch (this backend's cache holds a build
+    # for one use: the confirmation builds again).
+    assert set(search) <= set(backend.cache_hits), (search, backend.cache_hits)
