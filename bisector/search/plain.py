@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from bisector.gitrepo import BisectSession, GitRepo
+from bisector.gitrepo import BisectSession, GitFailure, GitRepo
 from bisector.report.model import SearchSummary
 from bisector.search.ahead import next_candidates
 from bisector.search.base import Found, Job, SearchRange
@@ -47,10 +47,7 @@ class GitBisectSearch:
         if not inside or k <= 0:
             return []
         if k == 1:  # git's own first pick, exactly (a guess that misses wastes a build)
-            pick = self.repo.bisect_midpoint(
-                whole.bad, [whole.good], first_parent=whole.first_parent, paths=self.paths
-            )
-            picks = [pick] if pick else []
+            picks = self._git_picks(whole.bad, [whole.good], whole.first_parent)
         else:  # SplitStrategy's first picks: it splits git's list of every commit left
             walked = self.repo.rev_list(whole.good, whole.bad, paths=self.paths)
             inside = [c for c in walked if c != whole.bad]
@@ -112,16 +109,27 @@ class GitBisectSearch:
         a merge on the walked chain, the next pick is the first inside its branch."""
         out: list[str] = []
         for bad, good in ((pick, goods), (bad_end, [*goods, pick])):
-            nxt = self.repo.bisect_midpoint(
-                bad, good, first_parent=within.first_parent, paths=self.paths
-            )
-            if nxt is None and within.chain and bad != within.merge:
-                info = self.repo.info(bad)
+            nxt = self._git_picks(bad, good, within.first_parent)
+            if not nxt and within.chain and bad != within.merge:
+                try:
+                    info = self.repo.info(bad)
+                except GitFailure:
+                    continue
                 if info.is_merge:
-                    nxt = self.repo.bisect_midpoint(bad, [info.parents[0]], paths=self.paths)
-            if nxt is not None:
-                out.append(nxt)
+                    nxt = self._git_picks(bad, [info.parents[0]], False)
+            out += nxt
         return list(dict.fromkeys(out))
+
+    def _git_picks(self, bad: str, goods: list[str], first_parent: bool) -> list[str]:
+        """git's pick between `goods` and `bad` as a list ([] when none, or when git fails:
+        a guess at a build to make ahead must never stop the run)."""
+        try:
+            pick = self.repo.bisect_midpoint(
+                bad, goods, first_parent=first_parent, paths=self.paths
+            )
+        except GitFailure:
+            return []
+        return [pick] if pick else []
 
     def _decided(self, commit: str) -> bool:
         """Whether the journaled runs of `commit` decide its verdict without another run."""

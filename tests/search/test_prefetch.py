@@ -13,6 +13,7 @@ import pytest
 from bisector.backends.base import Candidate, PrefetchBuilds
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BuildError
+from bisector.gitrepo import GitFailure, GitRepo
 from bisector.report import Report
 from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
@@ -183,3 +184,17 @@ def test_the_guesses_are_the_picks_so_no_search_build_waits(tmp_path: Path, para
     # Every search run took its build from a prefetch (this backend's cache holds a build
     # for one use: the confirmation builds again).
     assert set(search) <= set(backend.cache_hits), (search, backend.cache_hits)
+
+
+def test_git_failing_to_guess_the_next_picks_only_costs_the_builds_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fails(*_args: object, **_kwargs: object) -> str:
+        raise GitFailure("git rev-list failed: fatal: bad object")
+
+    monkeypatch.setattr(GitRepo, "bisect_midpoint", fails)
+    built, backend, report, _out = _run(tmp_path, [2] * 9 + [40] * 8)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[9]
+    assert report.confirmed
+    # Nothing was guessed: only the bad endpoint (the next job in its batch) was built ahead.
+    assert set(backend.cache_hits) <= {built.mainline[-1]}
