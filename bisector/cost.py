@@ -22,8 +22,9 @@ cluster exists from launch to the end of teardown: cluster-hours are the sum of
 that over evaluations. `setup` is paid once per bisection in wall time (e.g. the gce
 base cluster; a base cluster kept up is up for the whole wall time, not counted here).
 Wall time is rounds x (build + cluster time): K slots run side by side. Early
-verdicts shorten a bad evaluation's warmup to `early_bad_s`; prefetched builds
-hide a build behind the previous warmup (`prefetch_hit` of them).
+verdicts shorten a bad evaluation's warmup to `early_bad_s`, early good verdicts
+(`[run] early_good`) a good one's to `early_good_s`; prefetched builds hide a build
+behind the previous warmup (`prefetch_hit` of them).
 """
 
 from __future__ import annotations
@@ -142,17 +143,26 @@ def cost(
     price_per_cluster_hour: float | None = None,
     bad_share: float = 0.0,
     early_bad_s: float | None = None,
+    early_good_s: float | None = None,
     prefetch_hit: float = 0.0,
 ) -> Cost:
     """Wall time, cluster time and money of `expected` evaluations with `phases`.
 
     `bad_share`: the share of evaluations that are bad (about half in a bisection);
-    with `early_bad_s` (early verdicts) their warmup lasts that long. `prefetch_hit`:
-    the share of builds hidden behind an earlier warmup (0: none, 1: all but the first).
+    with `early_bad_s` (early verdicts) their warmup lasts that long. `early_good_s`:
+    the warmup of a good evaluation when early good verdicts are on (`[run]
+    early_good`: a good search run may end at about twice the time the bad endpoint
+    took to pass the threshold); it applies to the other (1 - bad_share) evaluations.
+    Like `early_bad_s`, the model does not tell endpoint and confirmation runs (which
+    always warm up in full) from search runs: every good evaluation is counted as a
+    search run, so with early good verdicts on, this is a lower bound on the warmup.
+    Either is capped at the full warmup. `prefetch_hit`: the share of builds hidden
+    behind an earlier warmup (0: none, 1: all but the first).
     """
-    warmup = phases.warmup_s
-    if early_bad_s is not None:
-        warmup = (1 - bad_share) * phases.warmup_s + bad_share * min(early_bad_s, phases.warmup_s)
+    full = phases.warmup_s
+    good_warmup = full if early_good_s is None else min(early_good_s, full)
+    bad_warmup = full if early_bad_s is None else min(early_bad_s, full)
+    warmup = (1 - bad_share) * good_warmup + bad_share * bad_warmup
     per = replace(phases, warmup_s=warmup)
     build = phases.build_s * (1 - prefetch_hit)
     wall = phases.setup_s + expected.rounds * (build + per.cluster_s)

@@ -1,4 +1,8 @@
-"""What `--dry-run` prints: range size, the cost model's evaluations, rounds, time, money."""
+"""What `--dry-run` prints: range size, the cost model's evaluations, rounds, time, money.
+
+`estimate` is the one way a run's settings become the cost model's figures: `--dry-run`
+prints it before a run and the report shows it beside what the run used.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from pathlib import Path
 from bisector.backends.base import Backend, Candidate
 from bisector.bisection.start import prepare_bisection
 from bisector.cost import Cost, Expected, Phases, SearchShape, cost, expected_search, phases_for
+from bisector.durations import format_duration
+from bisector.gitrepo import GitRepo
 from bisector.search.decide import MajorityRule
 from bisector.settings import RunSettings
 
@@ -48,9 +54,34 @@ def expected_evaluations(range_size: int, runs_per_commit: int, descent_size: fl
     return expected_search(shape).evaluations
 
 
-def plan_bisection(settings: RunSettings, backend: Backend | None = None) -> Plan:
-    prepared = prepare_bisection(settings, backend=backend)
-    repo, good, bad = prepared.repo, prepared.good, prepared.bad
+@dataclass(frozen=True)
+class Estimate:
+    """The cost model's figures for one run's settings and range."""
+
+    shape: SearchShape
+    expected: Expected
+    phases: Phases | None  # None: no phase durations known for the backend
+    cost: Cost | None  # None without phases: evaluations and rounds only
+    basis: str  # where the phase durations come from, or why there are none
+
+
+def phases_basis(settings: RunSettings) -> str:
+    """Where `phases_for` takes a run's phase durations from (said next to the figures)."""
+    if settings.estimate_s is not None:
+        given = f"[run] estimate {format_duration(settings.estimate_s)}"
+        if settings.backend == "sim":
+            return f"{given}, all of it simulated warmup"
+        return f"{given} per evaluation, split as in the 2017 kubemark job"
+    if settings.backend == "gce":
+        return "the 2017 kubemark job's phases (ci-kubernetes-kubemark-gce-scale)"
+    return (
+        f"no phase durations for the {settings.backend} backend: "
+        "set [run] estimate to one evaluation's time"
+    )
+
+
+def estimate(settings: RunSettings, repo: GitRepo, good: str, bad: str) -> Estimate:
+    """The cost model applied to `settings` and the range good..bad (resolved commits)."""
     size = len(repo.rev_list(good, bad, first_parent=settings.first_parent, paths=settings.paths))
     descent = 1.0
     if settings.first_parent and size:
@@ -64,19 +95,26 @@ def plan_bisection(settings: RunSettings, backend: Backend | None = None) -> Pla
     costed = None
     if phases is not None:
         costed = cost(expected, phases, price_per_cluster_hour=settings.price_per_cluster_hour)
+    return Estimate(shape, expected, phases, costed, phases_basis(settings))
+
+
+def plan_bisection(settings: RunSettings, backend: Backend | None = None) -> Plan:
+    prepared = prepare_bisection(settings, backend=backend)
+    model = estimate(settings, prepared.repo, prepared.good, prepared.bad)
+    costed = model.cost
     layout = prepared.layout
     # The run's first evaluation is the good endpoint's, in slot 0: show exactly its commands.
-    sample = Candidate(good, layout.slot_worktree(0), layout.eval_dir(1, good))
+    sample = Candidate(prepared.good, layout.slot_worktree(0), layout.eval_dir(1, prepared.good))
     return Plan(
-        good,
-        bad,
-        size,
-        expected.evaluations,
+        prepared.good,
+        prepared.bad,
+        model.shape.range_size,
+        model.expected.evaluations,
         None if costed is None else costed.wall_s,
         prepared.backend.plan(sample),
         layout.root,
-        shape,
-        expected,
-        phases,
+        model.shape,
+        model.expected,
+        model.phases,
         costed,
     )

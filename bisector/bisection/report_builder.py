@@ -6,7 +6,9 @@ import re
 from pathlib import Path
 
 from bisector.bisection.endpoints import Endpoints
+from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
+from bisector.bisection.usage import cost_summary
 from bisector.report.model import (
     Culprit,
     Endpoint,
@@ -152,6 +154,14 @@ def build_report(
         for r in b.journal.records
         if isinstance(r, TeardownFailed) and r.eval_dir in still_open
     ]
+    # The model's figures from the same function and settings `--dry-run` uses, beside
+    # what this run's own measurements used (the cached ones were paid for before).
+    costs = cost_summary(
+        estimate(s, repo, b.good, b.bad),
+        list(b.journal.own),
+        sum(1 for m in ordered if m.id in cached),
+        s.price_per_cluster_hour,
+    )
     return Report(
         status=_status(found),
         culprit=culprit,
@@ -177,4 +187,5 @@ def build_report(
         marks=marks,
         teardown_failures=failures,
         remote=remote,
+        cost=costs,
     )

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from html import escape
 
+from bisector.report.costs import (
+    MEASURED_HEADER,
+    MODEL_HEADER,
+    NO_ESTIMATE,
+    cost_notes,
+    cost_rows,
+)
 from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
@@ -36,6 +44,7 @@ table{border-collapse:collapse;width:100%;margin:.4em 0}
 th,td{text-align:left;vertical-align:top;padding:3px 7px;border-bottom:1px solid #e3e3e3}
 th{background:#f6f6f6;font-weight:600}td.num{text-align:right;white-space:nowrap}
 tr.culprit td{background:#fdecea}tr.parent td{background:#eef7ee}
+table.cost{width:auto;min-width:34em}table.cost th+th{text-align:right}
 .good{color:#2e7d32;font-weight:600}.bad{color:#c62828;font-weight:600}
 .skip{color:#616161;font-weight:600}.muted{color:#666}.small{font-size:12px}
 pre.out{background:#f6f6f6;border-left:3px solid #9e9e9e;padding:.4em .7em;margin:.3em 0;
@@ -209,6 +218,31 @@ def _gun(report: Report, gun: SmokingGun) -> str:
     return "".join(parts)
 
 
+def _code_spans(text: str) -> str:
+    """`command` in an (escaped) note, as Markdown shows it: code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", text)
+
+
+def _cost(report: Report) -> str:
+    if report.cost is None:
+        return ""
+    body = "".join(
+        f"<tr><td>{escape(r.label)}</td>"
+        f'<td class="num{" muted" if r.model == NO_ESTIMATE else ""}">{escape(r.model)}</td>'
+        f'<td class="num"><strong>{escape(r.measured)}</strong></td></tr>'
+        for r in cost_rows(report.cost)
+    )
+    notes = "".join(
+        f"<li>{_code_spans(escape(n))}</li>" for n in cost_notes(report.cost, report.backend)
+    )
+    return (
+        "<h2>Cost: the model's expectation and what the run used</h2>"
+        f'<table class="cost"><tr><th></th><th>{escape(MODEL_HEADER)}</th>'
+        f"<th>{escape(MEASURED_HEADER)}</th></tr>{body}</table>"
+        f'<ul class="facts small">{notes}</ul>'
+    )
+
+
 def _timeline(report: Report) -> str:
     rows: list[list[str]] = []
     culprit = report.culprit.commit if report.culprit else ""
@@ -279,5 +313,5 @@ def render_html(report: Report, gun: SmokingGun) -> str:
         f'<h1>bisector report</h1>{_teardown(report)}<div class="status {state}">'
         f"{escape(headline(report))}</div>"
         f"{_culprit(report)}{_evidence(report)}{_range_plot(report)}{_gun(report, gun)}"
-        f"{_timeline(report)}{_details(report)}</body></html>\n"
+        f"{_cost(report)}{_timeline(report)}{_details(report)}</body></html>\n"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisector.report.costs import MEASURED_HEADER, MODEL_HEADER, cost_notes, cost_rows
 from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
@@ -157,6 +158,21 @@ def _gun(gun: SmokingGun) -> list[str]:
     return lines
 
 
+def _cost(report: Report) -> list[str]:
+    if report.cost is None:
+        return []
+    rows = [[r.label, r.model, r.measured] for r in cost_rows(report.cost)]
+    notes = [f"- {esc(note)}" for note in cost_notes(report.cost, report.backend)]
+    return [
+        "## Cost: the model's expectation and what the run used",
+        "",
+        *table(["", MODEL_HEADER, MEASURED_HEADER], rows),
+        "",
+        *notes,
+        "",
+    ]
+
+
 def _timeline(report: Report) -> list[str]:
     rows = []
     for r in timeline_rows(report):
@@ -208,6 +224,7 @@ def render_markdown(report: Report, gun: SmokingGun) -> str:
         *_culprit(report),
         *_evidence(report),
         *_gun(gun),
+        *_cost(report),
         *_timeline(report),
         *_details(report),
     ]

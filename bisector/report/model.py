@@ -28,6 +28,23 @@ report.json, version 2 (version 1's keys kept, new keys added):
     teardown_failures [{commit, eval_dir, error}]  what may still be running
     remote        the repository's GitHub URL (https://github.com/OWNER/REPO) or null
     bisect_log    `git bisect log` of the last session
+    cost          what the cost model (bisector.cost, as `--dry-run` prints it) expected
+                  beside what the run used, or null (a report written before it existed):
+                  {price_per_cluster_hour,
+                   model: {evaluations, rounds, basis, phases: {build_s, launch_s,
+                           warmup_s, collect_s, teardown_s, setup_s} | null,
+                           wall_s, cluster_s, cluster_hours, money},
+                   measured: {evaluations, reused, wall_s, cluster_s, cluster_hours,
+                              counted_whole, money}}
+                  model: from the run's settings and range before any measurement;
+                  phases null (and wall_s, cluster_s, cluster_hours, money null): the model
+                  has no phase durations for the backend, `basis` says why.
+                  measured: evaluations this run made (skips too; `reused`: measurements
+                  of earlier runs taken from the cache, which cost nothing here); wall_s:
+                  time while at least one evaluation ran; cluster_s: each evaluation's time
+                  from its first launch command to the end of its teardown (counted_whole:
+                  evaluations without a launch log, counted from their start, build
+                  included); money null without a price.
 """
 
 from __future__ import annotations
@@ -199,6 +216,67 @@ class TeardownFailure:
     error: str
 
 
+@dataclass(frozen=True)
+class ModelPhases:
+    """One evaluation's phase durations in the cost model (seconds)."""
+
+    build_s: float
+    launch_s: float
+    warmup_s: float
+    collect_s: float
+    teardown_s: float
+    setup_s: float  # once per bisection (a base cluster)
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """What the cost model expected from the run's settings, before any measurement."""
+
+    evaluations: int
+    rounds: int
+    basis: str  # where the phase durations come from, or why there are none
+    phases: ModelPhases | None  # None: no phase durations for the backend: no time figures
+    wall_s: float | None
+    cluster_s: float | None
+    cluster_hours: float | None
+    money: float | None  # None: no price, or no phases
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ModelCost:
+        phases = data.get("phases")
+        values = dict(data)
+        values["phases"] = _build(ModelPhases, phases) if phases else None
+        return _build(cls, values)
+
+
+@dataclass(frozen=True)
+class MeasuredCost:
+    """What the run used, from its measurements (see the module docstring for each figure)."""
+
+    evaluations: int  # made by this run, skips too
+    reused: int  # measurements of earlier runs used from the cache: no cost in this run
+    wall_s: float  # while at least one evaluation ran
+    cluster_s: float  # launch to the end of teardown, summed over evaluations
+    cluster_hours: float
+    counted_whole: int  # evaluations without a launch log: counted whole, build included
+    money: float | None  # None: no price given
+
+
+@dataclass(frozen=True)
+class CostSummary:
+    price_per_cluster_hour: float | None
+    model: ModelCost
+    measured: MeasuredCost
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CostSummary:
+        return cls(
+            price_per_cluster_hour=data.get("price_per_cluster_hour"),
+            model=ModelCost.from_json(data["model"]),
+            measured=_build(MeasuredCost, data["measured"]),
+        )
+
+
 @dataclass
 class Report:
     status: str  # found, inconclusive, unsure
@@ -225,6 +303,7 @@ class Report:
     marks: list[Mark] = field(default_factory=list)
     teardown_failures: list[TeardownFailure] = field(default_factory=list)
     remote: str | None = None
+    cost: CostSummary | None = None  # None: a report written before the cost section
     version: int = REPORT_VERSION
 
     @property
@@ -264,6 +343,7 @@ class Report:
                 _build(TeardownFailure, t) for t in data.get("teardown_failures", [])
             ],
             remote=data.get("remote"),
+            cost=CostSummary.from_json(data["cost"]) if data.get("cost") else None,
             version=data.get("version", 1),
         )
 

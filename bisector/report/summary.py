@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bisector.report.costs import cost_summary_lines
 from bisector.report.facts import (
     confidence_text,
     measured_runs_text,
@@ -78,6 +79,8 @@ def summary_lines(report: Report) -> list[str]:
     for mark in report.marks:
         note = f" ({mark.note})" if mark.note else ""
         lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}")
+    if report.cost is not None:
+        lines += cost_summary_lines(report.cost)
     run_dir = Path(report.run_dir)
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return lines

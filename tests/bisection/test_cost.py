@@ -76,6 +76,23 @@ def test_cost_of_phases_cluster_hours_and_money() -> None:
     assert KUBEMARK_2017.evaluation_s == 79 * 60  # 30 + 12 + 30 + 2 + 5 minutes
 
 
+def test_early_good_shortens_the_good_share_of_warmups_only() -> None:
+    phases = Phases(build_s=1800, launch_s=720, warmup_s=1800, collect_s=120, teardown_s=300)
+    plain = cost(Expected(8, 8), phases, bad_share=0.25)
+    # Three quarters of the evaluations are good: their warmup lasts 600 s, not 1800 s.
+    good = cost(Expected(8, 8), phases, bad_share=0.25, early_good_s=600)
+    assert good.cluster_s == plain.cluster_s - 8 * 0.75 * (1800 - 600)
+    assert good.wall_s == plain.wall_s - 8 * 0.75 * (1800 - 600)
+    both = cost(Expected(8, 8), phases, bad_share=0.25, early_bad_s=300, early_good_s=600)
+    assert both.cluster_s == 8 * (2940 - 0.75 * (1800 - 600) - 0.25 * (1800 - 300))
+    # Capped at the warmup: an early good later than the warmup's end saves nothing.
+    assert cost(Expected(8, 8), phases, bad_share=0.25, early_good_s=7200) == plain
+    # Off (None) is the model without early good verdicts, whatever bad_share says.
+    assert cost(Expected(8, 8), phases, bad_share=0.25, early_bad_s=300).cluster_s == (
+        8 * (2940 - 0.25 * (1800 - 300))
+    )
+
+
 @pytest.mark.parametrize(
     ("flags", "mode"),
     [

@@ -7,12 +7,16 @@ import os
 from pathlib import Path
 
 from bisector.report.model import (
+    CostSummary,
     Culprit,
     Endpoint,
     Evaluation,
     LogWindow,
     Mark,
+    MeasuredCost,
     MergeRef,
+    ModelCost,
+    ModelPhases,
     ParentResult,
     Report,
     SearchSummary,
@@ -103,6 +107,32 @@ def evaluation(n: int, commit: str, phase: str, value: float | None, **kw: objec
     return Evaluation(**fields)  # type: ignore[arg-type]
 
 
+# The cost model's figures for a gce-like run (the 2017 job's phases, 8 evaluations) at
+# 4.0 per cluster-hour, beside what 10 evaluations (1 more reused) used.
+SAMPLE_COST = CostSummary(
+    price_per_cluster_hour=4.0,
+    model=ModelCost(
+        evaluations=8,
+        rounds=8,
+        basis="the 2017 kubemark job's phases (ci-kubernetes-kubemark-gce-scale)",
+        phases=ModelPhases(1800.0, 720.0, 1800.0, 120.0, 300.0, 900.0),
+        wall_s=900.0 + 8 * 4740.0,
+        cluster_s=8 * 2940.0,
+        cluster_hours=8 * 2940.0 / 3600,
+        money=26.13,
+    ),
+    measured=MeasuredCost(
+        evaluations=10,
+        reused=1,
+        wall_s=8 * 3600.0 + 1500.0,
+        cluster_s=5.5 * 3600,
+        cluster_hours=5.5,
+        counted_whole=0,
+        money=22.0,
+    ),
+)
+
+
 def sample_report(
     run_dir: Path, *, remote: str | None = "https://github.com/kubernetes/kubernetes"
 ) -> Report:
@@ -174,4 +204,5 @@ def sample_report(
             TeardownFailure(culprit, str(run_dir / "evals/009"), "kind delete cluster: exit 1")
         ],
         remote=remote,
+        cost=SAMPLE_COST,
     )
