@@ -94,8 +94,27 @@ def estimate(settings: RunSettings, repo: GitRepo, good: str, bad: str) -> Estim
     )
     costed = None
     if phases is not None:
-        costed = cost(expected, phases, price_per_cluster_hour=settings.price_per_cluster_hour)
+        costed = cost(
+            expected,
+            phases,
+            price_per_cluster_hour=settings.price_per_cluster_hour,
+            prefetch_hit=prefetch_share(settings),
+        )
     return Estimate(shape, expected, phases, costed, phases_basis(settings))
+
+
+def prefetch_share(settings: RunSettings) -> float:
+    """The share of builds `[run] prefetch_builds` hides behind a running cluster.
+
+    The builds ahead are git's own next picks (bisector.search.plain): with K slots a
+    round can leave K + 1 parts of K picks each, so K(K + 1) builds ahead cover every
+    outcome; fewer cover that share of them. Warmups stay whole in the model: how early
+    a run ends depends on the regression, which no setting tells beforehand.
+    """
+    if settings.prefetch_builds <= 0:
+        return 0.0
+    k = max(1, settings.search.parallel)
+    return min(1.0, settings.prefetch_builds / (k * (k + 1)))
 
 
 def plan_bisection(settings: RunSettings, backend: Backend | None = None) -> Plan:

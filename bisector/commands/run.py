@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from bisector.bisection.pipeline import run_bisection
-from bisector.bisection.plan import Plan, plan_bisection
+from bisector.bisection.plan import Plan, plan_bisection, prefetch_share
 from bisector.config import Section, load_config
 from bisector.cost import evaluation_s
 from bisector.durations import format_duration
@@ -93,6 +93,15 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
     if costed.money is not None:
         hours += f"; cost: {costed.money:.2f} at {settings.price_per_cluster_hour:g} per hour"
     lines.append(hours)
+    if settings.prefetch_builds:
+        share = prefetch_share(settings)
+        lines.append(f"builds ahead ({settings.prefetch_builds}): {share:.0%} of builds hidden")
+    if settings.check_every_s is not None:
+        verdicts = "bad and good" if settings.early_good else "bad"
+        lines.append(
+            f"early {verdicts} verdicts on: warmups are counted whole here, the run can only "
+            "be shorter"
+        )
     return lines
 
 

@@ -152,3 +152,33 @@ def test_the_eta_unit_is_the_cost_models_evaluation_time() -> None:
     assert phases is not None and given == phases.evaluation_s
     assert given is not None and abs(given - 600.0) < 1e-6  # scaled to [run] estimate
     assert evaluation_s(backend="local", warmup_s=60.0, estimate_s=None) is None
+
+
+@pytest.mark.parametrize(("parallel", "builds", "share"), [(1, 2, 1.0), (2, 6, 1.0), (2, 3, 0.5)])
+def test_dry_run_hides_the_builds_made_ahead_and_says_warmups_are_whole(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    parallel: int,
+    builds: int,
+    share: float,
+) -> None:
+    built = build_repo(tmp_path / "repo", [1] * 33)
+    run = {"estimate": "1h19m", "prefetch_builds": builds, "check_every": "2m", "early_good": True}
+    config = write_local_config(tmp_path / "cfg", run=run).config
+    settings = settings_for(
+        config, good=built.mainline[0], bad=built.mainline[-1], repo=built.path, parallel=parallel
+    )
+    assert dry_run(settings) == 0
+    out = capsys.readouterr().out
+    expected = expected_search(SearchShape(32, parallel=parallel))
+    phases = Phases(
+        build_s=4740 * 30 / 49,
+        launch_s=4740 * 12 / 49,
+        collect_s=4740 * 2 / 49,
+        teardown_s=4740 * 5 / 49,
+    )
+    ahead = cost(expected, phases, prefetch_hit=share)
+    assert ahead.wall_s < cost(expected, phases).wall_s
+    assert f"estimated wall time: {format_duration(ahead.wall_s)}\n" in out
+    assert f"builds ahead ({builds}): {share:.0%} of builds hidden" in out
+    assert "early bad and good verdicts on: warmups are counted whole here" in out
