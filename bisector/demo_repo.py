@@ -147,7 +147,11 @@ def create_demo_repo(
     culprit_at = rng.randint(prs // 3, 2 * prs // 3)
     # A stretch of mainline that does not build, far enough from the culprit that the
     # merges around the culprit's are all measurable.
-    broken_at = rng.choice([k for k in range(2, prs - 2) if abs(k - culprit_at) > 4])
+    far = [k for k in range(2, prs - 2) if abs(k - culprit_at) > 4]
+    # A short history may have no such stretch: then the farthest one.
+    broken_at = (
+        rng.choice(far) if far else max(range(2, prs - 2), key=lambda k: abs(k - culprit_at))
+    )
     inner_broken = set(
         rng.sample([k for k in range(prs) if k not in (culprit_at, broken_at, broken_at + 1)], 3)
     )

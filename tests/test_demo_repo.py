@@ -92,3 +92,10 @@ def test_demo_config_uses_the_sim_backend(demo: DemoRepo) -> None:
     config = tomllib.loads(demo_config(demo))
     assert config["run"]["backend"] == "sim" and config["run"]["metric"] == "conflicts"
     assert config["backends"]["sim"] == {"profile": PROFILE_PATH, "nodes": 3000, "seed": 5}
+
+
+def test_the_shortest_history_allowed_builds_for_any_seed(tmp_path: Path) -> None:
+    # 12 PRs with seed 1: no stretch of mainline was more than 4 merges from the culprit's,
+    # and choosing where the unbuildable one goes raised IndexError.
+    demo = create_demo_repo(tmp_path / "short", nodes=3000, seed=1, prs=12)
+    assert demo.culprit and demo.unbuildable
