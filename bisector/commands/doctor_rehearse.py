@@ -142,6 +142,10 @@ def scratch_clone(repo: Path, into: Path, what: str) -> str:
     return commit
 
 
+def _uncommitted(repo: Path) -> bool:
+    return bool(_git(repo, "--repo", "status", "--porcelain", "--untracked-files=no"))
+
+
 def _git(cwd: Path, what: str, *args: str) -> str:
     try:
         return proc.run(["git", *args], cwd=cwd, timeout=_GIT_TIMEOUT_S).stdout.strip()
@@ -228,6 +232,11 @@ def run_rehearsal(section: Section, repo: Path, *, keep: bool) -> Outcome:
             f"rehearsal of {section.file} with {repo} at {commit[:12]} (a scratch clone of its "
             "HEAD) on the GCE twin: the real gcloud, gsutil, docker, kubectl are out of reach"
         )
+        if _uncommitted(repo):
+            typer.echo(
+                f"note     {repo} has uncommitted changes: the rehearsal runs its HEAD "
+                "commit, as `bisector run` runs commits; commit to rehearse them"
+            )
         if dropped:
             typer.echo(
                 f"note     [backends.gce.env] {', '.join(dropped)}: not passed to the scripts "
@@ -238,7 +247,7 @@ def run_rehearsal(section: Section, repo: Path, *, keep: bool) -> Outcome:
             try:
                 result = rehearse(rehearsed, checkout, twin_dir)
             except BisectorError as exc:  # refused by the backend, e.g. a placeholder project
-                outcome = _refused(exc, Home(twin_dir))
+                outcome = _refused(exc, Home(twin_dir), traces_in_home(scratch / "home"))
             else:
                 took = time.monotonic() - started
                 traces = traces_in_home(scratch / "home")
@@ -256,11 +265,13 @@ def run_rehearsal(section: Section, repo: Path, *, keep: bool) -> Outcome:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _refused(exc: BisectorError, home: Home) -> Outcome:
+def _refused(exc: BisectorError, home: Home, traces: list[str]) -> Outcome:
     lines = [f"FAILED   config: {exc}"]
     left = home.load().leftovers()
     if left:
         lines.append(_left_line(left))
+    if traces:
+        lines.append(_traces_line(traces))
     lines.append("rehearsal FAILED: the gce backend refused the config")
     return Outcome(False, lines)
 
@@ -270,6 +281,14 @@ def _left_line(leftovers: dict[str, list[str]]) -> str:
     return (
         f"LEFT UP  after teardown the twin's project still holds {held}; "
         "a real project would go on billing these"
+    )
+
+
+def _traces_line(traces: list[str]) -> str:
+    return (
+        f"REAL TOOL? the rehearsal's empty HOME now holds {', '.join(traces[:5])}: a real "
+        "gcloud, gsutil or kubectl may have run (gcloud logs each call under "
+        "CLOUDSDK_CONFIG/logs); look for a script that calls one by its own path"
     )
 
 
@@ -331,11 +350,7 @@ def summarize(
     else:
         lines.append("ok       nothing billable left in the twin's project after teardown")
     if traces:
-        lines.append(
-            f"REAL TOOL? the rehearsal's empty HOME now holds {', '.join(traces[:5])}: a real "
-            "gcloud, gsutil or kubectl may have run (gcloud logs each call under "
-            "CLOUDSDK_CONFIG/logs); look for a script that calls one by its own path"
-        )
+        lines.append(_traces_line(traces))
     passed = result.ok and not left and first_failure is None and not traces
     took = f"in {format_duration(elapsed_s)}, {len(result.calls)} calls on the twin"
     if passed:

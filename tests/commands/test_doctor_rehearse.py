@@ -104,11 +104,13 @@ class StandIn:
         self.environ: dict[str, str] = {}
         self.heads: dict[str, str] = {}  # the checkouts' HEADs (gone once doctor returns)
         self.base_kube_up = ""
+        self.kube_up = ""
 
     def __call__(self, section: Section, checkout: Path, home_dir: Path) -> Rehearsal:
         self.section, self.checkout, self.home_dir = section, checkout, home_dir
         self.environ = dict(os.environ)
         self.heads["checkout"] = _git(checkout, "rev-parse", "HEAD")
+        self.kube_up = (checkout / "cluster" / "kube-up.sh").read_text()
         if "base_checkout" in section:
             base = Path(section.get_str("base_checkout"))
             self.heads["base"] = _git(base, "rev-parse", "HEAD")
@@ -280,6 +282,19 @@ def test_a_config_the_backend_cannot_read_is_not_rehearsed(
     assert "`backends.gce.zoen` is not a known setting" in out
     assert "rehearsal not run: fix the config problem above first" in out
     assert stand_in.home_dir is None
+
+
+def test_uncommitted_changes_are_not_rehearsed_and_it_says_so(
+    monkeypatch: pytest.MonkeyPatch, kube: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (kube / "cluster" / "kube-up.sh").write_text("#!/bin/sh\necho edited\n")
+    stand_in = _stand_in(monkeypatch, _measured)
+    assert doctor(None, config, rehearse=True, repo=kube) == DoctorExit.READY
+    assert stand_in.heads["checkout"] == _git(kube, "rev-parse", "HEAD")
+    assert stand_in.kube_up == "#!/bin/sh\nexit 0\n"  # the committed script, not the edit
+    assert f"note     {kube} has uncommitted changes: the rehearsal runs its HEAD" in (
+        capsys.readouterr().out
+    )
 
 
 def test_a_placeholder_project_is_refused_before_any_script_runs(
