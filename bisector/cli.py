@@ -168,12 +168,12 @@ def doctor_cmd(
         ),
     ] = False,
     repo: Annotated[
-        Path,
+        Path | None,
         typer.Option(
             metavar="DIR",
-            help="Kubernetes checkout to rehearse (its HEAD, in a scratch clone).",
+            help="Kubernetes checkout to rehearse: its HEAD, in a scratch clone (default: .).",
         ),
-    ] = Path(),
+    ] = None,
     keep: Annotated[
         bool,
         typer.Option(

@@ -51,6 +51,8 @@ def doctor(
     info = backend_info(backend) if backend is not None else None
     if rehearse:
         _can_rehearse(info, config)
+    elif repo is not None or keep:
+        raise BisectorError("--repo and --keep are options of --rehearse; add --rehearse")
     report = Report()
     config_ok = True
     names = info.tools if info else tuple(TOOLS)

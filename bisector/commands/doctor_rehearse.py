@@ -94,6 +94,9 @@ def guard_env(scratch: Path, environ: Mapping[str, str]) -> dict[str, str | None
     }
     changes.update(
         HOME=str(home),
+        # The scripts' mktemp -d (KUBE_TEMP): an interrupted script leaves its directory
+        # in the scratch, which goes with it.
+        TMPDIR=str(scratch / "tmp"),
         CLOUDSDK_CONFIG=str(home / ".config" / "gcloud"),
         # google-auth (google/auth/environment_vars.py): where the GCE metadata server is.
         GCE_METADATA_HOST=_CLOSED_PORT,
@@ -220,6 +223,7 @@ def run_rehearsal(section: Section, repo: Path, *, keep: bool) -> Outcome:
     scratch = Path(tempfile.mkdtemp(prefix="bisector-rehearsal-"))
     try:
         (scratch / "home" / ".config" / "gcloud").mkdir(parents=True)
+        (scratch / "tmp").mkdir()
         checkout = scratch / "kubernetes"
         commit = scratch_clone(repo, checkout, "--repo")
         base = None

@@ -383,6 +383,7 @@ def test_real_credentials_and_tool_paths_are_out_of_reach_while_it_runs(
     scratch = stand_in.home_dir.parent
     env = stand_in.environ
     assert env["HOME"] == str(scratch / "home")
+    assert env["TMPDIR"] == str(scratch / "tmp")
     assert env["CLOUDSDK_CONFIG"] == str(scratch / "home" / ".config" / "gcloud")
     for name in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CORE_ACCOUNT", "KUBECTL_PATH",
                  "KUBECONFIG", "DOCKER_CONFIG", "BOTO_CONFIG"):  # fmt: skip
@@ -537,6 +538,18 @@ def test_rehearse_without_a_gce_config_is_one_line_exit_2(
     assert captured.err.startswith(f"bisector: error: {line}")
     assert len(captured.err.splitlines()) == 1 and "Traceback" not in captured.err
     assert captured.out == ""  # said before any check runs
+
+
+@pytest.mark.parametrize("args", [["--repo", "."], ["--keep"]])
+def test_rehearsal_options_without_rehearse_are_one_line_exit_2(
+    args: list[str], config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["doctor", "--config", str(config), *args])
+    assert info.value.code == DoctorExit.USAGE
+    assert capsys.readouterr().err == (
+        "bisector: error: --repo and --keep are options of --rehearse; add --rehearse\n"
+    )
 
 
 def test_a_local_config_says_rehearsal_is_for_gce_only(
