@@ -156,10 +156,36 @@ def doctor_cmd(
     config: Annotated[
         Path | None, typer.Option(metavar="FILE", help="Config file to validate.")
     ] = None,
+    rehearse: Annotated[
+        bool,
+        typer.Option(
+            "--rehearse",
+            help="gce only: then run one whole evaluation of the config (kube-up, build, "
+            "start-kubemark, log copy, stop-kubemark, kube-down) with the --repo checkout's "
+            "real scripts on the GCE twin, a stand-in for GCE: no real cloud call, nothing "
+            "billed. Says the first failing stage, calls the twin does not model, and what "
+            "is left up.",
+        ),
+    ] = False,
+    repo: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Kubernetes checkout to rehearse: its HEAD, in a scratch clone (default: .).",
+        ),
+    ] = None,
+    keep: Annotated[
+        bool,
+        typer.Option(
+            "--keep",
+            help="Keep the rehearsal's directory (every twin call, the twin's state, the "
+            "scripts' checkout) and print where; it is removed otherwise.",
+        ),
+    ] = False,
 ) -> int:
     from bisector.commands.doctor import doctor
 
-    return doctor(backend, config)
+    return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep)
 
 
 @app.command(

@@ -69,6 +69,8 @@ class DoctorExit(IntEnum):
     READY = 0
     PROBLEMS = 1  # each printed with what to install or set
     USAGE = 2
+    # --rehearse: a stage failed on the twin, a call was unmodelled, or something was left
+    REHEARSAL_FAILED = 3
     INTERNAL = 70
     INTERRUPTED = 130
 
@@ -112,6 +114,7 @@ _MEANING = {
     "CLEAN": "nothing left up",
     "READY": "ready",
     "PROBLEMS": "problems found",
+    "REHEARSAL_FAILED": "the --rehearse run on the GCE twin did not pass",
 }
 
 TABLES: dict[str, type[IntEnum]] = {

@@ -3,7 +3,10 @@
 Checks the tools a backend runs (each with its own version command, through
 the one subprocess choke point), the credentials the gce backend needs, and the
 config file, and says for each problem what to install or set. Exit 0 when
-everything a backend needs is there, 1 otherwise.
+everything a backend needs is there, 1 otherwise. With `--rehearse` (gce only)
+it then runs one whole evaluation of the config on the GCE twin with a
+kubernetes checkout's real scripts (bisector.commands.doctor_rehearse); 3 when
+that rehearsal does not pass.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from bisector.backends.base import BackendContext
 from bisector.backends.registry import TOOLS, BackendInfo, Tool, backend_info
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
+from bisector.exitcodes import DoctorExit
 
 _TIMEOUT_S = 30.0
 
@@ -33,12 +37,24 @@ class Report:
         typer.echo(f"MISSING  {what}: {advice}")
 
 
-def doctor(backend: str | None, config: Path | None) -> int:
+def doctor(
+    backend: str | None,
+    config: Path | None,
+    *,
+    rehearse: bool = False,
+    repo: Path | None = None,
+    keep: bool = False,
+) -> int:
     root = load_config(config) if config is not None else None
     if backend is None and root is not None and "backend" in root.table("run"):
         backend = root.table("run").get_str("backend")
     info = backend_info(backend) if backend is not None else None
+    if rehearse:
+        _can_rehearse(info, config)
+    elif repo is not None or keep:
+        raise BisectorError("--repo and --keep are options of --rehearse; add --rehearse")
     report = Report()
+    config_ok = True
     names = info.tools if info else tuple(TOOLS)
     for name in names:
         _check_tool(TOOLS[name], report)
@@ -47,12 +63,43 @@ def doctor(backend: str | None, config: Path | None) -> int:
     if info is not None and info.name != "sim":
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
-            _check_backend_config(info, section, report)
+            config_ok = _check_backend_config(info, section, report)
         if root is not None or info.name == "gce":
             for finding in info.doctor(section):
                 (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
     typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
-    return 0 if not report.problems else 1
+    # (_can_rehearse made sure a rehearsal has its config)
+    if (
+        rehearse
+        and root is not None
+        and not _rehearsal_passed(root, repo or Path(), keep=keep, ok=config_ok)
+    ):
+        return int(DoctorExit.REHEARSAL_FAILED)
+    return int(DoctorExit.READY if not report.problems else DoctorExit.PROBLEMS)
+
+
+def _can_rehearse(info: BackendInfo | None, config: Path | None) -> None:
+    """One line and exit 2 for a rehearsal that cannot be: not gce, or no config."""
+    if info is None or info.name != "gce":
+        name = info.name if info else "sim (the default)"
+        raise BisectorError(
+            f"--rehearse exists for the gce backend only (the backend here is {name}); "
+            'drop --rehearse or rehearse a config with backend = "gce"'
+        )
+    if config is None:
+        raise BisectorError("--rehearse needs --config FILE: the gce config to rehearse")
+
+
+def _rehearsal_passed(root: Section, repo: Path, *, keep: bool, ok: bool) -> bool:
+    from bisector.commands.doctor_rehearse import run_rehearsal
+
+    if not ok:
+        typer.echo("rehearsal not run: fix the config problem above first")
+        return False
+    outcome = run_rehearsal(root.table("backends").table("gce"), repo, keep=keep)
+    for line in outcome.lines:
+        typer.echo(line)
+    return outcome.passed
 
 
 def _check_tool(tool: Tool, report: Report) -> None:
@@ -78,10 +125,11 @@ def _check_run_config(root: Section, report: Report) -> None:
         report.bad("config", str(exc))
 
 
-def _check_backend_config(info: BackendInfo, section: Section, report: Report) -> None:
+def _check_backend_config(info: BackendInfo, section: Section, report: Report) -> bool:
     try:
         info.create(BackendContext(section, Path(".bisector-doctor")))
     except BisectorError as exc:
         report.bad("config", str(exc))
-        return
+        return False
     report.ok("config", f"[backends.{info.name}] in {section.file}")
+    return True
