@@ -42,6 +42,7 @@ from bisector.backends.steps import (
 )
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
+from bisector.signals import held_during
 
 log = logging.getLogger("bisector.gce")
 
@@ -255,11 +256,14 @@ class GceBackend:
         try:
             self._start(up, down, "kube-up.sh")
             _private(config)
-        except LaunchError:
-            # Take the half-built base down now, so the slot's next launch starts clean;
-            # if that fails too, the record keeps it for `bisector cleanup`.
-            if run_step(down, check=False).code == 0:
-                self.record.remove(resource_id)
+        except BaseException:
+            # Failed, or interrupted (Ctrl-C, SIGTERM) mid kube-up: take the half-built base
+            # down now, to its end whatever signal arrives, so nothing is left up and the
+            # slot's next launch starts clean; if that fails too, the record keeps it for
+            # `bisector cleanup`.
+            with held_during("taking down the half-built base cluster"), proc.protected():
+                if run_step(down, check=False).code == 0:
+                    self.record.remove(resource_id)
             raise
         self._bases[slot] = checkout
 

@@ -408,6 +408,19 @@ def test_base_release_is_built_when_missing_and_failed_kube_up_is_taken_down(
     assert fake.lines[5:] == ["./cluster/kube-up.sh"]
 
 
+def test_interrupt_during_kube_up_takes_the_half_built_base_down(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    # Ctrl-C while kube-up.sh runs: the network, firewall rules, address and disk it made
+    # so far (seen on the twin) must not be left up until someone runs cleanup.
+    fake.on("kube-up.sh", raises=KeyboardInterrupt(), first=True)
+    backend = _backend(tmp_path, base, Sleeps())
+    with pytest.raises(KeyboardInterrupt):
+        backend.setup()
+    assert fake.lines[-2:] == ["./cluster/kube-up.sh", "./cluster/kube-down.sh"]
+    assert ResourceRecord(tmp_path / "run").ids() == []
+
+
 # -- facts of the 2017 scripts and CI jobs (each names its source) -------------------
 
 
