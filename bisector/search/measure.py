@@ -392,8 +392,21 @@ def evaluate_candidate(
                     tear_down(candidate)
             except InfraError as exc:
                 m.teardown_error = exc.reason
+                _teardown_failed(m, exc.reason)
         m.duration_s = round(time.monotonic() - start, 3)
     return m
+
+
+def _teardown_failed(m: Measurement, error: str) -> None:
+    """A teardown that failed makes the evaluation a skip: the cluster it measured may
+    still be up or half gone, so its log says nothing certain about the code; the value
+    stays in `metrics` for a person to read, never in `value`."""
+    if m.value is not None:
+        m.metrics.setdefault("value_before_teardown_failed", m.value)
+    m.value = None
+    m.stopped_early = None
+    m.early_verdict = None
+    m.reason = m.reason or f"teardown: {error}"
 
 
 def warm_up_watching(

@@ -123,7 +123,10 @@ def test_teardown_runs_on_interrupt(tmp_path: Path) -> None:
 def test_teardown_failure_is_recorded_not_raised(tmp_path: Path) -> None:
     backend = FakeBackend(fail="teardown")
     m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
-    assert m.value == 5 and m.teardown_error == "delete failed"
+    assert m.teardown_error == "delete failed"
+    # An infrastructure failure: a skip with the reason, the value kept only for reading.
+    assert m.value is None and m.reason == "teardown: delete failed"
+    assert m.metrics["value_before_teardown_failed"] == 5
 
 
 @pytest.mark.parametrize("error", [OSError(5, "Input/output error"), ValueError("bad chunk")])
