@@ -59,6 +59,7 @@ from bisector.search.measure import (
     WindowRule,
     evaluate_candidate,
     is_monotone,
+    looks_agree,
     onset,
     rescoring,
 )
@@ -191,7 +192,14 @@ class Evaluator:
         """
         if not self.settings.early_good:
             return None
-        onsets = [onset(m.trajectory, threshold) for m in bad_runs if m.value is not None]
+        measured = [m for m in bad_runs if m.value is not None]
+        if any(not looks_agree(m.trajectory, m.value) for m in measured if m.value is not None):
+            self.onset_s = None
+            return (
+                "early good verdicts off: a look at the bad endpoint's log read more than "
+                "its collected log (the peek read another file?)"
+            )
+        onsets = [onset(m.trajectory, threshold) for m in measured]
         if not onsets or any(o is None for o in onsets):
             self.onset_s = None
             return (

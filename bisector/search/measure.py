@@ -127,6 +127,21 @@ def onset(trajectory: list[list[float]], threshold: float) -> float | None:
     return None
 
 
+def looks_agree(trajectory: list[list[float]], final: float) -> bool:
+    """Whether the looks can all be of the run whose collected log reads `final`.
+
+    The metric only grows during a run: no look reads more than a later look or the
+    collected log. One that does read another file (a peek of a stale or mixed-up log),
+    and its onset would arm early good verdicts too soon.
+    """
+    later = final
+    for _elapsed, value in reversed(trajectory):
+        if value > later:
+            return False
+        later = value
+    return True
+
+
 # A log covering less than this share of what it should is cut short (a restarted
 # apiserver, a log rotated away): its counts are low for a reason that is not the code.
 MIN_COVERAGE = 0.5
