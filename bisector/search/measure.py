@@ -251,7 +251,7 @@ def _score(
         if ended.verdict == "good":
             m.stopped_early = f"{ended.reason}; the collected log has {value:g}: bad"
     elif ended is not None and ended.verdict == "good" and early is not None:
-        why_not = _early_good_problem(early, ended, value, m.span_s)
+        why_not = _early_good_problem(early, ended, value, m.span_s, rule.expected_s)
         if why_not is not None:
             m.reason = why_not
             return
@@ -266,20 +266,26 @@ def _score(
 
 
 def _early_good_problem(
-    early: EarlyStop, ended: EarlyEnd, value: float, span_s: float | None
+    early: EarlyStop, ended: EarlyEnd, value: float, span_s: float | None, whole_s: float = 0.0
 ) -> str | None:
-    """Why the collected log of a run stopped early as good cannot say good, if it cannot."""
+    """Why the collected log of a run stopped early as good cannot say good, if it cannot.
+
+    `whole_s`: what a whole run's log covers on the log's own clock (the endpoints'
+    logs); the time watched is read on that clock when it runs faster than the warmup's.
+    """
     if not early.good_so_far(value, ended.elapsed_s):
         return (
             f"stopped early as good after {format_duration(ended.elapsed_s)}, but the "
             f"collected log ({value:g}) is not on course to stay below the threshold"
         )
     # One look's worth of slack: the last look may have read a log a little behind.
-    needed = ended.elapsed_s - early.every_s
+    scale = max(1.0, whole_s / max(early.warmup_s, 1e-9))
+    needed = (ended.elapsed_s - early.every_s) * scale
     if span_s is None or span_s < needed:
         covered = "no time" if span_s is None else format_duration(span_s)
+        watched = format_duration(ended.elapsed_s * scale)
         return (
-            f"log covers {covered} of the {format_duration(ended.elapsed_s)} watched before "
+            f"log covers {covered} of the {watched} watched before "
             "an early good verdict: apiserver restarted or log cut short"
         )
     return None
