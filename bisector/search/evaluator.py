@@ -468,8 +468,9 @@ class Evaluator:
         with self.lock:
             worktree = self._free_prefetch_trees.pop()
             self.worktrees.add(worktree)
-            self.repo.add_worktree(worktree, commit)
         try:
+            with self.lock:  # a checkout that fails (objects missing) fails only the guess
+                self.repo.add_worktree(worktree, commit)
             backend.prefetch_build(commit, worktree)
         except InfraError as exc:
             with self.lock:
