@@ -64,11 +64,12 @@ def test_a_prefetch_whose_checkout_fails_is_journaled_not_a_traceback(
     assert failed, "no prefetch of a commit with missing objects was tried: scenario broken"
     assert {r.commit for r in failed} <= set(lost)
     assert all("objects are missing" in (r.error or "") for r in failed)
-    for r in failed:
-        assert f"prefetched build of {r.commit[:12]} failed" in out.getvalue()
-    for r in journal:
-        if isinstance(r, Measured) and r.measurement.commit in lost:
-            assert r.measurement.value is None and r.measurement.reason is not None
+    for f in failed:
+        assert f"prefetched build of {f.commit[:12]} failed" in out.getvalue()
+    for record in journal:
+        if isinstance(record, Measured) and record.measurement.commit in lost:
+            m = record.measurement
+            assert m.value is None and m.reason is not None
     assert "Traceback" not in capsys.readouterr().err
     # The prefetch worktrees were given back: later prefetches found one free.
     ok = [r for r in journal if isinstance(r, Prefetch) and r.error is None]
