@@ -73,6 +73,7 @@ from bisector.search.progress import Progress
 from bisector.signals import held_during
 
 T = TypeVar("T")
+PREFETCH_STOP_WAIT_S = 2.0  # how long an interrupt waits for builds ahead to wind down
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,7 @@ class Evaluator:
         self._prefetches: dict[str, threading.Thread] = {}
         self._free_prefetch_trees: list[Path] = []
         self._prefetch_trees_made = False
+        self._prefetch_stopping = threading.Event()  # an interrupt: start no build ahead
 
     # -- what the searches call ---------------------------------------------------
 
@@ -471,6 +473,8 @@ class Evaluator:
         try:
             with self.lock:  # a checkout that fails (objects missing) fails only the guess
                 self.repo.add_worktree(worktree, commit)
+            if self._prefetch_stopping.is_set():
+                raise Interrupted("the run was interrupted")
             backend.prefetch_build(commit, worktree)
         except InfraError as exc:
             with self.lock:
@@ -495,11 +499,17 @@ class Evaluator:
             thread.join()  # failures were journaled by _prefetch
 
     def _stop_prefetches(self) -> None:
-        """An interrupt: builds ahead are not needed; kill their commands (not teardowns)."""
+        """An interrupt: builds ahead are not needed; kill their commands (not teardowns),
+        again while they wind down: one between two commands would start the next, and
+        outlive the run. A build ahead stuck elsewhere is not waited for long."""
+        self._prefetch_stopping.set()
         with self.lock:
-            running = any(t.is_alive() for t in self._prefetches.values())
-        if running:
-            kill_running_commands()
+            running = [t for t in self._prefetches.values() if t.is_alive()]
+        deadline = time.monotonic() + PREFETCH_STOP_WAIT_S
+        for thread in running:
+            while thread.is_alive() and time.monotonic() < deadline:
+                kill_running_commands()
+                thread.join(0.05)
 
     def _use_prefetch(self, m: Measurement) -> None:
         """Before a build: wait for this commit's prefetch, and say whether it is used."""

@@ -4,12 +4,19 @@ prefetch worktrees it used stay usable."""
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from bisector import proc
+from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
@@ -75,3 +82,64 @@ def test_a_prefetch_whose_checkout_fails_is_journaled_not_a_traceback(
     ok = [r for r in journal if isinstance(r, Prefetch) and r.error is None]
     later = [r for r in journal[journal.index(failed[0]) :] if r in ok]
     assert later, "no prefetch succeeded after the failed one"
+
+
+class BuildingAheadBackend(PrefetchingBackend):
+    """Builds ahead with a real command (`sleep`, a 30-minute make as far as the run
+    knows), each started once the run was interrupted in a launch: the race of a build
+    ahead that was between two commands when the interrupt's kill came."""
+
+    def __init__(self, pids: Path) -> None:
+        super().__init__()
+        self.pids = pids
+        self.started = threading.Event()
+        self.interrupted = threading.Event()
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        self.started.set()
+        if not self.interrupted.wait(10):
+            return
+        time.sleep(0.2)  # after the interrupt's first kill of the commands running
+        script = f"echo $$ >> {self.pids}; exec sleep 30"
+        proc.run(["bash", "-c", script], cwd=self.pids.parent)  # e.g. a build container
+
+    def launch(self, candidate: Candidate) -> None:
+        super().launch(candidate)
+        if self.started.wait(2):  # a build ahead is under way (the endpoints' give one)
+            self.interrupted.set()
+            raise KeyboardInterrupt  # Ctrl-C while the cluster starts
+
+
+def test_an_interrupt_in_a_launch_leaves_no_build_ahead_running(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", [1] * 9 + [40] * 8)
+    pids = tmp_path / "pids"
+    backend = BuildingAheadBackend(pids)
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=10.0,
+        prefetch_builds=2,
+    )
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+        interrupted = [c for step, c in backend.steps if step == "launch"][-1]
+        assert ("teardown", interrupted) in backend.steps  # the cluster still went down
+        time.sleep(0.5)  # a build ahead started late would be running by now
+        started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        assert started, "no build ahead started: the race was not exercised"
+        assert [p for p in started if _alive(p)] == []
+    finally:
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
