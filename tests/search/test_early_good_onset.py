@@ -14,12 +14,15 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
+
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.report import Report
 from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.search.measure import looks_agree
 from bisector.search.progress import PlainProgress
+from bisector.settings import RunSettings
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo, build_repo
 from tests.helpers.settings import settings_for
@@ -109,3 +112,69 @@ def test_looks_agree_only_when_no_look_reads_more_than_a_later_one_or_the_log() 
     assert looks_agree([], 3.0)
     assert not looks_agree([[60.0, 400.0], [120.0, 10.0]], 20.0)  # a look at another file
     assert not looks_agree([[60.0, 5.0], [120.0, 30.0]], 20.0)  # more than the collected log
+
+
+class StopAfterEndpoints(LyingPeek):
+    """Ctrl-C as the first search run launches: the endpoints alone are journaled."""
+
+    def launch(self, candidate: Candidate) -> None:
+        super().launch(candidate)
+        if candidate.commit not in (self.good, self.bad):
+            raise KeyboardInterrupt
+
+    good = ""
+
+
+@pytest.mark.parametrize("where", ["resumed", "cached"])
+def test_bad_endpoint_runs_measured_unwatched_leave_early_good_off(
+    tmp_path: Path, where: str
+) -> None:
+    """Runs of the bad endpoint from the journal of a run resumed with early good turned
+    on, or from the cache (another run of the same config and bad commit), made before
+    early good was on, have no looks: no onset, no early good verdict."""
+    built = build_repo(tmp_path / "repo", [20] * 10 + [400] * 4)
+
+    def settings(good: int, early_good: bool, run_dir: Path) -> RunSettings:
+        return settings_for(
+            write_local_config(tmp_path / "cfg").config,
+            good=built.mainline[good],
+            bad=built.mainline[-1],
+            repo=built.path,
+            run_dir=run_dir,
+            threshold=100.0,
+            warmup="10m",
+            check_every="1m",
+            early_good=early_good,
+        )
+
+    quiet = PlainProgress(io.StringIO())
+    if where == "resumed":
+        stop = StopAfterEndpoints(built.mainline[-1], lie=False)
+        stop.good = built.mainline[0]
+        with pytest.raises(KeyboardInterrupt):
+            run_bisection(settings(0, False, tmp_path / "run"), backend=stop, progress=quiet)
+    else:  # another range, same bad commit: its runs of the bad commit are in the cache
+        run_bisection(
+            settings(9, False, tmp_path / "other"),
+            backend=LyingPeek(built.mainline[-1], lie=False),
+            progress=quiet,
+        )
+    out = io.StringIO()
+    again = run_bisection(
+        settings(0, True, tmp_path / "run"),
+        backend=LyingPeek(built.mainline[-1], lie=False),
+        progress=PlainProgress(out),
+    )
+    assert "early good verdicts off: the bad endpoint's warmup was not watched" in out.getvalue()
+    assert again.culprit is not None and again.culprit.commit == built.mainline[10]
+    assert again.confirmed
+    records = read_journal(Path(again.run_dir) / "journal.jsonl")
+    fresh_goods = [
+        r.measurement
+        for r in records
+        if isinstance(r, Measured)
+        and r.measurement.phase == "bisect"
+        and built.value(r.measurement.commit) == 20
+    ]
+    assert fresh_goods, "no good commit measured in this run: nothing tested"
+    assert all(m.early_verdict is None for m in fresh_goods)
