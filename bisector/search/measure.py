@@ -12,7 +12,8 @@ warmup ends there (`stopped_early` says when and why). The peeked value is only 
 reason to stop: the verdict still comes from the collected log, scored as always.
 Such a log legitimately covers less than the warmup, so the coverage rule is waived
 for it, but only when the collected log's own value is at or above the threshold;
-anything else (no log, garbled, stale, a value below) is what it would have been.
+anything else (no log, garbled, stale) is what it would have been, and a value below
+(the look read another file: the metric only grows) is a skip.
 
 Early good verdicts (`[run] early_good`, plain search runs only) rest on the bad
 endpoint: its warmup is watched too (never stopped), and the look at which it first
@@ -259,6 +260,13 @@ def _score(
         rule = WindowRule(0.0, rule.real_time)
         m.early_verdict = "good"
     why_not = _garbled_problem(scores) or _window_problem(m, rule)
+    if why_not is None and ended is not None and ended.verdict == "bad" and m.early_verdict is None:
+        # The look passed the threshold, this run's later log did not: the look read
+        # another file. The log is short on purpose and says nothing either way.
+        why_not = (
+            f"stopped early as bad ({ended.reason}), but the collected log has {value:g}: "
+            "the look read another file than this run's log"
+        )
     if why_not is not None:
         m.reason = why_not  # the value stays in `metrics`, never in `value`
         return
