@@ -18,6 +18,7 @@ import pytest
 from bisector import proc
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
+from bisector.errors import LaunchError
 from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
 from tests.helpers.local_backend import write_local_config
@@ -143,3 +144,44 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+class FlakyLaunch(PrefetchingBackend):
+    """Every commit's first launch fails (a cluster that did not come up): retried."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tried: set[str] = set()
+
+    def launch(self, candidate: Candidate) -> None:
+        super().launch(candidate)
+        if candidate.commit not in self.tried:
+            self.tried.add(candidate.commit)
+            raise LaunchError("hollow nodes not ready after 5m")
+
+
+def test_launch_retries_while_builds_ahead_run(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", [1] * 9 + [40] * 8)
+    backend = FlakyLaunch()
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=10.0,
+        prefetch_builds=2,
+    )
+    report = run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+    assert report.culprit is not None and report.culprit.commit == built.mainline[9]
+    assert report.confirmed
+    firsts = {e.commit: e for e in reversed(report.evaluations)}  # each commit's first run
+    assert all(e.launch_attempts == 2 and e.value is not None for e in firsts.values())
+    assert all(e.value is not None for e in report.evaluations)
+    assert backend.cache_hits, "no prefetched build was used"
+    # Each failed attempt was torn down before the retry, and each evaluation at its end.
+    launches = [c for step, c in backend.steps if step == "launch"]
+    assert len(launches) == sum(e.launch_attempts for e in report.evaluations)
+    teardowns = [c for step, c in backend.steps if step == "teardown"]
+    assert sorted(launches) == sorted(teardowns)
+    # One build ahead per prefetch worktree at a time, whatever the retries.
+    assert len(backend.prefetch_calls) <= 2 * len(report.evaluations)
