@@ -197,6 +197,8 @@ def _early_good_contradicted(
     before = b.repo.info(merges[0]).parents[0]
     if before in (b.good, parent):
         return ""
+    if not any(m.early_verdict == "good" for m in b.evaluator.runs(before, "bisect")):
+        return ""  # good at full length (or by hand): the line turned bad at the merge
     why = "the culprit merge's first parent, at full length (early good verdicts were used)"
     if b.evaluator.decide(before, threshold, b.rule, "confirm", why=why).verdict != "bad":
         return ""

@@ -109,3 +109,43 @@ def test_a_wrong_early_good_before_a_merged_branch_is_caught_and_searched_again(
     merge_parent = built.mainline[MERGE - 1]
     checked = [m for m in measured if m.commit == merge_parent and m.phase == "confirm"]
     assert checked and all(m.stopped_early is None for m in checked)
+
+
+def test_a_merge_whose_first_parent_was_good_at_full_length_costs_no_extra_run(
+    tmp_path: Path,
+) -> None:
+    # One regression, in the PR. Mainline 8 (the merge's first parent) grows on course
+    # for 60 (over half the threshold): never good early, judged at full length.
+    built = build_repo(tmp_path / "repo", [GOOD] * (MERGE - 1) + [60])
+    repo = built.path
+    _git(repo, "checkout", "-q", "-b", "pr-77", built.mainline[FORK])
+    pr = [_commit(repo, GOOD, "pr.1", "PR 77 part 1"), _commit(repo, BAD, "pr.2", "PR 77 part 2")]
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-s", "ours", "-m", "Merge pull request #77", "pr-77")
+    (repo / "value").write_text(f"{BAD}\n")
+    (repo / "serial").write_text("merge\n")
+    _git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
+    built.mainline.append(_git(repo, "rev-parse", "HEAD"))
+    for k in range(MERGE + 1, MERGE + 7):
+        built.mainline.append(_commit(repo, BAD, str(k), f"Commit {k}: value {BAD}"))
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=100.0,
+        warmup="10m",
+        check_every="1m",
+        early_good=True,
+        first_parent=True,
+    )
+    out = io.StringIO()
+    report = run_bisection(settings, backend=ShapedFileValue(), progress=PlainProgress(out))
+    assert report.culprit is not None and report.culprit.commit == pr[1] and report.confirmed
+    records = read_journal(Path(report.run_dir) / "journal.jsonl")
+    measured = [r.measurement for r in records if isinstance(r, Measured)]
+    assert any(m.early_verdict == "good" for m in measured)  # early goods were used
+    before = built.mainline[MERGE - 1]
+    runs = [m for m in measured if m.commit == before]
+    assert runs and all(m.phase == "bisect" and m.early_verdict is None for m in runs)
+    assert not any(isinstance(r, EarlyGoodWithdrawn) for r in records)
