@@ -135,7 +135,7 @@ def find_culprit(b: Bisection) -> Report:
     found, merges = _search(b, search, whole, ahead)
     bisect_log = b.session.log()
     confirmation = _confirm(b, found, ends.threshold)
-    contradicted = _early_good_contradicted(b, found, confirmation)
+    contradicted = _early_good_contradicted(b, found, merges, confirmation, ends.threshold)
     if contradicted:
         # The safety net of early good verdicts: a regression that shows later than the
         # bad endpoint's can pass a shortened run as good and move the culprit later;
@@ -174,21 +174,37 @@ def _search(
     return found, merges
 
 
-def _early_good_contradicted(b: Bisection, found: Found, confirmation: dict[str, str]) -> str:
+def _early_good_contradicted(
+    b: Bisection, found: Found, merges: list[str], confirmation: dict[str, str], threshold: float
+) -> str:
     """Why the early good verdicts of this run cannot stand ("" when they can)."""
     if found.culprit is None or b.evaluator.early_good_withdrawn:
-        return ""
-    parent = b.repo.info(found.culprit).parents[0]
-    if confirmation.get(parent) != "bad":
         return ""
     early_goods = [
         m for m in b.evaluator.used.values() if m.phase == "bisect" and m.early_verdict == "good"
     ]
     if not early_goods:
         return ""
+    said = f"after {len(early_goods)} search run(s) ended early as good"
+    parent = b.repo.info(found.culprit).parents[0]
+    if confirmation.get(parent) == "bad":
+        return f"the culprit's parent {parent[:12]} measured bad at full length, {said}"
+    if not merges:
+        return ""
+    # A culprit inside a merged branch has a branch commit for parent: good at full
+    # length when the branch forked before the regression a wrong early good passed. The
+    # commit the first-parent search called good is the merge's first parent: measure it.
+    before = b.repo.info(merges[0]).parents[0]
+    if before in (b.good, parent):
+        return ""
+    if not any(m.early_verdict == "good" for m in b.evaluator.runs(before, "bisect")):
+        return ""  # good at full length (or by hand): the line turned bad at the merge
+    why = "the culprit merge's first parent, at full length (early good verdicts were used)"
+    if b.evaluator.decide(before, threshold, b.rule, "confirm", why=why).verdict != "bad":
+        return ""
     return (
-        f"the culprit's parent {parent[:12]} measured bad at full length, after "
-        f"{len(early_goods)} search run(s) ended early as good"
+        f"the culprit merge {merges[0][:12]}'s first parent {before[:12]} measured bad at "
+        f"full length, {said}"
     )
 
 

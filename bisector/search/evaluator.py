@@ -59,6 +59,7 @@ from bisector.search.measure import (
     WindowRule,
     evaluate_candidate,
     is_monotone,
+    looks_agree,
     onset,
     rescoring,
 )
@@ -72,6 +73,7 @@ from bisector.search.progress import Progress
 from bisector.signals import held_during
 
 T = TypeVar("T")
+PREFETCH_STOP_WAIT_S = 2.0  # how long an interrupt waits for builds ahead to wind down
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ class Evaluator:
         self._prefetches: dict[str, threading.Thread] = {}
         self._free_prefetch_trees: list[Path] = []
         self._prefetch_trees_made = False
+        self._prefetch_stopping = threading.Event()  # an interrupt: start no build ahead
 
     # -- what the searches call ---------------------------------------------------
 
@@ -191,7 +194,14 @@ class Evaluator:
         """
         if not self.settings.early_good:
             return None
-        onsets = [onset(m.trajectory, threshold) for m in bad_runs if m.value is not None]
+        measured = [m for m in bad_runs if m.value is not None]
+        if any(not looks_agree(m.trajectory, m.value) for m in measured if m.value is not None):
+            self.onset_s = None
+            return (
+                "early good verdicts off: a look at the bad endpoint's log read more than "
+                "its collected log (the peek read another file?)"
+            )
+        onsets = [onset(m.trajectory, threshold) for m in measured]
         if not onsets or any(o is None for o in onsets):
             self.onset_s = None
             return (
@@ -460,8 +470,11 @@ class Evaluator:
         with self.lock:
             worktree = self._free_prefetch_trees.pop()
             self.worktrees.add(worktree)
-            self.repo.add_worktree(worktree, commit)
         try:
+            with self.lock:  # a checkout that fails (objects missing) fails only the guess
+                self.repo.add_worktree(worktree, commit)
+            if self._prefetch_stopping.is_set():
+                raise Interrupted("the run was interrupted")
             backend.prefetch_build(commit, worktree)
         except InfraError as exc:
             with self.lock:
@@ -486,11 +499,17 @@ class Evaluator:
             thread.join()  # failures were journaled by _prefetch
 
     def _stop_prefetches(self) -> None:
-        """An interrupt: builds ahead are not needed; kill their commands (not teardowns)."""
+        """An interrupt: builds ahead are not needed; kill their commands (not teardowns),
+        again while they wind down: one between two commands would start the next, and
+        outlive the run. A build ahead stuck elsewhere is not waited for long."""
+        self._prefetch_stopping.set()
         with self.lock:
-            running = any(t.is_alive() for t in self._prefetches.values())
-        if running:
-            kill_running_commands()
+            running = [t for t in self._prefetches.values() if t.is_alive()]
+        deadline = time.monotonic() + PREFETCH_STOP_WAIT_S
+        for thread in running:
+            while thread.is_alive() and time.monotonic() < deadline:
+                kill_running_commands()
+                thread.join(0.05)
 
     def _use_prefetch(self, m: Measurement) -> None:
         """Before a build: wait for this commit's prefetch, and say whether it is used."""

@@ -12,7 +12,8 @@ warmup ends there (`stopped_early` says when and why). The peeked value is only 
 reason to stop: the verdict still comes from the collected log, scored as always.
 Such a log legitimately covers less than the warmup, so the coverage rule is waived
 for it, but only when the collected log's own value is at or above the threshold;
-anything else (no log, garbled, stale, a value below) is what it would have been.
+anything else (no log, garbled, stale) is what it would have been, and a value below
+(the look read another file: the metric only grows) is a skip.
 
 Early good verdicts (`[run] early_good`, plain search runs only) rest on the bad
 endpoint: its warmup is watched too (never stopped), and the look at which it first
@@ -127,6 +128,21 @@ def onset(trajectory: list[list[float]], threshold: float) -> float | None:
     return None
 
 
+def looks_agree(trajectory: list[list[float]], final: float) -> bool:
+    """Whether the looks can all be of the run whose collected log reads `final`.
+
+    The metric only grows during a run: no look reads more than a later look or the
+    collected log. One that does read another file (a peek of a stale or mixed-up log),
+    and its onset would arm early good verdicts too soon.
+    """
+    later = final
+    for _elapsed, value in reversed(trajectory):
+        if value > later:
+            return False
+        later = value
+    return True
+
+
 # A log covering less than this share of what it should is cut short (a restarted
 # apiserver, a log rotated away): its counts are low for a reason that is not the code.
 MIN_COVERAGE = 0.5
@@ -236,7 +252,7 @@ def _score(
         if ended.verdict == "good":
             m.stopped_early = f"{ended.reason}; the collected log has {value:g}: bad"
     elif ended is not None and ended.verdict == "good" and early is not None:
-        why_not = _early_good_problem(early, ended, value, m.span_s)
+        why_not = _early_good_problem(early, ended, value, m.span_s, rule.expected_s)
         if why_not is not None:
             m.reason = why_not
             return
@@ -244,6 +260,13 @@ def _score(
         rule = WindowRule(0.0, rule.real_time)
         m.early_verdict = "good"
     why_not = _garbled_problem(scores) or _window_problem(m, rule)
+    if why_not is None and ended is not None and ended.verdict == "bad" and m.early_verdict is None:
+        # The look passed the threshold, this run's later log did not: the look read
+        # another file. The log is short on purpose and says nothing either way.
+        why_not = (
+            f"stopped early as bad ({ended.reason}), but the collected log has {value:g}: "
+            "the look read another file than this run's log"
+        )
     if why_not is not None:
         m.reason = why_not  # the value stays in `metrics`, never in `value`
         return
@@ -251,20 +274,26 @@ def _score(
 
 
 def _early_good_problem(
-    early: EarlyStop, ended: EarlyEnd, value: float, span_s: float | None
+    early: EarlyStop, ended: EarlyEnd, value: float, span_s: float | None, whole_s: float = 0.0
 ) -> str | None:
-    """Why the collected log of a run stopped early as good cannot say good, if it cannot."""
+    """Why the collected log of a run stopped early as good cannot say good, if it cannot.
+
+    `whole_s`: what a whole run's log covers on the log's own clock (the endpoints'
+    logs); the time watched is read on that clock when it runs faster than the warmup's.
+    """
     if not early.good_so_far(value, ended.elapsed_s):
         return (
             f"stopped early as good after {format_duration(ended.elapsed_s)}, but the "
             f"collected log ({value:g}) is not on course to stay below the threshold"
         )
     # One look's worth of slack: the last look may have read a log a little behind.
-    needed = ended.elapsed_s - early.every_s
+    scale = max(1.0, whole_s / max(early.warmup_s, 1e-9))
+    needed = (ended.elapsed_s - early.every_s) * scale
     if span_s is None or span_s < needed:
         covered = "no time" if span_s is None else format_duration(span_s)
+        watched = format_duration(ended.elapsed_s * scale)
         return (
-            f"log covers {covered} of the {format_duration(ended.elapsed_s)} watched before "
+            f"log covers {covered} of the {watched} watched before "
             "an early good verdict: apiserver restarted or log cut short"
         )
     return None

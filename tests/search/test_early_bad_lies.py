@@ -1,0 +1,53 @@
+"""A warmup ended early as bad on a look its own collected log contradicts.
+
+The metrics that stop a run early only grow: a look at or above the threshold and a
+later log below it cannot both be of this run. The look read another file (a stale
+copy, another slot's log); the run was cut short for nothing, and its log, below the
+threshold because it is short, must not become a good verdict (the early good rules,
+and the safety net that counts early good verdicts, never see it): a skip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bisector.backends.base import Candidate
+from bisector.logs import score_logs
+from bisector.search.measure import EarlyStop, WindowRule, evaluate_candidate, rescoring
+from tests.search.test_early import T0, GrowingBackend, _line
+
+
+class OtherFileAtLook(GrowingBackend):
+    """From look `at` on, the peek reads another candidate's log, past the threshold."""
+
+    def __init__(self, per_step: int, at: int) -> None:
+        super().__init__(per_step)
+        self.at = at
+        self.looks = 0
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        self.looks += 1
+        if self.looks < self.at:
+            return super().peek(candidate)
+        other = candidate.eval_dir / "other.log"
+        other.write_text("".join(_line(T0 + k, 409) for k in range(300)))
+        return [other]
+
+
+def test_a_look_its_own_log_contradicts_makes_the_run_a_skip(tmp_path: Path) -> None:
+    # 15 conflicts per 10 s: 120 after 80 s, 180 by the end (threshold 250); the look
+    # at 80 s (two thirds of the warmup) reads another file with 300.
+    backend = OtherFileAtLook(15, at=8)
+    early = EarlyStop("conflicts", 250.0, 10.0, 120.0, rescoring(score_logs))
+    m = evaluate_candidate(
+        backend,
+        Candidate("c" * 40, tmp_path, tmp_path / "eval"),
+        metric="conflicts",
+        window=WindowRule(120.0),
+        early=early,
+        partial=backend,
+    )
+    assert backend.steps[-3:] == ["step 80", "collect", "teardown"]  # cut short there
+    assert m.value is None, m
+    assert m.reason is not None and "stopped early as bad" in m.reason
+    assert m.stopped_early is None and m.early_verdict is None
