@@ -325,7 +325,8 @@ class Evaluator:
     def runs(self, commit: str, phase: str) -> list[Measurement]:
         """The journaled (or cached) runs of `commit` usable in `phase`; they count as used."""
         found = self.journal.for_tree(self.repo.tree_of(commit), confirm=phase == "confirm")
-        if self.early_good_withdrawn:
+        if self.early_good_withdrawn or not self.settings.early_good:
+            # Withdrawn, or turned off for a resumed run: early goods decide nothing.
             found = [m for m in found if m.early_verdict != "good"]
         for m in found:
             self.used[m.id] = m

@@ -227,3 +227,36 @@ def test_a_regression_showing_later_than_the_bad_endpoints_is_searched_again(
     at = next(i for i, r in enumerate(records) if isinstance(r, EarlyGoodWithdrawn))
     later = [r.measurement for r in records[at:] if isinstance(r, Measured)]
     assert later and all(m.early_verdict != "good" for m in later)
+
+
+def test_a_run_resumed_with_early_good_off_measures_its_early_goods_again(
+    tmp_path: Path,
+) -> None:
+    report, _backend, _out, mainline = _run(tmp_path, [20] * 9 + [400] * 7)
+    run_dir = Path(report.run_dir)
+    before = [
+        r.measurement
+        for r in read_journal(run_dir / "journal.jsonl")
+        if isinstance(r, Measured) and r.measurement.early_verdict == "good"
+    ]
+    assert before
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=mainline[0],
+        bad=mainline[-1],
+        repo=tmp_path / "repo",
+        run_dir=run_dir,
+        threshold=100.0,
+        warmup="10m",
+        check_every="1m",
+    )
+    again = run_bisection(
+        settings, backend=ShapedFileValue(), progress=PlainProgress(io.StringIO())
+    )
+    assert again.culprit is not None and again.culprit.commit == mainline[9]
+    journal = read_journal(run_dir / "journal.jsonl")
+    measured = [r.measurement for r in journal if isinstance(r, Measured)]
+    # Each commit an early good decided before was measured again, whole.
+    for m in before:
+        full = [x for x in measured if x.commit == m.commit and x.early_verdict is None]
+        assert full and all(x.value == 20 for x in full if x.phase == "bisect")
