@@ -24,6 +24,9 @@ from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
 KEYS = ("build", "launch", "collect", "teardown", "peek", "timeout")
 LOG_NAME = "kube-apiserver.log"
+# A look at the log may take as long as the interval between looks (at least this long):
+# a hanging `peek` must not stretch every step of the warmup by the whole `timeout`.
+MIN_PEEK_TIMEOUT_S = 30.0
 
 
 def command_log(candidate: Candidate, step: str) -> Path:
@@ -45,6 +48,7 @@ class LocalBackend:
         self.teardown_cmd = section.opt_str("teardown")
         self.peek_cmd = section.opt_str("peek")
         self.timeout_s = section.get_duration("timeout", "1h")
+        self.peek_timeout_s = self.timeout_s  # bounded by the look interval in warmup_steps
 
     def _env(self, candidate: Candidate) -> dict[str, str]:
         return {
@@ -82,6 +86,7 @@ class LocalBackend:
 
     def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
         """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        self.peek_timeout_s = min(self.timeout_s, max(every_s, MIN_PEEK_TIMEOUT_S))
         return sleep_steps(time.sleep, self.context.warmup_s, every_s)
 
     def peek(self, candidate: Candidate) -> list[Path]:
@@ -93,7 +98,7 @@ class LocalBackend:
         env = {**self._env(candidate), "BISECTOR_LOG": str(log)}
         try:
             proc.run(["bash", "-c", self.peek_cmd], cwd=candidate.worktree, env=env,
-                     timeout=self.timeout_s, log=command_log(candidate, "peek"))  # fmt: skip
+                     timeout=self.peek_timeout_s, log=command_log(candidate, "peek"))  # fmt: skip
         except proc.CommandError as exc:
             raise CollectError(f"peek failed ({exc.why}): {tail(exc)}") from None
         return [log] if log.is_file() and log.stat().st_size else []

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from bisector.backends import local
 from bisector.backends.base import Backend, BackendContext, Candidate
 from bisector.backends.registry import create_backend
 from bisector.config import Section
@@ -120,3 +122,15 @@ def test_without_a_peek_command_the_warmup_runs_in_full(tmp_path: Path) -> None:
     failing, candidate = _backend(tmp_path, peek="echo nope >&2; exit 4")
     with pytest.raises(CollectError, match=r"peek failed.*nope"):
         failing.peek(candidate)  # type: ignore[attr-defined]
+
+
+def test_a_hanging_peek_is_cut_at_the_look_interval_not_the_whole_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local, "MIN_PEEK_TIMEOUT_S", 0.5)
+    backend, candidate = _backend(tmp_path, peek="sleep 600")
+    backend.warmup_steps(candidate, 0.5)  # type: ignore[attr-defined]
+    started = time.monotonic()
+    with pytest.raises(CollectError, match="peek failed"):
+        backend.peek(candidate)  # type: ignore[attr-defined]
+    assert time.monotonic() - started < 60  # the look interval, not the 1h timeout
