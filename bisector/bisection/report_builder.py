@@ -51,9 +51,18 @@ def _status(found: Found) -> str:
 
 
 def evaluation_of(
-    n: int, m: Measurement, subject: str, threshold: float | None, cached: bool
+    n: int,
+    m: Measurement,
+    subject: str,
+    threshold: float | None,
+    cached: bool,
+    *,
+    early_goods_withdrawn: bool = False,
 ) -> Evaluation:
     """One row of the report: measurement `m`, the `n`th of the run."""
+    stopped_early = m.stopped_early
+    if early_goods_withdrawn and m.early_verdict == "good" and stopped_early:
+        stopped_early += "; WITHDRAWN: a full-length run contradicted early good verdicts"
     window = None
     if m.window is not None:
         window = LogWindow(m.window.get("start"), m.window.get("end"), float(m.window["span_s"]))
@@ -81,7 +90,7 @@ def evaluation_of(
         eval_dir=m.eval_dir,
         why=m.why,
         window=window,
-        stopped_early=m.stopped_early,
+        stopped_early=stopped_early,
         teardown_error=m.teardown_error,
         command_logs=command_logs,
     )
@@ -112,8 +121,11 @@ def build_report(
     measured = {m.id: m for m in b.journal.own} | b.evaluator.used
     ordered = sorted(measured.values(), key=lambda m: (m.started_at, m.slot))
     cached = b.journal.cached_ids
+    withdrawn = b.evaluator.early_good_withdrawn
     evaluations = [
-        evaluation_of(i, m, subject(m.commit), threshold, m.id in cached)
+        evaluation_of(
+            i, m, subject(m.commit), threshold, m.id in cached, early_goods_withdrawn=withdrawn
+        )
         for i, m in enumerate(ordered, 1)
     ]
     merge_refs = [MergeRef(c, subject(c), pr_number(subject(c))) for c in merges]

@@ -218,6 +218,11 @@ def test_a_regression_showing_later_than_the_bad_endpoints_is_searched_again(
     assert report.confirmed
     assert "measured bad at full length" in out
     assert "searching again without early good verdicts" in out
+    # The report keeps the withdrawn early goods, marked as such.
+    withdrawn = [
+        e for e in report.evaluations if e.stopped_early and "WITHDRAWN" in e.stopped_early
+    ]
+    assert withdrawn and all((e.value or 0) < 100 for e in withdrawn)
     records = read_journal(Path(report.run_dir) / "journal.jsonl")
     assert any(isinstance(r, EarlyGoodWithdrawn) for r in records)
     measured = [r.measurement for r in records if isinstance(r, Measured)]
