@@ -20,7 +20,9 @@ from bisector.logs.scanner import scan_chunk
 from bisector.logs.sources import Source, open_source, resolve
 from bisector.logs.timestamps import line_seconds
 
-CHUNK_SIZE = 16 << 20
+# 2 MiB: the scanner's passes over a block (newlines, header words, windows of bytes at each
+# line) then mostly hit the core's cache; 16 MiB blocks measured ~25% more CPU.
+CHUNK_SIZE = 2 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
