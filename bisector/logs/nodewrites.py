@@ -32,7 +32,7 @@ from bisector.logs import patterns as p
 from bisector.logs.records import ChunkLines, rows_at, word_at
 
 HEAD_SPAN = 48  # from the space after the time field through `] `: pid and file:line
-NAME_SPAN = 48  # a node name and the byte that ends it
+URI_SPAN = 64  # `/api/v1/nodes/`, a node name of up to 49 bytes and the byte that ends it
 LATENCY_SPAN = 32  # the latency and its `)`
 VERBS = (b"PATCH", b"POST", b"PUT", b"APPLY")
 _LINE_WRITE = re.compile(b"\n" + p.OLD_NODE_WRITE)  # the regex, for undecided lines
@@ -50,6 +50,7 @@ def _is(words: np.ndarray, literal: tuple[np.uint64, np.uint64]) -> np.ndarray:
 
 
 _VERB_WORDS = [_literal(verb + b" ") for verb in VERBS]
+_VERB_ROOM = np.array([len(verb) + 1 for verb in VERBS])
 _API_V1, _NODES = _literal(b"/api/v1/"), _literal(b"nodes")
 _STATUS_COLON, _SPACE_PAREN, _COLON_PAREN = _literal(b"/status:"), _literal(b" ("), _literal(b": (")
 _QUERY, _STATUS_QUERY = _literal(b"?"), _literal(b"/status?")
@@ -76,7 +77,6 @@ class Messages:
     line: np.ndarray  # index into ChunkLines.starts
     start: np.ndarray  # absolute offset of the message
     first: np.ndarray  # its first byte (0 for an empty message at the chunk's end)
-    padded_pid: np.ndarray  # the header is glog's: a seven-column pid, then ` file:line] `
     odd: np.ndarray  # records whose first `]` is past the window, or not followed by a space
 
 
@@ -107,8 +107,8 @@ def _first(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _space(values: np.ndarray) -> np.ndarray:
-    """`\\s` of a bytes pattern: space, \\t \\n \\v \\f \\r."""
-    found: np.ndarray = (values == 32) | ((values >= 9) & (values <= 13))
+    """`\\s` of a bytes pattern: space, \\t \\n \\v \\f \\r (unsigned: below 9 wraps high)."""
+    found: np.ndarray = (values == 32) | ((values - values.dtype.type(9)) <= 4)
     return found
 
 
@@ -141,12 +141,10 @@ def messages(chunk: bytes | bytearray, lines: ChunkLines) -> Messages:
     stop = space + ((window == 93) | (window == 10)).argmax(axis=1)
     after = np.minimum(stop + 1, size - 1)
     bracket = (stop > space) & (a[stop] == 93) & (a[after] == 32) & (stop + 1 < size)
-    padded = _padded_pid(word_at(a, space + 1))
     start = stop[bracket] + 2
-    inside = start < size
-    first = np.zeros(len(start), dtype=np.uint8)
-    first[inside] = a[start[inside]]
-    return Messages(line[bracket], start, first, padded[bracket], line[~bracket])
+    first = a[np.minimum(start, size - 1)]
+    first[start >= size] = 0
+    return Messages(line[bracket], start, first, line[~bracket])
 
 
 def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> bool:
@@ -177,30 +175,31 @@ def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: 
 def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> NodeWrites:
     a = np.frombuffer(chunk, dtype=np.uint8)
     # Candidates: a message that starts with P or A (PATCH, POST, PUT, APPLY).
-    cand = (msgs.first == 80) | (msgs.first == 65)
-    line, cursor, padded = msgs.line[cand], msgs.start[cand], msgs.padded_pid[cand]
-    verb = np.full(len(line), -1, dtype=np.int8)
+    cand = np.flatnonzero((msgs.first == 80) | (msgs.first == 65))
+    cursor = msgs.start[cand]
+    verb = np.full(len(cand), -1, dtype=np.int8)
     head = word_at(a, cursor)
     for k, literal in enumerate(_VERB_WORDS):
         verb[_is(head, literal)] = k
-    keep = verb >= 0
-    line, cursor, padded, verb = line[keep], cursor[keep], padded[keep], verb[keep]
-    cursor += np.array([len(v) + 1 for v in VERBS])[verb]
-    undecided = ~padded  # another pid field: the regex decides
-    ok = padded.copy()
+    keep = np.flatnonzero(verb >= 0)
+    line, cursor, verb = msgs.line[cand[keep]], cursor[keep], verb[keep]
+    cursor += _VERB_ROOM[verb]
+    ok = _padded_pid(word_at(a, lines.starts[line] + 22))
+    undecided = ~ok  # another pid field: the regex decides
 
-    # `/api/v1/nodes`, then `/NAME` (or straight on to `:` or a `?` query).
-    nodes = word_at(a, cursor + 8)
-    ok &= _is(word_at(a, cursor), _API_V1) & _is(nodes, _NODES)
-    after = _byte(nodes, 5)
+    # `/api/v1/nodes`, then `/NAME` (or straight on to `:` or a `?` query): one window.
+    body = rows_at(a, cursor, URI_SPAN)
+    uri = body.view("<u8")
+    ok &= _is(uri[:, 0], _API_V1) & _is(uri[:, 1], _NODES)
+    after = body[:, 13]
     named = ok & (after == 47)
     ok &= named | (after == 58) | (after == 63)
-    cursor += 13
-    name = rows_at(a, cursor[named] + 1, NAME_SPAN)
-    end, found = _first((name == 47) | (name == 63) | (name == 58) | _space(name))
-    undecided[named] |= ~found
-    ok[named] &= found & (end > 0)
-    cursor[named] += 1 + end
+    stop = (body == 47) | (body == 63) | (body == 58) | _space(body)
+    stop[:, :14] = False  # the name starts at col 14
+    end, found = _first(stop)
+    undecided |= named & ~found
+    ok &= ~named | (found & (end > 14))
+    cursor += np.where(named, end, 13)
 
     # `/status: (` or `: (`; a query string (`?`, `/status?`) goes to the regex.
     rest = word_at(a, cursor)

@@ -22,7 +22,7 @@ from bisector.logs import patterns as p
 from bisector.logs.nodewrites import (
     HEAD_SPAN,
     LATENCY_SPAN,
-    NAME_SPAN,
+    URI_SPAN,
     VERBS,
     may_start_cacher_message,
     messages,
@@ -42,7 +42,8 @@ def _pick(rng: random.Random, options: list[bytes]) -> bytes:
 
 
 def _name(rng: random.Random) -> bytes:
-    length = rng.choice([0, 1, 5, 13, 16, NAME_SPAN - 2, NAME_SPAN - 1, NAME_SPAN, NAME_SPAN + 9])
+    longest = URI_SPAN - 15  # `/api/v1/nodes/`, the name, the byte after it
+    length = rng.choice([0, 1, 5, 13, 16, longest - 1, longest, longest + 1, longest + 9])
     alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789-._~!%"
     return bytes(rng.choice(alphabet) for _ in range(length))
 
