@@ -33,7 +33,7 @@ from bisector.logs.records import ChunkLines, rows_at, word_at
 
 HEAD_SPAN = 48  # from the space after the time field through `] `: pid and file:line
 URI_SPAN = 64  # `/api/v1/nodes/`, a node name of up to 49 bytes and the byte that ends it
-LATENCY_SPAN = 32  # the latency and its `)`
+TAIL_SPAN = 48  # `/status: (`, a latency of up to 37 bytes and its `)`
 VERBS = (b"PATCH", b"POST", b"PUT", b"APPLY")
 _LINE_WRITE = re.compile(b"\n" + p.OLD_NODE_WRITE)  # the regex, for undecided lines
 
@@ -201,19 +201,20 @@ def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> 
     ok &= ~named | (found & (end > 14))
     cursor += np.where(named, end, 13)
 
-    # `/status: (` or `: (`; a query string (`?`, `/status?`) goes to the regex.
-    rest = word_at(a, cursor)
-    with_status = _is(rest, _STATUS_COLON) & _is(word_at(a, cursor + 8), _SPACE_PAREN)
-    undecided |= ok & (_is(rest, _QUERY) | _is(rest, _STATUS_QUERY))
-    ok &= with_status | _is(rest, _COLON_PAREN)
-    cursor += np.where(with_status, 10, 3)
-
-    # `[^)\n]*` then `) ` and the status: three digits, then whitespace.
-    latency = rows_at(a, cursor, LATENCY_SPAN)
-    paren = latency == 41
-    close, found = _first(paren | (latency == 10))
+    # `/status: (` or `: (` (a query string, `?` or `/status?`, goes to the regex), then
+    # `[^)\n]*` and its `)`: one window from the byte after the name.
+    tail = rows_at(a, cursor, TAIL_SPAN)
+    words = tail.view("<u8")
+    with_status = _is(words[:, 0], _STATUS_COLON) & _is(words[:, 1], _SPACE_PAREN)
+    undecided |= ok & (_is(words[:, 0], _QUERY) | _is(words[:, 0], _STATUS_QUERY))
+    ok &= with_status | _is(words[:, 0], _COLON_PAREN)
+    paren = tail == 41
+    stop = paren | (tail == 10)
+    stop[:, :3] = False  # the latency starts after `: (`
+    stop[with_status, 3:10] = False  # or after `/status: (`
+    close, found = _first(stop)
     undecided |= ok & ~found
-    ok &= paren.ravel()[np.arange(len(close)) * LATENCY_SPAN + close]
+    ok &= paren.ravel()[np.arange(len(close)) * TAIL_SPAN + close]
     status = word_at(a, cursor + close)
     digits = _is(status, _STATUS_DIGITS) & ((((status & _LOW_NIBBLES) + _SIX) & _CARRY) == 0)
     digits &= _space(_byte(status, 5))

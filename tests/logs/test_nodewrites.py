@@ -21,7 +21,7 @@ import pytest
 from bisector.logs import patterns as p
 from bisector.logs.nodewrites import (
     HEAD_SPAN,
-    LATENCY_SPAN,
+    TAIL_SPAN,
     URI_SPAN,
     VERBS,
     may_start_cacher_message,
@@ -80,7 +80,11 @@ def _uri(rng: random.Random) -> bytes:
 def _request(rng: random.Random) -> bytes:
     verb = rng.choice([b"PATCH", b"PATCH", b"POST", b"PUT", b"APPLY", b"GET", b"PATCHX", b"A"])
     sep = _pick(rng, [b": (", b":(", b" (", b": "])
-    latency = _pick(rng, [b"3.1ms", b"350.127\xc2\xb5s", b"", b"30s", b"1" * (LATENCY_SPAN + 3)])
+    longest = TAIL_SPAN - 11  # after `/status: (`, before the `)` that must be in the window
+    latency = _pick(
+        rng,
+        [b"3.1ms", b"350.127\xc2\xb5s", b"", b"30s", *(b"1" * n for n in (longest, longest + 1))],
+    )
     close = _pick(rng, [b") ", b")", b" "])
     status = rng.choice([b"200", b"201", b"409", b"409", b"429", b"500", b"4", b"40", b"4090",
                          b"20000", b"0409", b"hijacked", b""])  # fmt: skip
