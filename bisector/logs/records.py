@@ -60,19 +60,22 @@ _GLOG_WORDS = (
     _word_test([0, 1, 2, 3, 4], {5: 0x20}),
 )
 _NIBBLES = np.uint64(0x0F0F0F0F)
+_LEVELS = np.zeros(256, dtype=bool)
+_LEVELS[list(b"IWEF")] = True
 
 
 @lru_cache(maxsize=64)
 def _valid_days(reference: date) -> np.ndarray:
     """Month-days that exist (in the year `reference` implies), keyed by their four
-    digits as nibbles: MMDD d1 d2 d3 d4 -> d1 | d2 << 4 | d3 << 8 | d4 << 12."""
+    digits as nibbles: MMDD d1 d2 d3 d4 -> d1 | d3 << 4 | d2 << 8 | d4 << 12 (the order
+    two shifts of the header word give)."""
     table = np.zeros(1 << 16, dtype=bool)
     for month in range(13):
         for day in range(100):
             md = month * 100 + day
             if not np.isnan(_day_start(md, reference)):
                 d1, d2, d3, d4 = (int(c) for c in f"{md:04d}")
-                table[d1 | d2 << 4 | d3 << 8 | d4 << 12] = True
+                table[d1 | d3 << 4 | d2 << 8 | d4 << 12] = True
     return table
 
 
@@ -100,21 +103,29 @@ class ChunkLines:
         return bytearray().join(pieces)
 
 
+def _windows(a: np.ndarray, width: int) -> np.ndarray:
+    """Every `width` consecutive bytes of `a` as a row (a view, no copy; len(a) >= width)."""
+    view: np.ndarray = np.ndarray(
+        (len(a) - width + 1, width), dtype=np.uint8, buffer=a, strides=(1, 1)
+    )
+    return view
+
+
 def rows_at(a: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
     """The `width` bytes of `a` from each position, one row each (zeros past the end)."""
     size = len(a)
     positions = np.minimum(positions, size)
     inside = positions <= size - width
     if size >= width and inside.all():
-        rows: np.ndarray = np.lib.stride_tricks.sliding_window_view(a, width)[positions]
+        rows: np.ndarray = _windows(a, width)[positions]
         return rows
     rows = np.zeros((len(positions), width), dtype=np.uint8)
     if size >= width:
-        rows[inside] = np.lib.stride_tricks.sliding_window_view(a, width)[positions[inside]]
+        rows[inside] = _windows(a, width)[positions[inside]]
     low = max(0, size - width)
     tail = np.zeros(2 * width, dtype=np.uint8)
     tail[: size - low] = a[low:]
-    rows[~inside] = np.lib.stride_tricks.sliding_window_view(tail, width)[positions[~inside] - low]
+    rows[~inside] = _windows(tail, width)[positions[~inside] - low]
     return rows
 
 
@@ -144,8 +155,7 @@ def _is_binary(line: bytes | bytearray) -> bool:
 def _glog_records(head: np.ndarray, reference: date) -> tuple[np.ndarray, np.ndarray]:
     """(glog-shaped, and of those the ones with a time that exists) for rows of 24 bytes."""
     words = head.view("<u8")
-    level = head[:, 0]
-    shaped = (level == 73) | (level == 87) | (level == 69) | (level == 70)  # I W E F
+    shaped = _LEVELS[head[:, 0]]
     for k, (high_mask, high_value, low_mask, six, carry) in enumerate(_GLOG_WORDS):
         w = words[:, k]
         shaped &= (w & high_mask) == high_value
@@ -154,13 +164,8 @@ def _glog_records(head: np.ndarray, reference: date) -> tuple[np.ndarray, np.nda
     hour_tens, hour_units = head[:, 6], head[:, 7]
     valid = (hour_tens < 50) | ((hour_tens == 50) & (hour_units < 52))
     valid &= (head[:, 9] < 54) & (head[:, 12] < 54)
-    x = (words[:, 0] >> np.uint64(8)) & _NIBBLES
-    key = (
-        (x & np.uint64(0xF))
-        | ((x >> np.uint64(4)) & np.uint64(0xF0))
-        | ((x >> np.uint64(8)) & np.uint64(0xF00))
-        | ((x >> np.uint64(12)) & np.uint64(0xF000))
-    )
+    x = (words[:, 0] >> np.uint64(8)) & _NIBBLES  # the MMDD digits, one per byte
+    key = (x & np.uint64(0x0F0F)) | ((x >> np.uint64(12)) & np.uint64(0xF0F0))
     valid &= _valid_days(reference)[key]
     return shaped, shaped & valid
 
