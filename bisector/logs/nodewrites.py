@@ -14,6 +14,9 @@ The fields, for lines that are glog records (records.classify: a time that exist
     header   ` +\\d+ [^\\]\\n]*\\] `  from the space after the time field: the first `]` or
              newline ends it; it must be `]` then a space (the message starts after);
              glog pads the pid to seven columns: `I0602 05:51:10.000001       7 wrap.go:42] `
+             (hyperhq/kubernetes 7043372, vendor/github.com/golang/glog/glog.go
+             formatHeader: `buf.nDigits(7, 22, pid, ' ')` then `buf.tmp[29] = ' '`); any
+             other pid field is left to the regex
     verb     `PATCH ` / `POST ` / `PUT ` / `APPLY ` at the message start
     URI      `/api/v1/nodes`, then `/NAME` (`[^/?\\s:]+`) and `/status` optionally, then
              `: (` (a query `?\\S*` before it: the regex decides)
@@ -50,7 +53,12 @@ def _is(words: np.ndarray, literal: tuple[np.uint64, np.uint64]) -> np.ndarray:
 
 
 _VERB_WORDS = [_literal(verb + b" ") for verb in VERBS]
-_VERB_ROOM = np.array([len(verb) + 1 for verb in VERBS])
+# By the verb's second byte (index len(VERBS): no verb, a mask and value nothing matches).
+_VERB_BY_SECOND = np.full(256, len(VERBS), dtype=np.intp)
+_VERB_BY_SECOND[[verb[1] for verb in VERBS]] = np.arange(len(VERBS))
+_VERB_MASKS = np.array([mask for mask, _ in _VERB_WORDS] + [0], dtype=np.uint64)
+_VERB_VALUES = np.array([value for _, value in _VERB_WORDS] + [1], dtype=np.uint64)
+_VERB_ROOM = np.array([len(verb) + 1 for verb in VERBS] + [0])
 _API_V1, _NODES = _literal(b"/api/v1/"), _literal(b"nodes")
 _STATUS_COLON, _SPACE_PAREN, _COLON_PAREN = _literal(b"/status:"), _literal(b" ("), _literal(b": (")
 _QUERY, _STATUS_QUERY = _literal(b"?"), _literal(b"/status?")
@@ -174,18 +182,17 @@ def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: 
 
 def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> NodeWrites:
     a = np.frombuffer(chunk, dtype=np.uint8)
-    # Candidates: a message that starts with P or A (PATCH, POST, PUT, APPLY).
+    # Candidates: a message that starts with P or A; its second byte names the verb
+    # (PATCH, POST, PUT, APPLY), whose whole word and space must then be there.
     cand = np.flatnonzero((msgs.first == 80) | (msgs.first == 65))
-    cursor = msgs.start[cand]
-    verb = np.full(len(cand), -1, dtype=np.int8)
+    line, cursor = msgs.line[cand], msgs.start[cand]
     head = word_at(a, cursor)
-    for k, literal in enumerate(_VERB_WORDS):
-        verb[_is(head, literal)] = k
-    keep = np.flatnonzero(verb >= 0)
-    line, cursor, verb = msgs.line[cand[keep]], cursor[keep], verb[keep]
+    verb = _VERB_BY_SECOND[_byte(head, 1)]
+    is_verb = (head & _VERB_MASKS[verb]) == _VERB_VALUES[verb]
     cursor += _VERB_ROOM[verb]
-    ok = _padded_pid(word_at(a, lines.starts[line] + 22))
-    undecided = ~ok  # another pid field: the regex decides
+    padded = _padded_pid(word_at(a, lines.starts[line] + 22))
+    ok = is_verb & padded
+    undecided = is_verb & ~padded  # another pid field: the regex decides
 
     # `/api/v1/nodes`, then `/NAME` (or straight on to `:` or a `?` query): one window.
     body = rows_at(a, cursor, URI_SPAN)
