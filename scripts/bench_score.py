@@ -180,10 +180,18 @@ def _children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None, *, sample: bool = False) -> Run:
+def timed(
+    cmd: list[str],
+    env: dict[str, str] | None = None,
+    *,
+    sample: bool = False,
+    cwd: str | None = None,
+) -> Run:
     cpu_before = _children_cpu_s()
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd
+    )
     peak_pss = peak_rss = 0
     if sample:
         while proc.poll() is None:
@@ -206,6 +214,13 @@ def _with_path(root: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": root}
 
 
+def timed_scorer(path: Path, root: str) -> Run:
+    """`bisector score` of the checkout at `root`. It runs in `root`: `python -m` puts the
+    working directory first on sys.path, so from elsewhere (another checkout) it would
+    import that directory's bisector whatever PYTHONPATH says."""
+    return timed(score_cmd(path), _with_path(root), sample=True, cwd=root)
+
+
 def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse.Namespace) -> bool:
     size = path.stat().st_size / (1 << 30)
     print(f"[{label}] {path.name}: {size:.2f} GiB")
@@ -213,9 +228,9 @@ def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse
     here = str(Path(__file__).resolve().parent.parent)
     for k in range(args.runs):
         grep = timed(["bash", "-c", pipeline.format(f=path)])
-        runs = {"score": timed(score_cmd(path), _with_path(here), sample=True)}
+        runs = {"score": timed_scorer(path, here)}
         if args.before:
-            runs["before"] = timed(score_cmd(path), _with_path(args.before), sample=True)
+            runs["before"] = timed_scorer(path, args.before)
         print(
             f"  run {k + 1}: grep pipeline {grep.wall_s:6.2f} s (cpu {grep.cpu_s:5.2f} s)"
             f"  count {int(grep.stdout):,}"
@@ -246,9 +261,13 @@ def main() -> int:
     parser.add_argument("--log", type=Path, help="use this 2017-format log (no generation)")
     args = parser.parse_args()
     size = _parse_size(args.size)
+    if args.before and not (Path(args.before) / "bisector" / "__init__.py").is_file():
+        raise SystemExit(f"--before {args.before}: no bisector/ package there")
+    if args.before:
+        args.before = str(Path(args.before).resolve())
     with tempfile.TemporaryDirectory(prefix="bench-score-") as tmp:
         if args.log:
-            log, expected = args.log, _exact_conflicts(args.log)
+            log, expected = args.log.resolve(), _exact_conflicts(args.log)
         else:
             log = Path(tmp) / "kube-apiserver.log"
             start = time.perf_counter()

@@ -40,12 +40,6 @@ NEW_NODE_WRITE = (
     + _PAIRS
     + rb" resp=(\d+)(?=\s)"
 )
-# Fast path for plain 2017-style logs (groups: verb, status): not anchored, so it runs at
-# the speed of its literal prefix; matches inside continuation lines (stack traces,
-# `logging error output:`) are found by records.classify and subtracted.
-FAST_OLD_NODE_WRITE = re.compile(
-    rb"\] (P(?:ATCH|OST|UT)) " + _OLD_NODE_URI + rb": \([^)\n]*\) (\d+)(?=\s)"
-)
 # Any request line (groups: time, verb, URI, status), for "is there request logging at
 # all" and for user-defined request metrics.
 OLD_ANY_REQUEST = HEADER + rb"([A-Z]+) (/\S*): \([^)\n]*\) (\d+|hijacked)(?=\s)"

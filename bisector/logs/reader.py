@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import math
 import multiprocessing
 import os
@@ -20,13 +21,15 @@ from bisector.logs.scanner import scan_chunk
 from bisector.logs.sources import Source, open_source, resolve
 from bisector.logs.timestamps import line_seconds
 
-CHUNK_SIZE = 16 << 20
+# 2 MiB: the scanner's passes over a block (newlines, header words, windows of bytes at each
+# line) then mostly hit the core's cache; 16 MiB blocks measured ~25% more CPU.
+CHUNK_SIZE = 2 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
 
 
-def _quiet_worker_signals() -> None:
+def _start_worker() -> None:
     """Workers leave Ctrl-C to the parent and die quietly when the pool ends them.
 
     Forked workers inherit the run loop's SIGTERM handler, which raises
@@ -34,6 +37,31 @@ def _quiet_worker_signals() -> None:
     """
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_freed_memory()
+
+
+# mallopt(3) parameters of glibc.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc keep the blocks this process frees instead of returning them to the kernel.
+
+    Each chunk allocates and frees a few MiB (the block, numpy temporaries); by default
+    glibc hands them back and the next chunk faults in fresh zeroed pages: ~35,000 page
+    faults and ~20% of a worker's CPU per 256 MiB of log (measured). Only for the short-lived
+    scan workers: what they keep is bounded by their own peak, and freed when they exit.
+    False where the C library is not glibc (nothing changed).
+    """
+    try:
+        if not (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc"):
+            return False
+        libc = ctypes.CDLL(None)
+        return bool(
+            libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20) and libc.mallopt(_M_TRIM_THRESHOLD, 256 << 20)
+        )
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _scan_range(task: tuple[str, int, int, int, ScanSettings]) -> Partial:
@@ -203,7 +231,7 @@ def _scan_source(source: Source, settings: ScanSettings, chunk_size: int, worker
         (source.spec, start, min(size, start + step), chunk_size, settings)
         for start in range(0, size, step)
     ]
-    with multiprocessing.get_context("fork").Pool(workers, _quiet_worker_signals) as pool:
+    with multiprocessing.get_context("fork").Pool(workers, _start_worker) as pool:
         parts = pool.map(_scan_range, tasks, chunksize=1)
     total = Partial()
     for part in parts:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date
+from functools import lru_cache
 
 import numpy as np
 
@@ -24,11 +25,58 @@ MAX_LINE = 1 << 20  # longer lines are skipped (their bytes never held) and coun
 OVERLONG_MARK = b"\x00"  # what the chunk readers leave in place of an over-long line
 
 _WIDTH = 22  # `I0602 05:51:10.000001 ` and `2017-06-02T05:51:10` both fit
-_DIGIT_AT_GLOG = [1, 2, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16, 17, 18, 19, 20]
 _DIGIT_AT_CRI = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
 _JSON_HEAD = np.frombuffer(b'{"ts":', dtype=np.uint8)
 _JSON_TS = re.compile(rb'\{"ts":([^,}\s]*)')
 _BINARY = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _word_test(digits: list[int], fixed: dict[int, int]) -> tuple[np.uint64, ...]:
+    """Masks testing 8 bytes of a header at once (a little-endian uint64): the bytes at
+    `digits` are ASCII digits, those at `fixed` equal the given byte."""
+
+    def spread(positions: list[int], value: int) -> int:
+        return sum(value << (8 * p) for p in positions)
+
+    high_mask = spread(digits, 0xF0) + sum(0xFF << (8 * p) for p in fixed)
+    high_value = spread(digits, 0x30) + sum(byte << (8 * p) for p, byte in fixed.items())
+    # A digit's low nibble is <= 9: adding 6 does not carry into bit 4 (sum <= 21 < 32).
+    return tuple(
+        np.uint64(v)
+        for v in (
+            high_mask,
+            high_value,
+            spread(digits, 0x0F),
+            spread(digits, 0x06),
+            spread(digits, 0x10),
+        )
+    )
+
+
+# `I0602 05:51:10.000001 ` as three words: bytes 0-7, 8-15, 16-23 (22 and 23 ignored).
+_GLOG_WORDS = (
+    _word_test([1, 2, 3, 4, 6, 7], {5: 0x20}),
+    _word_test([1, 2, 4, 5, 7], {0: 0x3A, 3: 0x3A, 6: 0x2E}),
+    _word_test([0, 1, 2, 3, 4], {5: 0x20}),
+)
+_NIBBLES = np.uint64(0x0F0F0F0F)
+_LEVELS = np.zeros(256, dtype=bool)
+_LEVELS[list(b"IWEF")] = True
+
+
+@lru_cache(maxsize=64)
+def _valid_days(reference: date) -> np.ndarray:
+    """Month-days that exist (in the year `reference` implies), keyed by their four
+    digits as nibbles: MMDD d1 d2 d3 d4 -> d1 | d3 << 4 | d2 << 8 | d4 << 12 (the order
+    two shifts of the header word give)."""
+    table = np.zeros(1 << 16, dtype=bool)
+    for month in range(13):
+        for day in range(100):
+            md = month * 100 + day
+            if not np.isnan(_day_start(md, reference)):
+                d1, d2, d3, d4 = (int(c) for c in f"{md:04d}")
+                table[d1 | d3 << 4 | d2 << 8 | d4 << 12] = True
+    return table
 
 
 @dataclass
@@ -38,7 +86,10 @@ class ChunkLines:
     first_ts: float | None = None
     last_ts: float | None = None
     garbled: list[tuple[int, int]] = field(default_factory=list)  # (start, end) byte ranges
-    loose: list[tuple[int, int]] = field(default_factory=list)  # continuation lines
+    # Offset of each line's first byte, and which lines are glog/klog records (valid time).
+    starts: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    glog: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=bool))
+    other_records: bool = False  # CRI or JSON records besides the glog ones
 
     def cleaned(self, chunk: bytes | bytearray) -> bytes | bytearray:
         """`chunk` with every garbled line emptied (its newline kept): never data."""
@@ -51,8 +102,42 @@ class ChunkLines:
         pieces.append(chunk[pos:])
         return bytearray().join(pieces)
 
-    def loose_text(self, chunk: bytes | bytearray) -> bytes:
-        return b"\n".join(bytes(chunk[start:end]) for start, end in self.loose)
+
+def _windows(a: np.ndarray, width: int) -> np.ndarray:
+    """Every `width` consecutive bytes of `a` as a row (a view, no copy; len(a) >= width)."""
+    view: np.ndarray = np.ndarray(
+        (len(a) - width + 1, width), dtype=np.uint8, buffer=a, strides=(1, 1)
+    )
+    return view
+
+
+def rows_at(a: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes of `a` from each position, one row each (zeros past the end)."""
+    size = len(a)
+    positions = np.minimum(positions, size)
+    inside = positions <= size - width
+    if size >= width and inside.all():
+        rows: np.ndarray = _windows(a, width)[positions]
+        return rows
+    rows = np.zeros((len(positions), width), dtype=np.uint8)
+    if size >= width:
+        rows[inside] = _windows(a, width)[positions[inside]]
+    low = max(0, size - width)
+    tail = np.zeros(2 * width, dtype=np.uint8)
+    tail[: size - low] = a[low:]
+    rows[~inside] = _windows(tail, width)[positions[~inside] - low]
+    return rows
+
+
+def word_at(a: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The 8 bytes of `a` from each position as a little-endian word (zeros past the end)."""
+    size = len(a)
+    if size >= 8 and bool((positions <= size - 8).all()):
+        unaligned = np.ndarray((size - 7,), dtype="<u8", buffer=a, strides=(1,))
+        words: np.ndarray = unaligned[positions]
+        return words
+    tail: np.ndarray = rows_at(a, positions, 8).view("<u8")[:, 0]
+    return tail
 
 
 def _is_binary(line: bytes | bytearray) -> bool:
@@ -65,6 +150,24 @@ def _is_binary(line: bytes | bytearray) -> bool:
     except UnicodeDecodeError:
         return True
     return False
+
+
+def _glog_records(head: np.ndarray, reference: date) -> tuple[np.ndarray, np.ndarray]:
+    """(glog-shaped, and of those the ones with a time that exists) for rows of 24 bytes."""
+    words = head.view("<u8")
+    shaped = _LEVELS[head[:, 0]]
+    for k, (high_mask, high_value, low_mask, six, carry) in enumerate(_GLOG_WORDS):
+        w = words[:, k]
+        shaped &= (w & high_mask) == high_value
+        shaped &= (((w & low_mask) + six) & carry) == 0
+    # hh < 24, mm < 60, ss < 60 (digits already checked), and a month-day that exists.
+    hour_tens, hour_units = head[:, 6], head[:, 7]
+    valid = (hour_tens < 50) | ((hour_tens == 50) & (hour_units < 52))
+    valid &= (head[:, 9] < 54) & (head[:, 12] < 54)
+    x = (words[:, 0] >> np.uint64(8)) & _NIBBLES  # the MMDD digits, one per byte
+    key = (x & np.uint64(0x0F0F)) | ((x >> np.uint64(12)) & np.uint64(0xF0F0))
+    valid &= _valid_days(reference)[key]
+    return shaped, shaped & valid
 
 
 def classify(chunk: bytes | bytearray, reference: date) -> ChunkLines:
@@ -80,63 +183,39 @@ def classify(chunk: bytes | bytearray, reference: date) -> ChunkLines:
     if starts[-1] >= size:  # the chunk ends with a newline: no line after it
         starts, ends = starts[:-1], ends[:-1]
     out.count = len(starts)
+    out.starts = starts
     if not out.count:
         return out
-    # The first _WIDTH bytes of every line, one row each (a gather of rows, no index matrix).
-    # Lines that start too near the end to hold a header read the chunk's last bytes: their
-    # newline or length makes them fail every shape below.
-    windows = np.lib.stride_tricks.sliding_window_view(a, _WIDTH) if size >= _WIDTH else None
-    if windows is None:
-        head = np.zeros((out.count, _WIDTH), dtype=np.uint8)
-    else:
-        head = windows[np.minimum(starts, size - _WIDTH)]
-        short = (ends - starts) < _WIDTH
-        if short.any():
-            head[short] = 0  # shorter than any header: no record shape
-    d = head - np.uint8(48)  # digits become 0..9, everything else wraps above 9
-    digit = d <= 9
-    first = head[:, 0]
-
-    glog = (
-        ((first == 73) | (first == 87) | (first == 69) | (first == 70))  # I W E F
-        & digit[:, _DIGIT_AT_GLOG].all(axis=1)
-        & (head[:, 5] == 32)
-        & (head[:, 8] == 58)
-        & (head[:, 11] == 58)
-        & (head[:, 14] == 46)
-        & (head[:, 21] == 32)
-    )
-    glog_ok = glog.copy()
-    if glog.any():
-        everywhere = bool(glog.all())  # the usual case: skip the row selection
-        g = (d[:, :13] if everywhere else d[glog, :13]).astype(np.int32)
-        month_day = g[:, 1] * 1000 + g[:, 2] * 100 + g[:, 3] * 10 + g[:, 4]
-        valid = (g[:, 6] * 10 + g[:, 7] < 24) & (g[:, 9] * 10 + g[:, 10] < 60) & (g[:, 12] < 6)
-        day_ok = np.zeros(10000, dtype=bool)  # by MMDD; a run spans few days: no sort needed
-        for md in np.flatnonzero(np.bincount(month_day, minlength=10000)):
-            day_ok[md] = not np.isnan(_day_start(int(md), reference))
-        valid &= day_ok[month_day]
-        if everywhere:
-            glog_ok = valid
-        else:
-            glog_ok[glog] = valid
+    # The first 24 bytes of every line, one row each (zeros past the chunk's end); a line
+    # shorter than any header gets a row of zeros: no record shape.
+    head = rows_at(a, starts, 24)
+    short = (ends - starts) < _WIDTH
+    if short.any():
+        head[short] = 0
+    glog, glog_ok = _glog_records(head, reference)
+    out.glog = glog_ok
+    if glog_ok.all():  # the usual case
+        out.first_ts, out.last_ts = _edges(chunk, starts, reference)
+        return out
 
     # A line cannot have two shapes: only lines that are not glog are tried as CRI or JSON.
     cri = np.zeros(out.count, dtype=bool)
     json = np.zeros(out.count, dtype=bool)
     if (other := ~glog).any():
+        h = head[other]
+        digit = (h - np.uint8(48)) <= 9  # digits become 0..9, everything else wraps above 9
         cri[other] = (
-            digit[other][:, _DIGIT_AT_CRI].all(axis=1)
-            & (head[other, 4] == 45)
-            & (head[other, 7] == 45)
-            & (head[other, 10] == 84)
-            & (head[other, 13] == 58)
-            & (head[other, 16] == 58)
+            digit[:, _DIGIT_AT_CRI].all(axis=1)
+            & (h[:, 4] == 45)
+            & (h[:, 7] == 45)
+            & (h[:, 10] == 84)
+            & (h[:, 13] == 58)
+            & (h[:, 16] == 58)
         )
-        json[other] = (head[other, :6] == _JSON_HEAD).all(axis=1)
+        json[other] = (h[:, :6] == _JSON_HEAD).all(axis=1)
     cri_ok = cri.copy()
     if cri.any():
-        c = d[cri].astype(np.int32)
+        c = (head[cri] - np.uint8(48)).astype(np.int32)
         year = c[:, 0] * 1000 + c[:, 1] * 100 + c[:, 2] * 10 + c[:, 3]
         month, day = c[:, 5] * 10 + c[:, 6], c[:, 8] * 10 + c[:, 9]
         valid = (year >= 1970) & (c[:, 11] * 10 + c[:, 12] < 24) & (c[:, 14] < 6) & (c[:, 17] < 6)
@@ -152,17 +231,12 @@ def classify(chunk: bytes | bytearray, reference: date) -> ChunkLines:
         match = _JSON_TS.match(chunk, int(starts[i]))
         json_ok[i] = match is not None and not np.isnan(json_seconds(match.group(1)))
 
+    out.other_records = bool(cri_ok.any() or json_ok.any())
     record = glog_ok | cri_ok | json_ok
     garbled = (glog | cri | json) & ~record
-    if record.all():
-        out.first_ts, out.last_ts = _edges(chunk, starts, reference)
-        return out
-    for i in np.flatnonzero(~record & ~garbled):
-        start, end = int(starts[i]), int(ends[i])
-        if _is_binary(chunk[start:end]):  # also the over-long-line marker
+    for i in np.flatnonzero(~record & ~garbled):  # else a continuation line
+        if _is_binary(chunk[int(starts[i]) : int(ends[i])]):  # also the over-long-line marker
             garbled[i] = True
-        else:
-            out.loose.append((start, end))
     out.garbled = [(int(starts[i]), int(ends[i])) for i in np.flatnonzero(garbled)]
     out.first_ts, out.last_ts = _edges(chunk, starts[record], reference)
     return out

@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import re
 from array import array
-from collections import Counter
 
 import numpy as np
 
 from bisector.logs import cacher
 from bisector.logs import patterns as p
+from bisector.logs.nodewrites import Messages, may_start_cacher_message, messages, node_writes
 from bisector.logs.partial import Partial, ScanSettings, in_window
-from bisector.logs.records import classify
+from bisector.logs.records import ChunkLines, classify
 from bisector.logs.timestamps import cri_text_seconds, glog_seconds, plausible
 
 _NODE_URI = re.compile(p.NODE_URI_TEXT)
@@ -53,22 +53,20 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
         out.first_ts = lines.first_ts
     if lines.last_ts is not None:
         out.last_ts = lines.last_ts
-    loose = lines.loose_text(chunk) if lines.loose else b""
-    chunk = lines.cleaned(chunk)
+    raw, chunk = chunk, lines.cleaned(chunk)
     prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
     # JSON request lines start a line, or follow a CRI prefix: no search of the chunk else.
     maybe_json = lines.has_json or prefix == "cri"
     json_rows = (
         _json_requests(chunk, prefix, out) if maybe_json and p.JSON_HTTP_MARK in chunk else []
     )
-    from_cacher = p.CACHER_FILES.search(chunk) is not None
+    undated = prefix == "plain" and not (s.need_times or s.since is not None or s.until is not None)
+    msgs = messages(raw, lines) if undated and lines.glog.any() else None
+    from_cacher = _may_hold_cacher_lines(raw, lines, msgs) and (
+        p.CACHER_FILES.search(chunk) is not None
+    )
     has_dispatch = from_cacher and p.DISPATCH_MARK in chunk
-    if prefix == "plain" and not (
-        has_dispatch or s.need_times or s.since is not None or s.until is not None
-    ):
-        fast = _fast_node_writes(chunk, loose, out)
-    else:
-        fast = False
+    fast = msgs is not None and not has_dispatch and _fast_node_writes(raw, lines, msgs, out)
     if not fast:
         times, verbs, statuses = _node_writes(chunk, prefix, s, json_rows)
         _count_node_writes(times, verbs, statuses, s, out)
@@ -99,25 +97,33 @@ def timed_node_writes(
     return _node_writes(chunk, prefix, s, json_rows)
 
 
-def _fast_node_writes(chunk: bytes | bytearray, loose: bytes, out: Partial) -> bool:
+def _may_hold_cacher_lines(
+    chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages | None
+) -> bool:
+    """False only when no line can hold a message the cacher handlers count.
+
+    Those count a message only where it starts (cacher.dated), so where every record is
+    a glog line, only the starts of their messages are looked at.
+    """
+    if msgs is None or lines.other_records:
+        return True
+    return may_start_cacher_message(chunk, lines, msgs)
+
+
+def _fast_node_writes(
+    chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages, out: Partial
+) -> bool:
     """Counts without timestamps (none needed: no window, no dispatch lines in the chunk).
 
-    Matches inside continuation lines (`loose`: stack traces, `logging error output`)
-    are subtracted. False when the chunk has no old-style node writes (the format may
-    differ).
+    The same lines as the anchored pattern of `_node_writes` (nodewrites.py). False when
+    the chunk has no such node writes (the format may differ: the regexes decide).
     """
-    rows = p.FAST_OLD_NODE_WRITE.findall(chunk)
-    if not rows:
+    found = node_writes(chunk, lines, msgs)
+    if not len(found.line):
         return False
-    counts = Counter(rows)
-    if loose:
-        counts.subtract(p.FAST_OLD_NODE_WRITE.findall(loose))
-        counts = +counts
-        if not counts:  # only quoted text matched: the chunk is some other format
-            return False
     out.has_requests = True
-    out.conflicts += counts[b"PATCH", b"409"] + counts[b"APPLY", b"409"]
-    writes = sum(n for (_, status), n in counts.items() if len(status) == 3 and status[:1] == b"2")
+    out.conflicts += int(found.conflict.sum())
+    writes = int(found.success.sum())
     out.node_writes += writes
     # Keep the write index right for dispatch lag; these writes' times are unknown (NaN).
     out.write_times.add_undated(writes)
