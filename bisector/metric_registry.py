@@ -22,7 +22,7 @@ from bisector.logs import (
     load_metric_definitions,
     score_logs,
 )
-from bisector.search.measure import GrowingScorer, GrowingScorerFactory, Scorer
+from bisector.search.early import GrowingScorer, GrowingScorerFactory, Scorer
 
 DEFAULT_METRIC = "conflicts"
 

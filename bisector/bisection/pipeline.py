@@ -23,9 +23,9 @@ from bisector.gitrepo import BisectSession, GitRepo
 from bisector.report import Report, write_reports
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import ConfirmRule, DecisionRule
+from bisector.search.early import Scorer
 from bisector.search.journal import Done, Interrupted, LikelihoodSet, ThresholdSet
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
-from bisector.search.measure import Scorer
 from bisector.search.noisy import PosteriorSearch, automatic_budget
 from bisector.search.plain import GitBisectSearch
 from bisector.search.progress import Progress

@@ -26,9 +26,9 @@ from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
 from bisector.search.decide import DecisionRule, MajorityRule
+from bisector.search.early import Scorer, rescoring
 from bisector.search.evaluator import Evaluator, MeasureSettings
 from bisector.search.journal import Journal, Resume, Start
-from bisector.search.measure import Scorer, rescoring
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt

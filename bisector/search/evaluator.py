@@ -40,6 +40,16 @@ from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
 from bisector.search.base import Job
 from bisector.search.decide import Decision, DecisionRule
+from bisector.search.early import (
+    EARLY_GOOD_FACTOR,
+    EarlyStop,
+    GrowingScorerFactory,
+    Scorer,
+    is_monotone,
+    looks_agree,
+    onset,
+    rescoring,
+)
 from bisector.search.journal import (
     Begin,
     Cleaned,
@@ -50,19 +60,7 @@ from bisector.search.journal import (
     TeardownFailed,
     read_journal,
 )
-from bisector.search.measure import (
-    EARLY_GOOD_FACTOR,
-    EarlyStop,
-    GrowingScorerFactory,
-    Measurement,
-    Scorer,
-    WindowRule,
-    evaluate_candidate,
-    is_monotone,
-    looks_agree,
-    onset,
-    rescoring,
-)
+from bisector.search.measure import Measurement, WindowRule, evaluate_candidate
 from bisector.search.parallel import (
     CancellableBackend,
     Interrupted,

@@ -15,15 +15,9 @@ from bisector.backends.base import Candidate, PartialLogs, sleep_steps
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import CollectError
 from bisector.logs import score_logs
+from bisector.search.early import EarlyStop, is_monotone, rescoring
 from bisector.search.journal import Journal, Measured, read_journal
-from bisector.search.measure import (
-    EarlyStop,
-    Measurement,
-    WindowRule,
-    evaluate_candidate,
-    is_monotone,
-    rescoring,
-)
+from bisector.search.measure import Measurement, WindowRule, evaluate_candidate
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.local_backend import write_local_config

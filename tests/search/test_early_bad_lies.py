@@ -13,7 +13,8 @@ from pathlib import Path
 
 from bisector.backends.base import Candidate
 from bisector.logs import score_logs
-from bisector.search.measure import EarlyStop, WindowRule, evaluate_candidate, rescoring
+from bisector.search.early import EarlyStop, rescoring
+from bisector.search.measure import WindowRule, evaluate_candidate
 from tests.search.test_early import T0, GrowingBackend, _line
 
 

@@ -15,15 +15,9 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import ConfigError
 from bisector.logs import score_logs
 from bisector.report import Report
+from bisector.search.early import EarlyStop, onset, rescoring
 from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
-from bisector.search.measure import (
-    EarlyStop,
-    Measurement,
-    WindowRule,
-    evaluate_candidate,
-    onset,
-    rescoring,
-)
+from bisector.search.measure import Measurement, WindowRule, evaluate_candidate
 from bisector.search.progress import PlainProgress
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo

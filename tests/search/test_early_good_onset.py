@@ -19,8 +19,8 @@ import pytest
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.report import Report
+from bisector.search.early import looks_agree
 from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
-from bisector.search.measure import looks_agree
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from tests.helpers.local_backend import write_local_config
