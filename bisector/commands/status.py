@@ -14,6 +14,7 @@ from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.gitrepo import GitRepo
 from bisector.search.journal import (
     Done,
+    EarlyGoodWithdrawn,
     Interrupted,
     Measured,
     Resume,
@@ -63,6 +64,10 @@ def describe(run_dir: Path, *, running: bool = False) -> list[str]:
     ]
     if threshold:
         lines.append(f"  threshold {threshold.value:g} ({threshold.how})")
+    withdrawn = next((r for r in records if isinstance(r, EarlyGoodWithdrawn)), None)
+    if withdrawn:
+        # Verdicts above count both searches: the first one's early goods decided nothing.
+        lines.append(f"  early good verdicts withdrawn: {withdrawn.why}; searched again")
     failed = [r for r in records if isinstance(r, TeardownFailed)]
     if failed:
         lines.append(

@@ -95,6 +95,7 @@ def test_the_safety_net_through_bisector_run(tmp_path: Path) -> None:
         )  # fmt: skip
         assert status.returncode == 0, status.stderr
         assert f"culprit: {built.mainline[CULPRIT]}" in status.stdout
+        assert "early good verdicts withdrawn: the culprit's parent" in status.stdout
     finally:
         driver.kill_leftovers()
 
