@@ -20,6 +20,7 @@ from bisector.search.journal import Journal, Measured, read_journal
 from bisector.search.measure import Measurement, WindowRule, evaluate_candidate
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
@@ -258,17 +259,14 @@ def test_a_bisection_stops_bad_warmups_early_after_the_endpoints(tmp_path: Path)
     values = [20] * 9 + [400] * 7  # culprit: mainline 9
     built = build_repo(tmp_path / "repo", values)
     backend = GrowingFileValue()
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    report, out = bisect_built(
+        tmp_path,
+        built,
+        backend,
         threshold=100.0,
         warmup="10m",
         check_every="1m",
     )
-    out = io.StringIO()
-    report = run_bisection(settings, backend=backend, progress=PlainProgress(out))
     assert report.culprit is not None and report.culprit.commit == built.mainline[9]
     # The endpoints ran their whole warmup, though the bad one passed 100 after 3 minutes.
     assert backend.steps_run.get(built.mainline[-1]) in (None, 10)
@@ -280,7 +278,7 @@ def test_a_bisection_stops_bad_warmups_early_after_the_endpoints(tmp_path: Path)
         assert backend.steps_run[e.commit] == 3
     goods = [e for e in report.evaluations if built.value(e.commit) == 20]
     assert goods and all(e.stopped_early is None and e.value == 20 for e in goods)
-    assert "stopped early: conflicts 120 >= 100 after 3m00s of 10m00s" in out.getvalue()
+    assert "stopped early: conflicts 120 >= 100 after 3m00s of 10m00s" in out
     journaled = [
         r.measurement
         for r in read_journal(Path(report.run_dir) / "journal.jsonl")

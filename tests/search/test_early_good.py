@@ -19,6 +19,7 @@ from bisector.search.early import EarlyStop, onset, rescoring
 from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.search.measure import Measurement, WindowRule, evaluate_candidate
 from bisector.search.progress import PlainProgress
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
@@ -166,19 +167,16 @@ class ShapedFileValue(GrowingFileValue):
 def _run(tmp_path: Path, values: list[int]) -> tuple[Report, ShapedFileValue, str, list[str]]:
     built = build_repo(tmp_path / "repo", values)
     backend = ShapedFileValue()
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    report, out = bisect_built(
+        tmp_path,
+        built,
+        backend,
         threshold=100.0,
         warmup="10m",
         check_every="1m",
         early_good=True,
     )
-    out = io.StringIO()
-    report = run_bisection(settings, backend=backend, progress=PlainProgress(out))
-    return report, backend, out.getvalue(), built.mainline
+    return report, backend, out, built.mainline
 
 
 def test_good_search_runs_end_early_and_the_evidence_runs_full_length(tmp_path: Path) -> None:

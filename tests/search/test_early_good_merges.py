@@ -11,17 +11,13 @@ first parent, the commit the first-parent search called good, is the one to chec
 
 from __future__ import annotations
 
-import io
 import subprocess
 from pathlib import Path
 
-from bisector.bisection.pipeline import run_bisection
 from bisector.report import Report
 from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
-from bisector.search.progress import PlainProgress
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.repo import BuiltRepo, build_repo
-from tests.helpers.settings import settings_for
 from tests.search.test_early_good import LATE, ShapedFileValue
 
 GOOD, BAD = 20, 400  # see ShapedFileValue: BAD passes the threshold (100) after 3 minutes
@@ -66,20 +62,17 @@ def _history(path: Path) -> tuple[BuiltRepo, list[str]]:
 
 def _run(tmp_path: Path, *, early_good: bool) -> tuple[Report, BuiltRepo, list[str], str]:
     built, pr = _history(tmp_path / "repo")
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    report, out = bisect_built(
+        tmp_path,
+        built,
+        ShapedFileValue(),
         threshold=100.0,
         warmup="10m",
         check_every="1m",
         early_good=early_good,
         first_parent=True,
     )
-    out = io.StringIO()
-    report = run_bisection(settings, backend=ShapedFileValue(), progress=PlainProgress(out))
-    return report, built, pr, out.getvalue()
+    return report, built, pr, out
 
 
 def test_full_length_runs_name_the_first_bad_merge_of_the_first_parent_line(
@@ -128,19 +121,16 @@ def test_a_merge_whose_first_parent_was_good_at_full_length_costs_no_extra_run(
     built.mainline.append(_git(repo, "rev-parse", "HEAD"))
     for k in range(MERGE + 1, MERGE + 7):
         built.mainline.append(_commit(repo, BAD, str(k), f"Commit {k}: value {BAD}"))
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    report, _out = bisect_built(
+        tmp_path,
+        built,
+        ShapedFileValue(),
         threshold=100.0,
         warmup="10m",
         check_every="1m",
         early_good=True,
         first_parent=True,
     )
-    out = io.StringIO()
-    report = run_bisection(settings, backend=ShapedFileValue(), progress=PlainProgress(out))
     assert report.culprit is not None and report.culprit.commit == pr[1] and report.confirmed
     records = read_journal(Path(report.run_dir) / "journal.jsonl")
     measured = [r.measurement for r in records if isinstance(r, Measured)]

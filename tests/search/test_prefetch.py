@@ -18,6 +18,7 @@ from bisector.report import Report
 from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 from tests.helpers.settings import settings_for
@@ -63,17 +64,14 @@ def _run(
     built = build_repo(tmp_path / "repo", values, broken=broken)
     backend = PrefetchingBackend()
     assert isinstance(backend, PrefetchBuilds)
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    report, out = bisect_built(
+        tmp_path,
+        built,
+        backend,
         threshold=10.0,
         prefetch_builds=prefetch,
     )
-    out = io.StringIO()
-    report = run_bisection(settings, backend=backend, progress=PlainProgress(out))
-    return built, backend, report, out.getvalue()
+    return built, backend, report, out
 
 
 def test_the_next_candidates_are_built_during_a_warmup_and_used(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import LaunchError
 from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
@@ -55,16 +56,13 @@ def test_a_prefetch_whose_checkout_fails_is_journaled_not_a_traceback(
     lost = [built.mainline[i] for i in MISSING]
     _lose_objects(built.path, lost)
     backend = PrefetchingBackend()
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    report, out = bisect_built(
+        tmp_path,
+        built,
+        backend,
         threshold=10.0,
         prefetch_builds=2,
     )
-    out = io.StringIO()
-    report = run_bisection(settings, backend=backend, progress=PlainProgress(out))
     assert report.culprit is not None and report.culprit.commit == built.mainline[9]
     assert report.confirmed
     journal = read_journal(Path(report.run_dir) / "journal.jsonl")
@@ -73,7 +71,7 @@ def test_a_prefetch_whose_checkout_fails_is_journaled_not_a_traceback(
     assert {r.commit for r in failed} <= set(lost)
     assert all("objects are missing" in (r.error or "") for r in failed)
     for f in failed:
-        assert f"prefetched build of {f.commit[:12]} failed" in out.getvalue()
+        assert f"prefetched build of {f.commit[:12]} failed" in out
     for record in journal:
         if isinstance(record, Measured) and record.measurement.commit in lost:
             m = record.measurement

@@ -1,0 +1,32 @@
+"""A whole bisection in this process: a `build_repo` history, a backend object, flags."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from bisector.backends.base import Backend
+from bisector.bisection.pipeline import run_bisection
+from bisector.report import Report
+from bisector.search.progress import PlainProgress
+from tests.helpers.local_backend import write_local_config
+from tests.helpers.repo import BuiltRepo
+from tests.helpers.settings import settings_for
+
+
+def bisect_built(
+    tmp_path: Path, built: BuiltRepo, backend: Backend, **flags: Any
+) -> tuple[Report, str]:
+    """Bisect `built` from its first to its last mainline commit with `backend`; the
+    report and what the run said on screen. `flags` as in `settings_for`."""
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        **flags,
+    )
+    out = io.StringIO()
+    report = run_bisection(settings, backend=backend, progress=PlainProgress(out))
+    return report, out.getvalue()
