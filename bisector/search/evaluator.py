@@ -129,7 +129,10 @@ class Evaluator:
         self._upcoming: list[str] = []
         # commit -> the thread building it ahead. Daemon threads: an interrupted run does
         # not wait for a build nobody needs (their commands are killed, see `measure`).
-        self._prefetches: dict[str, threading.Thread] = {}
+        # commit -> set once its build ahead has ended. An Event, not Thread.is_alive():
+        # on CPython before 3.13 an interrupt inside Thread.join() marks a running thread
+        # stopped (python/cpython#90882), and a build believed ended would not be killed.
+        self._prefetches: dict[str, threading.Event] = {}
         self._free_prefetch_trees: list[Path] = []
         self._prefetch_trees_made = False
         self._prefetch_stopping = threading.Event()  # an interrupt: start no build ahead
@@ -446,7 +449,7 @@ class Evaluator:
                 self._free_prefetch_trees = [
                     self.layout.worktrees / f"prefetch-{i}" for i in range(n)
                 ]
-            in_flight = sum(t.is_alive() for t in self._prefetches.values())
+            in_flight = sum(not done.is_set() for done in self._prefetches.values())
             room = self.settings.prefetch_builds - in_flight
             for commit in self._upcoming:
                 if room <= 0:
@@ -455,17 +458,27 @@ class Evaluator:
                     continue
                 if backend.prefetched(commit) or self.journal.for_tree(self.repo.tree_of(commit)):
                     continue  # built already, or measured already (nothing to build)
+                done = threading.Event()
                 thread = threading.Thread(
-                    target=self._prefetch, args=(backend, commit), name="prefetch", daemon=True
+                    target=self._prefetch,
+                    args=(backend, commit, done),
+                    name="prefetch",
+                    daemon=True,
                 )
-                self._prefetches[commit] = thread
+                self._prefetches[commit] = done
                 thread.start()
                 room -= 1
 
     def _in_flight_commits(self) -> set[str]:
         return {c.commit for c in self._in_flight.values()}
 
-    def _prefetch(self, backend: PrefetchBuilds, commit: str) -> None:
+    def _prefetch(self, backend: PrefetchBuilds, commit: str, done: threading.Event) -> None:
+        try:
+            self._build_ahead(backend, commit)
+        finally:
+            done.set()
+
+    def _build_ahead(self, backend: PrefetchBuilds, commit: str) -> None:
         with self.lock:
             worktree = self._free_prefetch_trees.pop()
             self.worktrees.add(worktree)
@@ -493,9 +506,9 @@ class Evaluator:
     def _finish_prefetches(self) -> None:
         """Builds started during this warmup end before the measurement counts."""
         with self.lock:
-            pending = [t for t in self._prefetches.values() if t.is_alive()]
-        for thread in pending:
-            thread.join()  # failures were journaled by _prefetch
+            pending = [done for done in self._prefetches.values() if not done.is_set()]
+        for done in pending:
+            done.wait()  # failures were journaled by _build_ahead
 
     def _stop_prefetches(self) -> None:
         """An interrupt: builds ahead are not needed; kill their commands (not teardowns),
@@ -503,21 +516,21 @@ class Evaluator:
         outlive the run. A build ahead stuck elsewhere is not waited for long."""
         self._prefetch_stopping.set()
         with self.lock:
-            running = [t for t in self._prefetches.values() if t.is_alive()]
+            running = [done for done in self._prefetches.values() if not done.is_set()]
         deadline = time.monotonic() + PREFETCH_STOP_WAIT_S
-        for thread in running:
-            while thread.is_alive() and time.monotonic() < deadline:
+        for done in running:
+            while not done.is_set() and time.monotonic() < deadline:
                 kill_running_commands()
-                thread.join(0.05)
+                done.wait(0.05)
 
     def _use_prefetch(self, m: Measurement) -> None:
         """Before a build: wait for this commit's prefetch, and say whether it is used."""
         backend = self._prefetcher()
         with self.lock:
-            thread = self._prefetches.get(m.commit)
-        if backend is None or thread is None:
+            done = self._prefetches.get(m.commit)
+        if backend is None or done is None:
             return
-        thread.join()
+        done.wait()
         if backend.prefetched(m.commit):
             m.prefetched_build = True
             with self.lock:
