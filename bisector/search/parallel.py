@@ -95,31 +95,38 @@ def run_concurrently(
         return [tasks[0]()]
     results: dict[int, T] = {}
     errors: dict[int, BaseException] = {}
+    # Whether a task has ended is its own flag, never Thread.is_alive()/join(): a
+    # KeyboardInterrupt raised inside Thread.join() marks the joined thread stopped while
+    # it still runs (CPython 3.11, python/cpython#90882). A slot believed done was neither
+    # waited for nor torn down from here: the process exited and its cluster stayed up.
+    done = [threading.Event() for _ in tasks]
 
     def work(i: int) -> None:
         try:
             results[i] = tasks[i]()
         except BaseException as exc:  # re-raised on the calling thread
             errors[i] = exc
+        finally:
+            done[i].set()
 
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(tasks))]
     for thread in threads:
         thread.start()
     try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(0.2)  # short waits: signals reach the main thread promptly
+        for finished in done:
+            while not finished.wait(0.2):  # short waits: signals reach the main thread promptly
+                pass
     except BaseException:
         cancelled.set()
         kill_running_commands()
         with held_during("the teardown of every slot"):
             deadline = time.monotonic() + STOP_WAIT_S
-            for i, thread in enumerate(threads):
-                while thread.is_alive() and (time.monotonic() < deadline or tearing_down(i)):
-                    thread.join(0.2)
+            for i, finished in enumerate(done):
+                while not finished.is_set() and (time.monotonic() < deadline or tearing_down(i)):
+                    finished.wait(0.2)
                     kill_running_commands()  # a command that was still starting
-            for i, thread in enumerate(threads):
-                if thread.is_alive():
+            for i, finished in enumerate(done):
+                if not finished.is_set():
                     on_abandoned(i)
         raise
     for i in sorted(errors):

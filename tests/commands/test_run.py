@@ -288,6 +288,31 @@ def test_parallel_2_sigterm_tears_down_every_slot_then_resumes(tmp_path: Path) -
     assert f"culprit: {built.mainline[7]}" in result.stdout
 
 
+def test_parallel_2_sigterm_waits_for_the_slot_slowest_to_tear_down(tmp_path: Path) -> None:
+    """Slot 0 tears down slowly: the interrupt lands in the main thread's wait for slot 0,
+    which Python 3.11 then reports dead (python/cpython#90882, see
+    bisector.search.parallel); the run exited once slot 1 was done, slot 0's teardown
+    unfinished (its cluster left up). Every slot's teardown ends before the exit."""
+    built = build_repo(tmp_path / "repo", _values(6, 3))
+    driver = write_local_config(tmp_path)
+    good, bad = built.mainline[0], built.mainline[-1]
+    driver.switch(f"hang-{good}")
+    driver.switch(f"hang-{bad}")
+    teardown = driver.tools / "teardown.sh"  # slot 0 (the good endpoint) takes a second
+    slow = 'if [ "$BISECTOR_SLOT" = 0 ]; then sleep 1; fi\n'
+    teardown.write_text(teardown.read_text().replace("echo ", slow + "echo ", 1))
+    argv = bisector_argv(*_two_slot_args(built, driver))
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(lambda: set(driver.calls("launches")) == {good, bad})  # both slots in launch
+    process.send_signal(signal.SIGTERM)
+    _out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert {good, bad} <= set(driver.calls("teardowns")), err
+    cleaned = {str(r["eval_dir"]) for r in _journal(built) if r["type"] == "cleaned"}
+    begun = {str(r["eval_dir"]) for r in _journal(built) if r["type"] == "begin"}
+    assert begun and begun <= cleaned  # each evaluation journaled as torn down
+
+
 def test_error_rate_flag_reports_confidence(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(24, 9))
     driver = write_local_config(tmp_path)
