@@ -12,6 +12,7 @@ A slot that does not finish in time is torn down from here.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,6 +30,38 @@ STOP_WAIT_S = 60.0  # how long slots get to tear down after an interrupt
 
 class Interrupted(InfraError):
     kind = "interrupted"
+
+
+class Worker:
+    """A daemon thread whose end is its own flag, never Thread.is_alive() or join().
+
+    A KeyboardInterrupt raised inside Thread.join() marks the joined thread stopped while
+    it still runs (CPython 3.11, python/cpython#90882): after an interrupt, a slot believed
+    done was neither waited for nor torn down from here, and the process exited with its
+    teardown unfinished (its cluster left up). Builds ahead keep an Event the same way
+    (bisector.search.evaluator).
+    """
+
+    def __init__(self, target: Callable[[], object]) -> None:
+        self.ended = threading.Event()
+
+        def run() -> None:
+            try:
+                target()
+            finally:
+                self.ended.set()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def is_alive(self) -> bool:
+        """Started and not ended (never started counts as running: start at once)."""
+        return not self.ended.is_set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self.ended.wait(timeout)
 
 
 class CancellableBackend:
@@ -95,38 +128,31 @@ def run_concurrently(
         return [tasks[0]()]
     results: dict[int, T] = {}
     errors: dict[int, BaseException] = {}
-    # Whether a task has ended is its own flag, never Thread.is_alive()/join(): a
-    # KeyboardInterrupt raised inside Thread.join() marks the joined thread stopped while
-    # it still runs (CPython 3.11, python/cpython#90882). A slot believed done was neither
-    # waited for nor torn down from here: the process exited and its cluster stayed up.
-    done = [threading.Event() for _ in tasks]
 
     def work(i: int) -> None:
         try:
             results[i] = tasks[i]()
         except BaseException as exc:  # re-raised on the calling thread
             errors[i] = exc
-        finally:
-            done[i].set()
 
-    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(tasks))]
-    for thread in threads:
-        thread.start()
+    workers = [Worker(functools.partial(work, i)) for i in range(len(tasks))]
+    for worker in workers:
+        worker.start()
     try:
-        for finished in done:
-            while not finished.wait(0.2):  # short waits: signals reach the main thread promptly
-                pass
+        for worker in workers:
+            while worker.is_alive():
+                worker.join(0.2)  # short waits: signals reach the main thread promptly
     except BaseException:
         cancelled.set()
         kill_running_commands()
         with held_during("the teardown of every slot"):
             deadline = time.monotonic() + STOP_WAIT_S
-            for i, finished in enumerate(done):
-                while not finished.is_set() and (time.monotonic() < deadline or tearing_down(i)):
-                    finished.wait(0.2)
+            for i, worker in enumerate(workers):
+                while worker.is_alive() and (time.monotonic() < deadline or tearing_down(i)):
+                    worker.join(0.2)
                     kill_running_commands()  # a command that was still starting
-            for i, finished in enumerate(done):
-                if not finished.is_set():
+            for i, worker in enumerate(workers):
+                if worker.is_alive():
                     on_abandoned(i)
         raise
     for i in sorted(errors):
