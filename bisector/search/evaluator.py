@@ -127,11 +127,11 @@ class Evaluator:
         self._begun = len(journal.of_kind(Begin))
         self.growing_scorer = growing_scorer or rescoring(scorer)
         self._upcoming: list[str] = []
-        # commit -> the thread building it ahead. Daemon threads: an interrupted run does
-        # not wait for a build nobody needs (their commands are killed, see `measure`).
-        # commit -> set once its build ahead has ended. An Event, not Thread.is_alive():
-        # on CPython before 3.13 an interrupt inside Thread.join() marks a running thread
-        # stopped (python/cpython#90882), and a build believed ended would not be killed.
+        # commit -> set once its build ahead (a daemon thread: an interrupted run does not
+        # wait for a build nobody needs; its commands are killed, see `measure`) has ended.
+        # An Event, not Thread.is_alive(): on CPython 3.11 an interrupt inside Thread.join()
+        # marks a running thread stopped (python/cpython#90882), and a build believed ended
+        # would not be killed.
         self._prefetches: dict[str, threading.Event] = {}
         self._free_prefetch_trees: list[Path] = []
         self._prefetch_trees_made = False
