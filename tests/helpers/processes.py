@@ -28,3 +28,15 @@ def kill_recorded(pids: Path) -> None:
         if text.isdigit() and orphans.start_time(int(text)) is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(text), signal.SIGKILL)
+
+
+def listed(pid_file: Path) -> list[int]:
+    """The pids a test's commands appended to `pid_file`, one per line ([] if none)."""
+    return [int(p) for p in pid_file.read_text().split()] if pid_file.exists() else []
+
+
+def kill_listed(pid_file: Path) -> None:
+    """SIGKILL every pid listed in `pid_file` (cleanup: those already gone are skipped)."""
+    for pid in listed(pid_file):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)

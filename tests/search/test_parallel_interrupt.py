@@ -9,7 +9,6 @@ still tearing down; the process then exited and slot 0's cluster stayed up.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import signal
@@ -26,6 +25,7 @@ from bisector.search.parallel import run_concurrently
 from bisector.search.progress import PlainProgress
 from bisector.signals import sigterm_as_interrupt
 from tests.helpers.local_backend import write_local_config
+from tests.helpers.processes import gone, kill_listed, listed
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
 from tests.search.test_prefetch import PrefetchingBackend
@@ -104,20 +104,9 @@ def test_interrupt_while_waiting_for_a_build_ahead_stops_it(tmp_path: Path) -> N
         with pytest.raises(KeyboardInterrupt):
             run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
         assert backend.sender is not None, "no build ahead ran: the race was not exercised"
-        started = [int(p) for p in pids.read_text().split()]
-        time.sleep(0.2)
-        assert [p for p in started if _alive(p)] == []  # before the fix: the sleep ran on
+        started = listed(pids)
+        assert started and all(gone(p, 1.0) for p in started)  # before the fix: sleep ran on
     finally:
         if backend.sender is not None:
             backend.sender.join()
-        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+        kill_listed(pids)

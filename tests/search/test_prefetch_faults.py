@@ -4,10 +4,7 @@ prefetch worktrees it used stay usable."""
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -23,6 +20,7 @@ from bisector.search.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
+from tests.helpers.processes import gone, kill_listed, listed
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
 from tests.search.test_prefetch import PrefetchingBackend
@@ -127,21 +125,11 @@ def test_an_interrupt_in_a_launch_leaves_no_build_ahead_running(tmp_path: Path) 
         interrupted = [c for step, c in backend.steps if step == "launch"][-1]
         assert ("teardown", interrupted) in backend.steps  # the cluster still went down
         time.sleep(0.5)  # a build ahead started late would be running by now
-        started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
+        started = listed(pids)
         assert started, "no build ahead started: the race was not exercised"
-        assert [p for p in started if _alive(p)] == []
+        assert all(gone(p, 0.5) for p in started)
     finally:
-        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state not in ("Z", "X")
+        kill_listed(pids)
 
 
 class FlakyLaunch(PrefetchingBackend):
