@@ -37,12 +37,14 @@ def _commit(repo: Path, value: int, serial: str, subject: str) -> str:
     return _git(repo, "rev-parse", "HEAD")
 
 
-def _history(path: Path) -> tuple[BuiltRepo, list[str]]:
+def _history(path: Path, mainline: list[int] | None = None) -> tuple[BuiltRepo, list[str]]:
     """Mainline 0-4 good, 5-8 a regression showing only after 8 of 10 minutes (the
     first bad on the first-parent line), 9 the merge of a PR forked from mainline 3
     (so without that regression) whose second commit regresses from the start, then
-    bad to the end. Returns the repo (mainline filled in) and the PR's two commits."""
-    built = build_repo(path, [GOOD] * FIRST_LATE + [LATE] * (MERGE - FIRST_LATE))
+    bad to the end (`mainline`: other values for mainline 0-8). Returns the repo
+    (mainline filled in) and the PR's two commits."""
+    values = mainline or [GOOD] * FIRST_LATE + [LATE] * (MERGE - FIRST_LATE)
+    built = build_repo(path, values)
     repo = built.path
     _git(repo, "checkout", "-q", "-b", "pr-77", built.mainline[FORK])
     pr = [
@@ -109,18 +111,7 @@ def test_a_merge_whose_first_parent_was_good_at_full_length_costs_no_extra_run(
 ) -> None:
     # One regression, in the PR. Mainline 8 (the merge's first parent) grows on course
     # for 60 (over half the threshold): never good early, judged at full length.
-    built = build_repo(tmp_path / "repo", [GOOD] * (MERGE - 1) + [60])
-    repo = built.path
-    _git(repo, "checkout", "-q", "-b", "pr-77", built.mainline[FORK])
-    pr = [_commit(repo, GOOD, "pr.1", "PR 77 part 1"), _commit(repo, BAD, "pr.2", "PR 77 part 2")]
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-s", "ours", "-m", "Merge pull request #77", "pr-77")
-    (repo / "value").write_text(f"{BAD}\n")
-    (repo / "serial").write_text("merge\n")
-    _git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
-    built.mainline.append(_git(repo, "rev-parse", "HEAD"))
-    for k in range(MERGE + 1, MERGE + 7):
-        built.mainline.append(_commit(repo, BAD, str(k), f"Commit {k}: value {BAD}"))
+    built, pr = _history(tmp_path / "repo", [GOOD] * (MERGE - 1) + [60])
     report, _out = bisect_built(
         tmp_path,
         built,
