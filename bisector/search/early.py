@@ -32,7 +32,6 @@ from pathlib import Path
 
 from bisector.backends.base import Candidate, PartialLogs
 from bisector.durations import format_duration
-from bisector.errors import BisectorError, InfraError
 from bisector.logs import METRIC_NAMES, Scores, metric_value
 
 Scorer = Callable[[list[str]], Scores]
@@ -211,7 +210,9 @@ def warm_up_watching(
 def _peek_value(
     partial: PartialLogs, candidate: Candidate, metric: str, scorer: GrowingScorer
 ) -> float | None:
-    with contextlib.suppress(InfraError, BisectorError, OSError, ValueError):
+    # Any failure of a look (a backend's, a [metrics.NAME] scorer's bug on a half-written
+    # line) only means: go on warming up. The collected log is scored, and judged, as always.
+    with contextlib.suppress(Exception):
         paths: list[Path] = partial.peek(candidate)
         return metric_value(scorer([str(p) for p in paths]), metric)
     return None

@@ -53,10 +53,18 @@ class WindowRule:
 
     expected_s: float = 0.0  # the time the log should span (warmup, or the endpoints' logs)
     real_time: bool = False  # timestamps are wall-clock: a log ending before launch is stale
+    times_required: bool = False  # a log without timestamps is no measurement
 
     @property
     def min_span_s(self) -> float:
         return MIN_COVERAGE * self.expected_s
+
+    def coverage_waived(self) -> WindowRule:
+        """The rule for a log short on purpose (a warmup ended early): no coverage asked,
+        but a log that needed timestamps still does (without them it cannot be told from
+        a stale or restarted one)."""
+        needs_times = self.times_required or self.min_span_s > 0
+        return WindowRule(0.0, self.real_time, times_required=needs_times)
 
 
 @dataclass
@@ -137,7 +145,7 @@ def _score(
     if ended is not None and threshold is not None and value >= threshold:
         # Past the threshold (a monotone metric stays there): bad for certain, and the
         # log covers less than the warmup on purpose.
-        rule = WindowRule(0.0, rule.real_time)
+        rule = rule.coverage_waived()
         m.early_verdict = "bad"
         if ended.verdict == "good":
             m.stopped_early = f"{ended.reason}; the collected log has {value:g}: bad"
@@ -147,7 +155,7 @@ def _score(
             m.reason = why_not
             return
         # The log must cover what was watched, not the whole warmup (checked above).
-        rule = WindowRule(0.0, rule.real_time)
+        rule = rule.coverage_waived()
         m.early_verdict = "good"
     why_not = _garbled_problem(scores) or _window_problem(m, rule)
     if why_not is None and ended is not None and ended.verdict == "bad" and m.early_verdict is None:
@@ -177,7 +185,7 @@ def _garbled_problem(scores: Scores) -> str | None:
 def _window_problem(m: Measurement, rule: WindowRule) -> str | None:
     span = m.span_s
     if span is None:
-        if rule.min_span_s > 0:
+        if rule.min_span_s > 0 or rule.times_required:
             return "no data: the log has no timestamps to tell what time it covers"
         return None
     if rule.min_span_s > 0 and span < rule.min_span_s:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from bisector.backends.base import Candidate
-from bisector.logs import score_logs
-from bisector.search.early import EarlyStop, rescoring
-from bisector.search.measure import WindowRule, evaluate_candidate
+from bisector.logs import Scores, score_logs
+from bisector.search.early import EarlyEnd, EarlyStop, rescoring
+from bisector.search.measure import Measurement, WindowRule, _score, evaluate_candidate
 from tests.search.test_early import T0, GrowingBackend, _line
 
 
@@ -52,3 +52,35 @@ def test_a_look_its_own_log_contradicts_makes_the_run_a_skip(tmp_path: Path) -> 
     assert m.value is None, m
     assert m.reason is not None and "stopped early as bad" in m.reason
     assert m.stopped_early is None and m.early_verdict is None
+
+
+def test_an_early_bad_log_without_timestamps_is_a_skip_as_a_whole_one_would_be() -> None:
+    # Waiving coverage for a log short on purpose must not waive its timestamps: without
+    # them a stale or restarted log cannot be told apart (a whole run's log is a skip).
+    def scorer(_logs: list[str]) -> Scores:
+        return Scores({"conflicts": 300.0})  # a value, and no time at all
+
+    early = EarlyStop("conflicts", 250.0, 10.0, 120.0, rescoring(scorer))
+    ended = EarlyEnd("bad", 30.0, "conflicts 300 >= 250 after 30s of 2m00s")
+    m = Measurement("c" * 40, "t", "bisect")
+    _score(scorer, ["log"], "conflicts", m, WindowRule(120.0), early=early, ended=ended)
+    assert m.value is None
+    assert m.reason == "no data: the log has no timestamps to tell what time it covers"
+
+
+def test_a_look_whose_scorer_fails_only_means_warming_up_on(tmp_path: Path) -> None:
+    def broken(_logs: list[str]) -> Scores:
+        raise KeyError("a [metrics.NAME] scorer's bug on a half-written line")
+
+    backend = GrowingBackend(100)
+    early = EarlyStop("conflicts", 250.0, 10.0, backend.total_s, lambda: broken)
+    m = evaluate_candidate(
+        backend,
+        Candidate("c" * 40, tmp_path, tmp_path / "eval"),
+        metric="conflicts",
+        window=WindowRule(backend.total_s),
+        early=early,
+        partial=backend,
+    )
+    assert m.stopped_early is None and m.value == 1200  # the whole warmup, then scored
+    assert "step 120" in backend.steps
