@@ -360,8 +360,9 @@ def base_fallback(cfg: GceSettings, slot: int) -> list[Step]:
         for rule in rules
     ]  # fmt: skip
     # The route controller's pod routes (`${INSTANCE_PREFIX}-<uuid>`) block the network's delete.
+    # pipefail: a list that fails (auth, API) must fail the step, not read as "no routes".
     routes = (
-        f"gcloud compute routes list --project {project} "
+        f"set -o pipefail; gcloud compute routes list --project {project} "
         f"--regexp '{prefix}-.{{8}}-.{{4}}-.{{4}}-.{{4}}-.{{12}}' --format='value(name)' "
         f"| xargs -r gcloud compute routes delete --project {project} --quiet"
     )

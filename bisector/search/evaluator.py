@@ -113,7 +113,6 @@ class Evaluator:
         self.used: dict[str, Measurement] = {}  # every measurement the report rests on
         self.worktrees: set[Path] = set()
         self.rounds: Counter[str] = Counter()  # phase -> rounds of concurrent evaluations
-        self.teardown_failures: list[TeardownFailed] = []
         self.reference_span_s: float | None = None  # what the endpoints' logs covered
         self.onset_s: float | None = None  # when the bad endpoint passed the threshold
         # Early good verdicts are withdrawn once a full-length run contradicted one.
@@ -565,7 +564,6 @@ class Evaluator:
     def _teardown_failed(self, candidate: Candidate, error: str) -> None:
         record = TeardownFailed(candidate.commit, str(candidate.eval_dir), error)
         self.journal.write(record)
-        self.teardown_failures.append(record)
         self.progress.note(
             f"TEARDOWN FAILED for {candidate.commit[:12]}: {error}; something may still be "
             f"running: bisector cleanup --run-dir {self.layout.root}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tomllib
@@ -633,6 +634,14 @@ def test_base_cluster_fallback_mirrors_kube_down(
         "kubemark-5000-default-ssh",
     }  # fmt: skip
     assert record.fallback[-2].cmd[:2] == ("bash", "-c")  # the route controller's routes
+    # A `routes list` that fails (auth, API) fails the step: not "nothing left".
+    fake_bin = tmp_path / "failing-gcloud"
+    fake_bin.mkdir()
+    (fake_bin / "gcloud").write_text("#!/bin/sh\necho 'ERROR: (gcloud) auth' >&2; exit 1\n")
+    (fake_bin / "gcloud").chmod(0o755)
+    env = {**os.environ, "PATH": f"{fake_bin}:{os.environ['PATH']}"}
+    routes = subprocess.run(record.fallback[-2].cmd, env=env, capture_output=True, check=False)
+    assert routes.returncode != 0
     assert names[-1].startswith("gcloud compute networks delete kubemark-5000")
     own = _backend(tmp_path / "own", base, Sleeps(), network="shared-vpc")
     kept = [" ".join(s.cmd) for s in gce_steps.base_fallback(own.cfg, 0)]
