@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 HEADER = "===== "
+STAMP = "%Y-%m-%dT%H:%M:%SZ"  # when a command started, in its header line
 STDERR = "----- stderr"
 
 
@@ -46,10 +47,22 @@ class Entry:
         _append(self.path, "".join(parts))
 
 
+def started_at(header: str) -> float | None:
+    """Epoch seconds a header line `begin` wrote says its command started; None for any
+    other line (an outcome line, or a header torn by a crash)."""
+    if not header.startswith(HEADER):
+        return None
+    stamp = header[len(HEADER) :].split(" ", 1)[0]
+    try:
+        return datetime.strptime(stamp, STAMP).replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None
+
+
 def begin(path: Path | None, cmd: Sequence[str], cwd: Path | str | None) -> Entry:
     """Write the command's header line to `path` (None: no log) and return its entry."""
     if path is not None:
-        when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = datetime.now(UTC).strftime(STAMP)
         where = f"cd {shlex.quote(str(cwd))} && " if cwd is not None else ""
         _append(path, f"{HEADER}{when} $ {where}{shlex.join(cmd)}\n")
     return Entry(path)

@@ -21,11 +21,10 @@ the run's own settings and range. The measured side comes from the run's measure
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 
+from bisector import proclog
 from bisector.bisection.plan import Estimate
-from bisector.proclog import HEADER
 from bisector.report.model import CostSummary, MeasuredCost, ModelCost, ModelPhases
 from bisector.search.measure import Measurement
 
@@ -37,13 +36,9 @@ def launch_started_at(eval_dir: Path) -> float | None:
     try:
         with (eval_dir / LAUNCH_LOG).open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                if not line.startswith(HEADER):
-                    continue
-                stamp = line[len(HEADER) :].split(" ", 1)[0]
-                try:
-                    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp()
-                except ValueError:
-                    continue  # an "exited with ..." line, or a header torn by a crash
+                when = proclog.started_at(line)
+                if when is not None:
+                    return when
     except OSError:
         return None
     return None
