@@ -1,0 +1,75 @@
+"""What `collect` may leave in an evaluation's log directory besides the apiserver log(s).
+
+The log directory (`Candidate.log_dir`) is the evidence of one evaluation. Backends that can
+see more than the log put it here under these names, and the metric sources that read it
+(`prometheus`, `process`, `cl2`) look for it here, so a backend and a metric source never
+need to know of each other:
+
+- `metrics-before.prom`, `metrics-after.prom`: the apiserver's `/metrics` (Prometheus text
+  exposition format) read at the warmup's start and at its end (in `collect`);
+- `processes.json`: CPU seconds and peak RSS of named processes over the warmup (below);
+- `cl2/`: a ClusterLoader2 report directory (`--report-dir`) from a workload that ran
+  during the warmup.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bisector.errors import CollectError
+
+METRICS_BEFORE = "metrics-before.prom"
+METRICS_AFTER = "metrics-after.prom"
+PROCESSES = "processes.json"
+CL2_REPORT_DIR = "cl2"
+
+
+@dataclass(frozen=True)
+class ProcessUsage:
+    """One named process over the warmup window (wall-clock epoch seconds)."""
+
+    name: str  # e.g. "kube-apiserver", "etcd"
+    cpu_s: float  # user + system CPU seconds spent between `start` and `end`
+    peak_rss_bytes: int  # the largest resident set seen (VmHWM at `end`, or sampled)
+    start: float
+    end: float
+
+
+def write_processes(log_dir: Path, usages: list[ProcessUsage]) -> Path:
+    path = log_dir / PROCESSES
+    path.write_text(json.dumps({"processes": [asdict(u) for u in usages]}, indent=1) + "\n")
+    return path
+
+
+def read_processes(log_dir: Path) -> dict[str, ProcessUsage]:
+    """The usages by name; CollectError when the file is missing or not what it should be."""
+    path = log_dir / PROCESSES
+    try:
+        items = json.loads(path.read_text())["processes"]
+        if not isinstance(items, list):
+            raise TypeError("'processes' is not a list")
+        usages = [_usage(item) for item in items]
+    except FileNotFoundError:
+        raise CollectError(f"no process measurements in {log_dir} ({PROCESSES})") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CollectError(f"{path} cannot be read: {type(exc).__name__}: {exc}") from None
+    return {u.name: u for u in usages}
+
+
+def _usage(item: object) -> ProcessUsage:
+    if not isinstance(item, dict):
+        raise TypeError("a process entry is not an object")
+    usage = ProcessUsage(
+        name=str(item["name"]),
+        cpu_s=float(item["cpu_s"]),
+        peak_rss_bytes=int(item["peak_rss_bytes"]),
+        start=float(item["start"]),
+        end=float(item["end"]),
+    )
+    numbers = (usage.cpu_s, usage.start, usage.end)
+    if not all(math.isfinite(n) for n in numbers) or usage.cpu_s < 0 or usage.end < usage.start:
+        raise ValueError(f"impossible numbers for process {usage.name!r}")
+    return usage
