@@ -448,39 +448,40 @@ class Evaluator:
                 self._free_prefetch_trees = [
                     self.layout.worktrees / f"prefetch-{i}" for i in range(n)
                 ]
-            in_flight = sum(not done.is_set() for done in self._prefetches.values())
-            room = self.settings.prefetch_builds - in_flight
+            # The free worktrees are the cap: a build ahead takes one when it starts (not
+            # when its thread gets to it) and gives it back when it ends, so builds still
+            # running in other slots' warmups count, and no thread finds none left.
             for commit in self._upcoming:
-                if room <= 0:
+                if not self._free_prefetch_trees:
                     break
                 if commit in self._prefetches or commit in self._in_flight_commits():
                     continue
                 if backend.prefetched(commit) or self.journal.for_tree(self.repo.tree_of(commit)):
                     continue  # built already, or measured already (nothing to build)
                 done = threading.Event()
+                worktree = self._free_prefetch_trees.pop()
+                self.worktrees.add(worktree)
                 thread = threading.Thread(
                     target=self._prefetch,
-                    args=(backend, commit, done),
+                    args=(backend, commit, worktree, done),
                     name="prefetch",
                     daemon=True,
                 )
                 self._prefetches[commit] = done
                 thread.start()
-                room -= 1
 
     def _in_flight_commits(self) -> set[str]:
         return {c.commit for c in self._in_flight.values()}
 
-    def _prefetch(self, backend: PrefetchBuilds, commit: str, done: threading.Event) -> None:
+    def _prefetch(
+        self, backend: PrefetchBuilds, commit: str, worktree: Path, done: threading.Event
+    ) -> None:
         try:
-            self._build_ahead(backend, commit)
+            self._build_ahead(backend, commit, worktree)
         finally:
             done.set()
 
-    def _build_ahead(self, backend: PrefetchBuilds, commit: str) -> None:
-        with self.lock:
-            worktree = self._free_prefetch_trees.pop()
-            self.worktrees.add(worktree)
+    def _build_ahead(self, backend: PrefetchBuilds, commit: str, worktree: Path) -> None:
         try:
             with self.lock:  # a checkout that fails (objects missing) fails only the guess
                 self.repo.add_worktree(worktree, commit)
