@@ -24,7 +24,7 @@ from bisector.report import Report, write_reports
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import ConfirmRule, DecisionRule
 from bisector.search.early import Scorer
-from bisector.search.journal import Done, Interrupted, LikelihoodSet, ThresholdSet
+from bisector.search.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
 from bisector.search.noisy import PosteriorSearch, automatic_budget
 from bisector.search.plain import GitBisectSearch
@@ -60,11 +60,7 @@ def run_bisection(
         session_factory=session_factory,
         slots=slots,
     ) as b:
-        try:
-            report = find_culprit(b)
-        except KeyboardInterrupt:
-            b.journal.write(Interrupted())
-            raise
+        report = find_culprit(b)  # an error or an interrupt is journaled on the way out
     if write_report:
         write_reports(report, prepared.layout.root)
     b.journal.write(Done(report.culprit.commit if report.culprit else None))

@@ -173,6 +173,7 @@ def build_report(
         list(b.journal.own),
         sum(1 for m in ordered if m.id in cached),
         s.price_per_cluster_hour,
+        earlier=sum(1 for m in b.journal.own if m.id in b.journal.earlier_ids),
     )
     return Report(
         status=_status(found),

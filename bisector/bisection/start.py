@@ -28,7 +28,7 @@ from bisector.locking import own_run_dir
 from bisector.search.decide import DecisionRule, MajorityRule
 from bisector.search.early import Scorer, rescoring
 from bisector.search.evaluator import Evaluator, MeasureSettings
-from bisector.search.journal import Journal, Resume, Start
+from bisector.search.journal import Failed, Interrupted, Journal, Resume, Start
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
@@ -202,6 +202,15 @@ def open_bisection(
                 progress,
                 rule or MajorityRule(s.repeats),
             )
+        except KeyboardInterrupt:
+            journal.write(Interrupted())
+            raise
+        except BisectorError as exc:
+            journal.write(Failed(str(exc)))  # `status` tells it from a killed run
+            raise
+        except Exception as exc:
+            journal.write(Failed(f"internal error: {type(exc).__name__}: {exc}"))
+            raise
         finally:
             try:
                 with contextlib.suppress(InfraError):

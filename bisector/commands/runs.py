@@ -7,13 +7,14 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.resources import ResourceRecord
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
-from bisector.commands.status import describe, lock_held
+from bisector.commands.status import FINISHED, describe, lock_held, run_state
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
 from bisector.gitrepo import GitRepo
-from bisector.search.journal import Done, read_journal
+from bisector.search.journal import Journal, read_journal
 
 
 def _size(path: Path) -> int:
@@ -24,6 +25,17 @@ def _live(run_dir: Path, repo: GitRepo) -> bool:
     return lock_held(RunLayout(run_dir).lock) or (
         lock_held(repo.common_dir / "bisector.lock") and run_dir == run_dirs(repo)[-1]
     )
+
+
+def _finished_and_down(run_dir: Path) -> bool:
+    """Listed as finished (not stopped, failed, interrupted, nor waiting for a mark) and
+    nothing of it left up: its journal and resource record are what `cleanup` needs."""
+    layout = RunLayout(run_dir)
+    records = read_journal(layout.journal)
+    if run_state(records) != FINISHED:
+        return False
+    left_up = Journal(layout.journal, layout.root / ".no-cache", "").unfinished()
+    return not left_up and not ResourceRecord(run_dir).load()
 
 
 def _remove(run_dir: Path, repo: GitRepo) -> None:
@@ -42,7 +54,7 @@ def runs(repo: Path, *, remove: Path | None, remove_finished: bool) -> int:
     found = run_dirs(git_repo)
     if remove_finished:
         for run_dir in found:
-            if any(isinstance(r, Done) for r in read_journal(run_dir / "journal.jsonl")):
+            if _finished_and_down(run_dir) and not _live(run_dir, git_repo):
                 _remove(run_dir, git_repo)
         return RunsExit.OK
     if not found:

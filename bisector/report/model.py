@@ -260,6 +260,7 @@ class MeasuredCost:
     cluster_hours: float
     counted_whole: int  # evaluations without a launch log: counted whole, build included
     money: float | None  # None: no price given
+    earlier: int = 0  # of `evaluations`, those an earlier session of the run directory made
 
 
 @dataclass(frozen=True)

@@ -247,10 +247,17 @@ class Evaluator:
             self._slot_runs[slot] += 1
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
         early = self.early_stop(early_threshold, job.phase)
+        nothing_up = threading.Event()
         try:
-            m = self._evaluate(candidate, job, tree, early)
+            m = self._evaluate(candidate, job, tree, early, nothing_up.set)
             self._finish_prefetches()
         except BaseException:
+            # An interrupt (Ctrl-C, SIGTERM) that reached here after the teardown: said
+            # in the journal, so `cleanup` and the next run do not tear down again.
+            if nothing_up.is_set():
+                with self.lock:
+                    self._in_flight.pop(slot, None)
+                    self.journal.write(Cleaned(str(eval_dir)))
             self._stop_prefetches()
             raise
         with self.lock:
@@ -282,7 +289,12 @@ class Evaluator:
         return m
 
     def _evaluate(
-        self, candidate: Candidate, job: Job, tree: str, early: EarlyStop | None
+        self,
+        candidate: Candidate,
+        job: Job,
+        tree: str,
+        early: EarlyStop | None,
+        on_nothing_up: Callable[[], None],
     ) -> Measurement:
         return evaluate_candidate(
             CancellableBackend(self.backend, self.cancelled),
@@ -301,6 +313,7 @@ class Evaluator:
             on_build=self._use_prefetch,
             on_launch=self._start_prefetches,
             on_step=self._check_cancelled,
+            on_nothing_up=on_nothing_up,
         )
 
     def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:

@@ -185,6 +185,15 @@ class Done(Record):
     culprit: str | None = None
 
 
+@dataclass(frozen=True)
+class Failed(Record):
+    """The run stopped on an error (exit 2: endpoints that do not separate, a backend that
+    would not start; or a bug): what it said, so `status` does not call it killed."""
+
+    kind: ClassVar[str] = "failed"
+    reason: str = ""
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.kind: cls
     for cls in (
@@ -202,6 +211,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         Prefetch,
         EarlyGoodWithdrawn,
         Done,
+        Failed,
     )
 }
 
@@ -242,13 +252,19 @@ class Journal:
         self.own: list[Measurement] = []
         self.by_tree: dict[str, list[Measurement]] = defaultdict(list)
         self.cached_ids: set[str] = set()
+        # Measured by an earlier session of this run directory (not by this process).
+        self.earlier_ids: set[str] = set()
+        self.verdicts: dict[str, str] = {}  # commit -> the latest verdict journaled
         seen: set[str] = set()
         for record in self.records:
             if isinstance(record, Measured):
                 m = record.measurement
                 self.own.append(m)
+                self.earlier_ids.add(m.id)
                 self.by_tree[m.tree].append(m)
                 seen.add(m.id)
+            elif isinstance(record, Verdict):
+                self.verdicts[record.commit] = record.verdict
         for record in read_journal(cache_file):
             if not isinstance(record, Measured) or record.fingerprint != fingerprint:
                 continue
@@ -264,6 +280,15 @@ class Journal:
     def write(self, record: Record) -> None:
         append_line(self.path, record.to_json())
         self.records.append(record)
+        if isinstance(record, Verdict):
+            self.verdicts[record.commit] = record.verdict
+
+    def verdict(self, commit: str, verdict: str) -> None:
+        """Journal what git bisect was told about `commit`, unless it was told that already
+        (a resumed or rerun search replays its verdicts from the measurements: a replay
+        is not a new verdict)."""
+        if self.verdicts.get(commit) != verdict:
+            self.write(Verdict(commit, verdict))
 
     def add(self, m: Measurement) -> None:
         record = Measured(self.fingerprint, m)

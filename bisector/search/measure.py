@@ -222,6 +222,7 @@ def evaluate_candidate(
     on_build: Callable[[Measurement], None] | None = None,
     on_launch: Callable[[], None] | None = None,
     on_step: Callable[[], None] | None = None,
+    on_nothing_up: Callable[[], None] | None = None,
 ) -> Measurement:
     """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
 
@@ -230,7 +231,9 @@ def evaluate_candidate(
     capability) ends the warmup early on a certain verdict; `on_build` runs before
     the build (it waits for a prefetch of this commit and says whether one is used),
     `on_launch` once the build is done (prefetches start there), `on_step` between
-    warmup steps (a cancelled run raises there).
+    warmup steps (a cancelled run raises there), `on_nothing_up` once nothing of this
+    evaluation can be left up (its last teardown succeeded, or nothing was launched),
+    on every path: an interrupt propagating from here has torn down too.
     """
     m = Measurement(
         candidate.commit, tree, phase, started_at=time.time(), slot=candidate.slot, why=why
@@ -287,14 +290,18 @@ def evaluate_candidate(
         if m.value is None:
             m.stopped_early = None  # a skip: the early look decided nothing
             m.early_verdict = None
+        torn_down = not launched
         if launched:
             try:
                 with logged("teardown"):
                     tear_down(candidate)
+                torn_down = True
             except InfraError as exc:
                 m.teardown_error = exc.reason
                 _teardown_failed(m, exc.reason)
         m.duration_s = round(time.monotonic() - start, 3)
+        if torn_down and on_nothing_up is not None:
+            on_nothing_up()
     return m
 
 
