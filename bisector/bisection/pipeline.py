@@ -44,12 +44,14 @@ def run_bisection(
     session_factory: SessionFactory = BisectSession,
     slots: int | None = None,
     write_report: bool = True,
+    fresh: bool = False,
 ) -> Report:
     """The whole `bisector run`; raises BisectorError for anything the user must fix.
 
     `backend`, `rule`, `scorer`, `repo` and `session_factory` are seams for the demo,
     tests and scripts/bench_bisect.py (an in-memory history instead of git);
-    `wrap_backend` is how nightly puts the backend inside its budget.
+    `wrap_backend` is how nightly puts the backend inside its budget; `fresh` starts
+    the run directory over (the earlier run set aside, see bisector.bisection.question).
     """
     prepared = prepare_bisection(settings, repo=repo, backend=backend, wrap_backend=wrap_backend)
     with open_bisection(
@@ -59,6 +61,7 @@ def run_bisection(
         scorer=scorer,
         session_factory=session_factory,
         slots=slots,
+        fresh=fresh,
     ) as b:
         report = find_culprit(b)  # an error or an interrupt is journaled on the way out
     if write_report:

@@ -21,6 +21,7 @@ from bisector import proc
 from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
 from bisector.bisection.layout import RunLayout, measurement_cache
+from bisector.bisection.question import other_question, refuse, set_aside
 from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import BisectSession, GitRepo
@@ -129,8 +130,13 @@ def open_bisection(
     scorer: Scorer | None = None,
     session_factory: SessionFactory = BisectSession,
     slots: int | None = None,
+    fresh: bool = False,
 ) -> Iterator[Bisection]:
-    """Lock, journal, base worktree, backend up; on the way out, all of it down again."""
+    """Lock, journal, base worktree, backend up; on the way out, all of it down again.
+
+    A run directory holding the run of another question is refused (bisector.bisection.
+    question); `fresh` sets the earlier run aside and starts over, whatever it asked.
+    """
     s = prepared.settings
     repo, layout, backend = prepared.repo, prepared.layout, prepared.backend
     progress = progress or PlainProgress(estimate_s=s.estimate_s)
@@ -146,7 +152,22 @@ def open_bisection(
         for line in proc.stop_orphans(layout.processes):
             progress.note(line)
         stack.enter_context(proc.track_groups(layout.processes))
-        journal = Journal(layout.journal, measurement_cache(repo.common_dir), s.fingerprint())
+        cache = measurement_cache(repo.common_dir)
+        journal = Journal(layout.journal, cache, s.fingerprint())
+        other = other_question(journal.records, s, prepared.good, prepared.bad)
+        if fresh:
+            kept = set_aside(layout, bool(journal.unfinished()))
+            if kept is not None:
+                progress.note(f"--fresh: the earlier run is kept in {kept}; starting over")
+                journal = Journal(layout.journal, cache, s.fingerprint())
+        elif other is not None:
+            raise refuse(layout.root, other)
+        if journal.retired:
+            commits = len({m.commit for m in journal.retired})
+            progress.note(
+                f"{commits} commit(s) an earlier session could not measure (launch, collect, "
+                "the log, a full disk) are measured again: an infrastructure skip is not final"
+            )
         if journal.last(Start) is None:
             journal.write(
                 Start(
@@ -156,6 +177,7 @@ def open_bisection(
                     str(repo.root),
                     _config_path(s.config_file),
                     s.backend,
+                    s.question(),
                 )
             )
         else:

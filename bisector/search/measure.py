@@ -12,6 +12,7 @@ collected log is then held to what the early end claimed (`_score`).
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -45,6 +46,14 @@ WALL_CLOCK_HORIZON_S = 24 * 3600.0
 # Garbled lines may have been the metric's own lines: past this share of the log, its
 # counts cannot be trusted either way.
 MAX_GARBLED_SHARE = 0.01
+# A build that failed says the tree does not build, unless its output says the machine
+# was the trouble (a full disk, memory, a timeout, a kill, the network).
+_MACHINE_TROUBLE = re.compile(
+    r"no space left on device|disk quota exceeded|cannot allocate memory|out of memory"
+    r"|\btimed out\b|\btimeout\b|\bkilled\b|\bsignal \d+|connection (?:refused|reset)"
+    r"|temporary failure in name resolution|network is unreachable|could not resolve host",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,17 @@ class Measurement:
     @property
     def span_s(self) -> float | None:
         return None if self.window is None else float(self.window.get("span_s", 0.0))
+
+    @property
+    def infra_skip(self) -> bool:
+        """A skip the infrastructure caused (launch, collect, the log, a teardown, a full
+        disk): it says nothing about the tree, so it is never final (a later session of
+        the run, or a later run, measures the commit again). A build that failed on its
+        own (the tree does not build, the patch does not apply) is the tree's."""
+        if self.value is not None:
+            return False
+        reason = self.reason or ""
+        return not reason.startswith("build:") or bool(_MACHINE_TROUBLE.search(reason))
 
 
 def log_window(scores: Scores) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ A fault is a file `tools/faults/<name>` whose lines select where it strikes:
 ("NAME COMMIT LOGPATH"). Faults (step: name):
 
     build:    hang-build       sleeps a minute (to signal or kill it meanwhile)
+              nospace-build    the disk is full: "No space left on device", exit 1
     launch:   hang-launch      creates the cluster, then sleeps a minute
               flaky            creates (half) the cluster, then fails: exit 1
               daemon           leaves a background child holding stdout/stderr
@@ -159,6 +160,11 @@ def build():
         append("orphans-seen.txt", f"{COMMIT} {name}")
     if struck("hang-build", CALL):
         hang(60)
+    if struck("nospace-build", CALL):
+        inject("nospace-build")
+        print("cp: error writing '_output/release-tars/kubernetes-server-linux-amd64.tar.gz': "
+              "No space left on device", file=sys.stderr)
+        sys.exit(1)
     if Path("BROKEN").exists():
         print("make: *** [quick-release] Error 2", file=sys.stderr)
         sys.exit(1)

@@ -171,3 +171,26 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     assert "cluster up" in (candidate.eval_dir / "launch.log").read_text()
     teardown = (candidate.eval_dir / "teardown.log").read_text()
     assert "deleting" in teardown and "exited with code 3" in teardown
+
+
+@pytest.mark.parametrize(
+    ("reason", "infra"),
+    [
+        ("launch: launch failed (exited with code 1): quota exceeded", True),
+        ("collect: collect did not write the log to $BISECTOR_LOG", True),
+        ("log covers 30s of 10m00s: apiserver restarted or log cut short", True),
+        ("checkout: git worktree add failed: fatal: bad object", True),
+        ("teardown: gcloud compute instances delete failed", True),
+        ("build: build failed (exited with code 2): make: *** [quick-release] Error 2", False),
+        ("build: instrument patch does not apply: error: patch failed", False),
+        ("build: undefined: wait.PollImmediateTimeout", False),
+        ("build: build failed (exited with code 1): cp: No space left on device", True),
+        ("build: build failed (timed out after 3600s)", True),
+        ("build: build failed (was killed by SIGKILL)", True),
+    ],
+)
+def test_an_infrastructure_skip_is_told_from_a_tree_that_does_not_build(
+    reason: str, infra: bool
+) -> None:
+    assert Measurement("c", "t", "bisect", reason=reason).infra_skip is infra
+    assert not Measurement("c", "t", "bisect", value=3.0, reason=reason).infra_skip
