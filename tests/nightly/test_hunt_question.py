@@ -48,9 +48,9 @@ def test_a_hunt_whose_job_config_changed_goes_on_in_a_directory_of_its_own(
         before = (hunt.run_dir / "journal.jsonl").read_text()
 
         changed = _job(built, driver, 20.0)  # the job now gives a threshold
-        hunt = store.hunt("j", "conflicts", good, bad)
-        assert hunt is not None
-        second = bisect_hunt(cfg, changed, store, hunt)
+        again = store.hunt("j", "conflicts", good, bad)
+        assert again is not None and again.run_dir == hunt.run_dir
+        second = bisect_hunt(cfg, changed, store, again)
         assert second.status == FOUND, second.reason
         moved = store.hunt("j", "conflicts", good, bad)
         assert moved is not None and moved.run_dir != hunt.run_dir
