@@ -4,11 +4,13 @@ Config (`[backends.local]`): `launch` and `collect` are required, `build` and
 `teardown` optional, `timeout` (a duration) bounds each command. `peek`, optional,
 writes the apiserver log so far to $BISECTOR_LOG during the warmup (early verdicts:
 `[run] check_every`); without it the warmup runs its full length. Every command
-gets BISECTOR_COMMIT, BISECTOR_WORKTREE, BISECTOR_RUN_DIR, BISECTOR_SLOT and
-BISECTOR_LOG (the file `collect` must write the apiserver log to). Each command's
-line, output, exit code and duration are appended to `<eval dir>/<step>.log`
-(build.log, launch.log, collect.log, teardown.log); a failure's reason carries
-the last lines it printed.
+gets BISECTOR_COMMIT, BISECTOR_WORKTREE, BISECTOR_RUN_DIR, BISECTOR_SLOT,
+BISECTOR_LOG (the file `collect` must write the apiserver log to) and
+BISECTOR_LAUNCH_ID (a log on the wall clock shows it is this launch's by starting
+after it; one on another clock, a replay, by naming it: a line holding
+`bisector-launch-id=$BISECTOR_LAUNCH_ID`). Each command's line, output, exit code
+and duration are appended to `<eval dir>/<step>.log` (build.log, launch.log,
+collect.log, teardown.log); a failure's reason carries the last lines it printed.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ class LocalBackend:
             "BISECTOR_RUN_DIR": str(self.context.run_dir),
             "BISECTOR_SLOT": str(candidate.slot),
             "BISECTOR_LOG": str(candidate.log_dir / LOG_NAME),
+            # A log on a clock of its own (a replay) shows it is this launch's by naming it.
+            "BISECTOR_LAUNCH_ID": candidate.launch_id,
         }
 
     def _run(self, step: str, script: str, candidate: Candidate, error: type[InfraError]) -> None:

@@ -24,12 +24,14 @@ from bisector.bisection.layout import RunLayout, measurement_cache
 from bisector.bisection.question import other_question, refuse, set_aside
 from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError, InfraError
+from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
 from bisector.search.decide import DecisionRule, MajorityRule
 from bisector.search.early import Scorer, rescoring
 from bisector.search.evaluator import Evaluator, MeasureSettings
-from bisector.search.journal import Failed, Interrupted, Journal, Resume, Start
+from bisector.search.journal import Failed, Interrupted, Journal, Resume, Start, TeardownFailed
+from bisector.search.measure import trait
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
@@ -188,8 +190,8 @@ def open_bisection(
                 metric=s.metric,
                 launch_attempts=s.launch_attempts,
                 retry_wait_s=s.retry_wait_s,
-                warmup_s=s.warmup_s if getattr(backend, "waits_warmup", True) else 0.0,
-                real_time_logs=bool(getattr(backend, "real_time_logs", False)),
+                warmup_s=s.warmup_s if trait(backend, "waits_warmup", True) else 0.0,
+                real_time_logs=trait(backend, "real_time_logs", False),
                 check_every_s=s.check_every_s,
                 early_good=s.early_good,
                 prefetch_builds=s.prefetch_builds,
@@ -229,6 +231,20 @@ def open_bisection(
             raise
         except BisectorError as exc:
             journal.write(Failed(str(exc)))  # `status` tells it from a killed run
+            still_up = {begun.eval_dir for begun in journal.unfinished()}
+            failed = [
+                r
+                for r in journal.records
+                if isinstance(r, TeardownFailed) and r.eval_dir in still_up
+            ]
+            if failed and exc.exit_code == RunExit.USAGE:
+                # The run stops on an error, and something it launched may still be up:
+                # the exit code says so (6), not only the bad input (2).
+                raise BisectorError(
+                    f"{exc}; and {len(failed)} teardown(s) failed, clusters may still be "
+                    f"running: bisector cleanup --run-dir {layout.root}",
+                    exit_code=RunExit.LEFT_UP,
+                ) from None
             raise
         except Exception as exc:
             journal.write(Failed(f"internal error: {type(exc).__name__}: {exc}"))

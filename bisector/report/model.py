@@ -107,6 +107,8 @@ class Culprit:
     confidence: float | None
     value: float | None
     parent: ParentResult
+    # Why it is not confirmed: a commit of the claim measured against it at full length.
+    unconfirmed: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Culprit:
@@ -124,6 +126,7 @@ class Culprit:
             confidence=data.get("confidence"),
             value=data.get("value"),
             parent=_build(ParentResult, data["parent"]),
+            unconfirmed=list(data.get("unconfirmed", [])),
         )
 
 

@@ -26,6 +26,7 @@ import functools
 import statistics
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -226,8 +227,9 @@ class Evaluator:
             self.journal.write(EarlyGoodWithdrawn(why))
 
     def window_rule(self) -> WindowRule:
-        expected = max(self.settings.warmup_s, self.reference_span_s or 0.0)
-        return WindowRule(expected, self.settings.real_time_logs)
+        """What a log must cover and show (bisector.search.measure.WindowRule): a run that
+        took time of its own is held to that; the endpoints' logs are the fallback."""
+        return WindowRule(self.reference_span_s or 0.0, self.settings.real_time_logs)
 
     def measure(self, job: Job, slot: int = 0, early_threshold: float | None = None) -> Measurement:
         """One evaluation of `job.commit`; with `early_threshold`, it may end early."""
@@ -241,7 +243,7 @@ class Evaluator:
                 return self._unchecked_out(job, tree, slot, exc.reason)
             self._begun += 1
             eval_dir = self.layout.eval_dir(self._begun, job.commit)
-            candidate = Candidate(job.commit, worktree, eval_dir, slot)
+            candidate = Candidate(job.commit, worktree, eval_dir, slot, uuid.uuid4().hex)
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self._in_flight[slot] = candidate
             self._slot_runs[slot] += 1
@@ -431,11 +433,18 @@ class Evaluator:
         ]
         return self.concurrently(tasks, phase)
 
-    def set_reference(self, runs: list[Measurement]) -> None:
-        """The endpoints' logs set what every later log must cover."""
-        spans = [m.span_s for m in runs if m.value is not None and m.span_s is not None]
-        if spans:
-            self.reference_span_s = float(statistics.median(spans))
+    def set_reference(self, *sides: Sequence[Measurement]) -> None:
+        """The endpoints' logs set what a later log must cover when its run's own length
+        says nothing (see WindowRule): the shorter of the sides' median spans, so a log of
+        either side's kind passes (a run whose length depends on the tree is shorter on
+        one side)."""
+        medians = []
+        for runs in sides:
+            spans = [m.span_s for m in runs if m.value is not None and m.span_s is not None]
+            if spans:
+                medians.append(float(statistics.median(spans)))
+        if medians:
+            self.reference_span_s = min(medians)
 
     # -- early verdicts and prefetched builds ----------------------------------------
 

@@ -141,3 +141,19 @@ def test_a_rerun_of_a_finished_run_adds_no_verdict_and_claims_no_work(
     assert "none measured now" in cost, cost
     (first_cost,) = [line for line in first.stdout.splitlines() if "cost, measured" in line]
     assert "now" not in first_cost
+
+
+def test_a_run_stopped_by_an_error_with_a_cluster_left_up_exits_6(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    # The good endpoint's teardown fails: its measurement is a skip, so the run stops
+    # ("could not be measured", bad input: 2), while its cluster may still be up (6).
+    built = build_repo(tmp_path / "repo", VALUES)
+    driver.inject("fail-teardown", "call:1")
+    run_dir = tmp_path / "run"
+    result = _go(run_args(built.path, built.mainline[0], built.mainline[-1], driver, run_dir))
+    assert result.returncode == RunExit.LEFT_UP, result.stderr
+    (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("bisector: error:")]
+    assert "could not be measured" in line
+    assert f"clusters may still be running: bisector cleanup --run-dir {run_dir}" in line
+    assert _cli("status", "--run-dir", str(run_dir)).stdout.count("failed: ") == 1

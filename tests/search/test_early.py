@@ -44,6 +44,7 @@ class GrowingBackend:
     """
 
     name = "growing"
+    own_logs = True  # writes each evaluation's log itself, like the sim
 
     def __init__(
         self,

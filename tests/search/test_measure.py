@@ -15,6 +15,7 @@ class FakeBackend:
     """Records each step; fails the ways a test asks for."""
 
     name = "fake"
+    own_logs = True  # writes each evaluation's log itself, like the sim
 
     def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
         self.launch_failures = launch_failures
