@@ -157,3 +157,17 @@ def test_a_run_stopped_by_an_error_with_a_cluster_left_up_exits_6(
     assert "could not be measured" in line
     assert f"clusters may still be running: bisector cleanup --run-dir {run_dir}" in line
     assert _cli("status", "--run-dir", str(run_dir)).stdout.count("failed: ") == 1
+
+
+def test_remove_finished_keeps_a_finished_run_whose_teardown_failed(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    # Finished (exit 6), but a cluster may still be up: its journal is what `cleanup`
+    # tears it down from.
+    built = build_repo(tmp_path / "repo", VALUES)
+    driver.inject("fail-teardown", "call:3")
+    done = _go(_run_argv(built, driver, 0, 5))
+    assert done.returncode == RunExit.LEFT_UP, done.stderr
+    assert _state(built, 0, 5) == "finished"
+    removed = _cli("runs", "--repo", str(built.path), "--remove-finished")
+    assert removed.returncode == 0 and "removed" not in removed.stdout

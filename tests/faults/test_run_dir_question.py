@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bisector.bisection.question import QUESTION_PARTS
+from bisector.bisection.question import QUESTION_PARTS, other_question
 from bisector.exitcodes import RunExit
+from bisector.search.journal import Measured, Record, Start, ThresholdSet
+from bisector.search.measure import Measurement
 from tests.helpers.faults import FaultDriver, journal, measurements, run_args
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
@@ -125,3 +127,24 @@ def test_fresh_is_refused_while_the_earlier_run_may_have_a_cluster_up(
 def test_the_question_parts_name_every_part_of_the_question(tmp_path: Path) -> None:
     settings = settings_for(write_local_config(tmp_path / "cfg").config, good="a", bad="b")
     assert len(json.loads(settings.question())) == len(QUESTION_PARTS)
+
+
+def test_a_journal_from_before_the_question_was_recorded_is_still_checked(
+    tmp_path: Path,
+) -> None:
+    """Journals written before `start` kept the question: their measurements' fingerprint
+    (backend config, metric, warmup) and a given threshold still tell another question."""
+    cfg = write_local_config(tmp_path / "cfg").config
+    settings = settings_for(cfg, good="a" * 40, bad="b" * 40, threshold=20.0)
+    old = settings.fingerprint()
+    start = Start("a" * 40, "b" * 40, "bisector run ...")
+    same: list[Record] = [start, Measured(old, Measurement("c", "t", "bisect", value=3.0))]
+    same.append(ThresholdSet(20.0, "given"))
+    assert other_question(same, settings, "a" * 40, "b" * 40) is None
+    metric = settings_for(cfg, good="a" * 40, bad="b" * 40, metric="node_writes")
+    assert other_question(same, metric, "a" * 40, "b" * 40) == (
+        "the backend, backend config, warmup or seed"
+    )
+    calibrated = settings_for(cfg, good="a" * 40, bad="b" * 40)
+    assert other_question(same, calibrated, "a" * 40, "b" * 40) == "threshold 20.0, not None"
+    assert other_question(same, settings, "a" * 40, "c" * 40) is not None  # the range
