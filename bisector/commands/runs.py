@@ -27,21 +27,30 @@ def _live(run_dir: Path, repo: GitRepo) -> bool:
     )
 
 
+def _left_up(run_dir: Path) -> bool:
+    """Whether something the run launched may still be up: its journal and resource
+    record are what `bisector cleanup` tears that down from."""
+    layout = RunLayout(run_dir)
+    left_up = Journal(layout.journal, layout.root / ".no-cache", "").unfinished()
+    return bool(left_up) or bool(ResourceRecord(run_dir).load())
+
+
 def _finished_and_down(run_dir: Path) -> bool:
     """Listed as finished (not stopped, failed, interrupted, nor waiting for a mark) and
-    nothing of it left up: its journal and resource record are what `cleanup` needs."""
-    layout = RunLayout(run_dir)
-    records = read_journal(layout.journal)
-    if run_state(records) != FINISHED:
-        return False
-    left_up = Journal(layout.journal, layout.root / ".no-cache", "").unfinished()
-    return not left_up and not ResourceRecord(run_dir).load()
+    nothing of it left up."""
+    records = read_journal(RunLayout(run_dir).journal)
+    return run_state(records) == FINISHED and not _left_up(run_dir)
 
 
 def _remove(run_dir: Path, repo: GitRepo) -> None:
     check_run_dir(run_dir)
     if _live(run_dir, repo):
         raise BisectorError(f"{run_dir} belongs to a running bisection; stop it first")
+    if _left_up(run_dir):
+        raise BisectorError(
+            f"{run_dir} may have a cluster left up (a teardown failed, or the run was "
+            f"killed); tear it down first: bisector cleanup --run-dir {run_dir}"
+        )
     shutil.rmtree(run_dir)
     typer.echo(f"removed {run_dir}")
 

@@ -139,7 +139,9 @@ def bisect_hunt(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, hunt: H
     if culprit is None:
         return HuntResult(INCONCLUSIVE, "only unmeasurable commits are left", None, evidence)
     if not culprit.confirmed:
-        reason = "re-measuring the culprit and its parent did not confirm it"
+        reason = "; ".join(culprit.unconfirmed) or (
+            "re-measuring the culprit and its parent did not confirm it"
+        )
         return HuntResult(INCONCLUSIVE, reason, culprit.commit, evidence)
     return HuntResult(FOUND, None, culprit.commit, evidence)
 

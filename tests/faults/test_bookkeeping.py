@@ -73,7 +73,7 @@ def test_an_interrupted_run_journals_its_teardown_and_cleanup_does_not_repeat_it
     assert cleanup.returncode == 0, cleanup.stderr
     assert "nothing left up" in cleanup.stdout
     assert driver.calls("teardowns") == [good]  # not a second time
-    status = _cli("status", "--run-dir", str(run_dir)).stdout
+    status = _cli("status", "--repo", str(built.path), "--run-dir", str(run_dir)).stdout
     assert ": interrupted" in status and "stopped" not in status
 
 
@@ -129,14 +129,14 @@ def test_a_rerun_of_a_finished_run_adds_no_verdict_and_claims_no_work(
     first = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert first.returncode == RunExit.FOUND, first.stderr
     verdicts = [r for r in journal(run_dir) if r["type"] == "verdict"]
-    status = _cli("status", "--run-dir", str(run_dir)).stdout
+    status = _cli("status", "--repo", str(built.path), "--run-dir", str(run_dir)).stdout
     launches = driver.calls("launches")
 
     again = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert again.returncode == RunExit.FOUND, again.stderr
     assert driver.calls("launches") == launches  # nothing measured
     assert [r for r in journal(run_dir) if r["type"] == "verdict"] == verdicts
-    assert _cli("status", "--run-dir", str(run_dir)).stdout == status
+    assert _cli("status", "--repo", str(built.path), "--run-dir", str(run_dir)).stdout == status
     (cost,) = [line for line in again.stdout.splitlines() if "cost, measured" in line]
     assert "none measured now" in cost, cost
     (first_cost,) = [line for line in first.stdout.splitlines() if "cost, measured" in line]
@@ -156,10 +156,11 @@ def test_a_run_stopped_by_an_error_with_a_cluster_left_up_exits_6(
     (line,) = [ln for ln in result.stderr.splitlines() if ln.startswith("bisector: error:")]
     assert "could not be measured" in line
     assert f"clusters may still be running: bisector cleanup --run-dir {run_dir}" in line
-    assert _cli("status", "--run-dir", str(run_dir)).stdout.count("failed: ") == 1
+    status = _cli("status", "--repo", str(built.path), "--run-dir", str(run_dir)).stdout
+    assert status.count("failed: ") == 1
 
 
-def test_remove_finished_keeps_a_finished_run_whose_teardown_failed(
+def test_runs_keeps_a_finished_run_whose_teardown_failed_until_cleanup(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
     # Finished (exit 6), but a cluster may still be up: its journal is what `cleanup`
@@ -171,3 +172,10 @@ def test_remove_finished_keeps_a_finished_run_whose_teardown_failed(
     assert _state(built, 0, 5) == "finished"
     removed = _cli("runs", "--repo", str(built.path), "--remove-finished")
     assert removed.returncode == 0 and "removed" not in removed.stdout
+    (run_dir,) = (built.path / ".git" / "bisector" / "runs").iterdir()
+    refused = _cli("runs", "--repo", str(built.path), "--remove", str(run_dir))
+    assert refused.returncode == 2 and f"bisector cleanup --run-dir {run_dir}" in refused.stderr
+    assert run_dir.is_dir()
+    assert _cli("cleanup", "--run-dir", str(run_dir)).returncode == 0  # torn down now
+    removed = _cli("runs", "--repo", str(built.path), "--remove", str(run_dir))
+    assert removed.returncode == 0 and not run_dir.exists()
