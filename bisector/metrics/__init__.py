@@ -17,9 +17,9 @@ from bisector.metrics.definitions import (
     ProcessMetric,
     PrometheusMetric,
     SourceMetric,
-    Worse,
     parse_source_metric,
 )
+from bisector.metrics.direction import Worse, is_bad
 from bisector.metrics.evidence import Evidence, Reading, read_metric
 from bisector.metrics.scoring import ReadsLogDir, SourceScorer, with_reading
 
@@ -34,6 +34,7 @@ __all__ = [
     "SourceMetric",
     "SourceScorer",
     "Worse",
+    "is_bad",
     "parse_source_metric",
     "read_metric",
     "with_reading",

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
 
 from bisector.config import Section
 from bisector.errors import ConfigError
+from bisector.metrics.direction import Worse
 from bisector.metrics.prometheus import UNIT_SCALE
 
-Worse = Literal["higher", "lower"]
 SOURCES = ("log", "cl2", "prometheus", "process")
 PROCESS_VALUES = ("cpu_s", "peak_rss_bytes", "peak_rss_mib")
 PROMETHEUS_KINDS = ("counter", "histogram", "summary")
