@@ -5,16 +5,26 @@ part: they are neither good nor bad, and a range that spans them still holds
 the culprit. The step itself is `changepoint.find_step`: a given threshold or
 a change point, and at least `min_bad_runs` bad runs after it, so a lone noisy
 run triggers nothing.
+
+Direction: the step finder looks for a rise. A metric worse when lower (a throughput) is
+handed to it as RECIPROCAL_SCALE / value (microseconds per pod for pods per second: a
+halving throughput is a doubling there, in the same log space; the scale keeps the values
+far above 1, where the finder's log(v + 1) is log v), and the step's numbers are turned
+back before anyone reads them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bisector.ci.changepoint import Step, find_step
 from bisector.ci.scoring import RunScore
+from bisector.metrics import Worse
+
+RECIPROCAL_SCALE = 1e6
 
 
 @dataclass(frozen=True)
@@ -58,15 +68,39 @@ def find_regression(
     metric: str,
     *,
     threshold: float | None = None,
+    worse: Worse = "higher",
     min_bad_runs: int = 2,
     min_ratio: float = 2.0,
 ) -> RegressionRange | None:
     """The latest good->bad step of `metric` over `runs` (in run order), or None."""
-    values = [r.value(metric) for r in runs]
-    step = find_step(values, threshold=threshold, min_bad_runs=min_bad_runs, min_ratio=min_ratio)
+    values = [oriented(r.value(metric), worse) for r in runs]
+    limit = oriented(threshold, worse)
+    if threshold is not None and limit is None:
+        return None  # a throughput threshold at or below 0: nothing is below it
+    step = find_step(values, threshold=limit, min_bad_runs=min_bad_runs, min_ratio=min_ratio)
     if step is None:
         return None
+    step = in_units(step, worse)
     return RegressionRange(metric, runs[step.last_good], runs[step.first_bad], step)
+
+
+def oriented(value: float | None, worse: Worse) -> float | None:
+    """`value` as the step finder reads it: higher is worse. A lower-is-worse value is
+    RECIPROCAL_SCALE / value; 0 or less has none (no data: a run that scheduled nothing
+    is a broken run, neither good nor bad)."""
+    if value is None or worse == "higher":
+        return value
+    return RECIPROCAL_SCALE / value if value > 0 else None
+
+
+def in_units(step: Step, worse: Worse) -> Step:
+    """The step's threshold and medians back in the metric's own units."""
+    if worse == "higher":
+        return step
+    k = RECIPROCAL_SCALE
+    return dataclasses.replace(
+        step, threshold=k / step.threshold, before=k / step.before, after=k / step.after
+    )
 
 
 def bisect_argv(found: RegressionRange, *, extra: Sequence[str] = ()) -> list[str]:
