@@ -201,7 +201,7 @@ def open_bisection(
                 session,
                 evaluator,
                 progress,
-                rule or MajorityRule(s.repeats),
+                rule or MajorityRule(s.repeats, s.worse),
             )
         finally:
             try:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pytest
 
 from bisector.cli import main
 from tests.helpers.cl2_history import CL2_JOB, Cl2Build, write_cl2_job
+from tests.helpers.evidence import scheduling_throughput
+from tests.helpers.repo import build_repo
 
 BUCKET = "kubernetes-ci-logs"
 STEP_AT = 18  # builds 0..17 good, 18..29 bad
@@ -128,3 +131,46 @@ def test_metrics_ci_does_not_keep_are_refused(
         main(["history", "--job", CL2_JOB, "--metric", "apiserver_cpu_s"])
     assert exit_info.value.code == 2
     assert "CI builds keep apiserver logs and CL2 summaries only" in capsys.readouterr().err
+
+
+def test_a_lower_is_worse_metric_bisects_to_its_culprit(
+    gcs_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """history --bisect on scheduling_throughput: CI builds tested commits of a built
+    history; the range around the drop is bisected with the local backend, whose workload
+    writes a SchedulingThroughput summary (100 pods/s for good trees, 40 for bad ones)."""
+    built = build_repo(tmp_path / "repo", [0] * 8 + [1] * 8)
+    tested = [0, 1, 2, 3, 4, 5, 11, 12, 13, 14, 15]
+    job = "ci-kubernetes-e2e-gce-scale-performance-5000"
+    builds = [
+        Cl2Build(i, built.mainline[c], throughput=(100.0 if c < 8 else 40.0) + (i % 3))
+        for i, c in enumerate(tested)
+    ]
+    write_cl2_job(gcs_client, BUCKET, job, builds)
+    line = (
+        'echo "$(date -u +"I%m%d %H:%M:%S.%6N")       7 wrap.go:42] '
+        'GET /api/v1/nodes: (1ms) 200 [[kubelet] 10.0.0.1:1]" >> "$BISECTOR_LOG"'
+    )
+    good, bad = (json.dumps(scheduling_throughput(v)) for v in (100.0, 40.0))
+    workload = (
+        f'if [ "$(cat value)" = 1 ]; then p={shlex.quote(bad)}; else p={shlex.quote(good)}; fi; '
+        'echo "$p" > "$BISECTOR_REPORT_DIR/SchedulingThroughput_load_$(date -u +%s).json"'
+    )
+    launch = 'mkdir -p "$(dirname "$BISECTOR_LOG")"; ' + line
+    config = tmp_path / "bisector.toml"
+    config.write_text(
+        '[run]\nbackend = "local"\n[backends.local]\n'
+        f"launch = {json.dumps(launch)}\n"
+        f"workload = {json.dumps(workload)}\ncollect = {json.dumps(line)}\n"
+    )
+    argv = ["history", "--job", job, "--metric", "scheduling_throughput", "--bisect"]
+    argv += ["--config", str(config), "--repo", str(built.path), "--no-cache"]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 0, out + err
+    assert f"last good: run {builds[5].build}, commit {built.mainline[5]}" in out
+    assert built.mainline[8][:12] in out + err
+    report = json.loads(next(built.path.rglob("report.json")).read_text())
+    assert report["culprit"]["commit"] == built.mainline[8] and report["culprit"]["confirmed"]
+    assert report["threshold"]["worse"] == "lower" and 40 < report["threshold"]["value"] < 100
