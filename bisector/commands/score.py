@@ -440,7 +440,8 @@ def _print_evidence_table(
     for name, shown in values.items():
         label = f"[bold]{name}[/]" if name == metric else name
         table.add_row(label, _shown(shown), request.registry.source_of(name))
-    Console(soft_wrap=False).print(table)
+    if values:
+        Console(soft_wrap=False).print(table)
     for name, reading in found.readings.items():  # whole lines, never wrapped: scripts grep them
         typer.echo(f"{name}: {reading.source} {reading.where}")
     for name, why in found.unavailable.items():
