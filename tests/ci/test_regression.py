@@ -61,10 +61,11 @@ def test_unbisectable_ranges_say_why() -> None:
     found = find_regression(same, "conflicts")
     assert found is not None
     assert "same commit" in (found.why_not_bisectable() or "")
-    unknown = [_run(1, 40, ""), _run(2, 900), _run(3, 950)]
+    # Without a threshold a level needs two runs on each side of its change point.
+    unknown = [_run(1, 41), _run(2, 40, ""), _run(3, 900), _run(4, 950)]
     found = find_regression(unknown, "conflicts")
     assert found is not None
-    assert "run 1" in (found.why_not_bisectable() or "")
+    assert "run 2" in (found.why_not_bisectable() or "")
     with pytest.raises(ValueError, match="without commits"):
         bisect_argv(found)
 
