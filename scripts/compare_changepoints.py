@@ -98,17 +98,9 @@ def incident_case() -> Case:
 def _cl2(
     rng: Any, n: int, steps: Sequence[tuple[int, float]], *, base: float = 40.0, gaps: bool = True
 ) -> list[float | None]:
-    level = [base] * n
-    for at, factor in steps:
-        for i in range(at, n):
-            level[i] *= factor
-    noise = rng.lognormal(0.0, 0.12, n)
-    values: list[float | None] = [float(v * e) for v, e in zip(level, noise, strict=True)]
-    keep = {i for at, _ in steps for i in (at - 1, at)}
-    for i in range(n):
-        if gaps and i not in keep and rng.random() < 0.05:
-            values[i] = None
-    return values
+    from tests.helpers.series import cl2_series
+
+    return cl2_series(rng, n, steps, base=base, gaps=0.05 if gaps else 0.0)
 
 
 def cl2_cases(rng: Any) -> list[Case]:
