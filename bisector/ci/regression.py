@@ -17,16 +17,17 @@ from dataclasses import dataclass
 
 from bisector.ci.changepoint import ChangePoint, Step, find_change_points, step_of
 from bisector.ci.scoring import RunScore
+from bisector.metric_registry import MetricRegistry
 
 
-def metric_higher_is_worse(metric: str) -> bool:
+def metric_higher_is_worse(metrics: MetricRegistry, metric: str) -> bool:
     """Whether a higher value of `metric` is worse: the one place `history` and `nightly` ask.
 
-    Every metric scored from the apiserver log today (conflicts, node writes, cacher
-    marks, dispatch lag) is worse when higher; metrics that say their own direction
-    (issue 21) answer here.
+    Every metric of the registry today is worse when higher (conflicts, node writes,
+    cacher marks, dispatch lag); when metrics say their own direction (issue 21), the
+    registry answers here.
     """
-    del metric
+    del metrics, metric
     return True
 
 
@@ -114,18 +115,17 @@ def analyse(
     *,
     threshold: float | None = None,
     min_bad_runs: int = 2,
-    higher_is_worse: bool | None = None,
+    higher_is_worse: bool = True,
 ) -> History:
     """Change points of `metric` over `runs` (in run order) and the range to bisect."""
-    worse_up = metric_higher_is_worse(metric) if higher_is_worse is None else higher_is_worse
     values = [r.value(metric) for r in runs]
-    points = find_change_points(values, higher_is_worse=worse_up, min_runs=min_bad_runs)
+    points = find_change_points(values, higher_is_worse=higher_is_worse, min_runs=min_bad_runs)
     step = step_of(
         values,
         points,
         threshold=threshold,
         min_bad_runs=min_bad_runs,
-        higher_is_worse=worse_up,
+        higher_is_worse=higher_is_worse,
     )
     changes = [
         RunChange(p, runs[p.index], runs[p.last_before], runs[p.first_after]) for p in points
@@ -142,7 +142,7 @@ def find_regression(
     *,
     threshold: float | None = None,
     min_bad_runs: int = 2,
-    higher_is_worse: bool | None = None,
+    higher_is_worse: bool = True,
 ) -> RegressionRange | None:
     """The newest regression of `metric` over `runs` (in run order), or None."""
     return analyse(

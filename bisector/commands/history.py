@@ -19,7 +19,13 @@ import typer
 
 from bisector.ci import gcs
 from bisector.ci.cache import ScoreCache, default_cache_dir
-from bisector.ci.regression import RegressionRange, analyse, bisect_argv, command_text
+from bisector.ci.regression import (
+    RegressionRange,
+    analyse,
+    bisect_argv,
+    command_text,
+    metric_higher_is_worse,
+)
 from bisector.ci.report import history_json, render_changes, render_range, render_table
 from bisector.ci.runs import (
     DEFAULT_BUCKET,
@@ -81,7 +87,12 @@ def history(options: HistoryOptions) -> int:
         workers=options.workers,
         on_done=progress.done,
     )
-    analysis = analyse(scored, options.metric, threshold=options.threshold)
+    analysis = analyse(
+        scored,
+        options.metric,
+        threshold=options.threshold,
+        higher_is_worse=metric_higher_is_worse(metrics, options.metric),
+    )
     found = analysis.found
     argv = _bisect_argv(found, options)
     if options.as_json:

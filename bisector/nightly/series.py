@@ -148,7 +148,7 @@ def find_regressions(cfg: NightlyConfig, job: JobConfig, store: NightlyStore) ->
     """
     runs = store.series(job.name, job.metric, last=cfg.window)
     values = [r.value for r in runs]
-    worse_up = metric_higher_is_worse(job.metric)
+    worse_up = metric_higher_is_worse(job.metrics, job.metric)
     points = tuple(find_change_points(values, higher_is_worse=worse_up, min_runs=job.min_bad_runs))
     if job.threshold is None:
         steps = [p.as_step() for p in reversed(points) if p.regression]

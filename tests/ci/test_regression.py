@@ -12,6 +12,7 @@ from bisector.ci.regression import (
 )
 from bisector.ci.scoring import RunScore
 from bisector.logs import Scores
+from bisector.metric_registry import MetricRegistry
 
 
 def _run(n: int, conflicts: int | None, commit: str | None = None, logs: bool = True) -> RunScore:
@@ -130,4 +131,6 @@ def test_an_improvement_is_listed_but_not_hunted() -> None:
 
 
 def test_every_metric_today_is_worse_when_higher() -> None:
-    assert metric_higher_is_worse("conflicts") and metric_higher_is_worse("dispatch_lag_s")
+    metrics = MetricRegistry()
+    assert metric_higher_is_worse(metrics, "conflicts")
+    assert metric_higher_is_worse(metrics, "dispatch_lag_s")
