@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bisector.ci import gcs
+from bisector.ci.changepoint import p_value_text
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import NightlyExit
 from bisector.nightly.config import JobConfig, NightlyConfig, load_nightly_config
@@ -61,6 +62,14 @@ def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: An
         codes: list[int] = [NightlyExit.NOTHING]
         if not regressions:
             log(f"{job.name}: no regression in {job.metric}")
+        else:
+            found = ", ".join(
+                f"runs {r.good.run}..{r.bad.run} ({p_value_text(r.step.p_value)})"
+                if r.step.threshold_source != "given"
+                else f"runs {r.good.run}..{r.bad.run} (threshold {r.step.threshold:g})"
+                for r in regressions
+            )
+            log(f"{job.name}: regressions in {job.metric}, newest first: {found}")
         handled = set()
         # Newest first; one new hunt a night per job: an older regression already hunted
         # is passed over, one not yet hunted waits for a night that has nothing newer.

@@ -303,6 +303,10 @@ def test_several_regressions_are_hunted_newest_first_one_a_night(
 
     lines: list[str] = []
     assert run_nightly(config, log=lines.append) == 4  # the older one, the next night
+    assert (
+        f"{job}: regressions in conflicts, newest first: runs 519..520 (p<1e-12), "
+        "runs 511..512 (p<1e-12)" in lines
+    )
     assert any("runs 519 and 520 already hunted" in line for line in lines)
     assert hunts(state) == [("unbisected", 519, 520), ("unbisected", 511, 512)]
     assert run_nightly(config, log=quiet) == 0  # both hunted
