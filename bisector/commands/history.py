@@ -1,8 +1,9 @@
 """`bisector history --job JOB`: score past CI runs from GCS and narrow the range to bisect.
 
-Prints a table (run, date, result, commit, metric), the last good and first bad
-run, and the `bisector run --good ... --bad ...` command for the commits between
-them. `--bisect` then starts that command in this process, through the CLI
+Prints a table (run, date, result, commit, metric), every change point of the
+metric (p-value, regression or improvement), the last good and first bad run of
+the newest regression, and the `bisector run --good ... --bad ...` command for the
+commits between them. `--bisect` then starts that command in this process, through the CLI
 (`start_bisection`), so its output, Ctrl-C handling and teardown are the same
 as when the user types it.
 """
@@ -18,8 +19,14 @@ import typer
 
 from bisector.ci import gcs
 from bisector.ci.cache import ScoreCache, default_cache_dir
-from bisector.ci.regression import RegressionRange, bisect_argv, command_text, find_regression
-from bisector.ci.report import history_json, render_range, render_table
+from bisector.ci.regression import (
+    RegressionRange,
+    analyse,
+    bisect_argv,
+    command_text,
+    metric_higher_is_worse,
+)
+from bisector.ci.report import history_json, render_changes, render_range, render_table
 from bisector.ci.runs import (
     DEFAULT_BUCKET,
     JobRef,
@@ -89,12 +96,16 @@ def history(options: HistoryOptions) -> int:
         workers=options.workers,
         on_done=progress.done,
     )
-    found = find_regression(
-        scored, options.metric, threshold=options.threshold, worse=metrics.worse(options.metric)
+    analysis = analyse(
+        scored,
+        options.metric,
+        threshold=options.threshold,
+        higher_is_worse=metric_higher_is_worse(metrics, options.metric),
     )
+    found = analysis.found
     argv = _bisect_argv(found, options)
     if options.as_json:
-        typer.echo(json.dumps(history_json(scored, found), indent=2))
+        typer.echo(json.dumps(history_json(scored, analysis), indent=2))
     else:
         typer.echo(
             f"{job}: {len(chosen)} runs ({chosen[0]}..{chosen[-1]}), latest build "
@@ -110,6 +121,7 @@ def history(options: HistoryOptions) -> int:
             )
             typer.echo(f"no run has data for {options.metric}: {why}")
         else:
+            typer.echo(render_changes(analysis))
             typer.echo(render_range(found, options.metric, argv))
     if options.bisect:
         if argv is None:

@@ -153,6 +153,8 @@ def test_a_lower_is_worse_metric_bisects_to_its_culprit(
     )
     good, bad = (json.dumps(scheduling_throughput(v)) for v in (100.0, 40.0))
     workload = (
+        # Every tree's run lasts about 1 s: the logs' spans stay comparable under load.
+        "sleep 1; "
         f'if [ "$(cat value)" = 1 ]; then p={shlex.quote(bad)}; else p={shlex.quote(good)}; fi; '
         'echo "$p" > "$BISECTOR_REPORT_DIR/SchedulingThroughput_load_$(date -u +%s).json"'
     )
