@@ -23,12 +23,9 @@ from bisector.metric_registry import MetricRegistry
 def metric_higher_is_worse(metrics: MetricRegistry, metric: str) -> bool:
     """Whether a higher value of `metric` is worse: the one place `history` and `nightly` ask.
 
-    Every metric of the registry today is worse when higher (conflicts, node writes,
-    cacher marks, dispatch lag); when metrics say their own direction (issue 21), the
-    registry answers here.
+    The registry answers (bisector.metrics.direction): a throughput is worse when lower.
     """
-    del metrics, metric
-    return True
+    return metrics.worse(metric) == "higher"
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,11 @@ def history(options: HistoryOptions) -> int:
     config = load_config(options.config) if options.config else Section()
     metrics = MetricRegistry.from_config(config)
     metrics.check(options.metric, "--metric")
+    if metrics.source_of(options.metric) not in ("log", "cl2"):
+        raise BisectorError(
+            f"{options.metric} is a {metrics.source_of(options.metric)} metric: CI builds keep "
+            "apiserver logs and CL2 summaries only; choose a log or cl2 metric"
+        )
     if options.runs is not None and options.last is not None:
         raise BisectorError("pass either --runs A..B or --last N, not both")
     if options.last is not None and options.last < 1:
@@ -83,7 +88,11 @@ def history(options: HistoryOptions) -> int:
         job,
         chosen,
         cache,
-        ScoreSettings(master=options.master, extra_metrics=metrics.definitions or None),
+        ScoreSettings(
+            master=options.master,
+            extra_metrics=metrics.definitions or None,
+            source=metrics.source_metric(options.metric),
+        ),
         workers=options.workers,
         on_done=progress.done,
     )
@@ -104,10 +113,13 @@ def history(options: HistoryOptions) -> int:
         )
         typer.echo(render_table(scored, options.metric, found, latest))
         if all(s.value(options.metric) is None for s in scored):
-            typer.echo(
-                f"no run has data for {options.metric}: logs missing, or without the lines it "
-                "needs (request lines need the apiserver at --v=3)"
+            why = (
+                "no CL2 summary in their artifacts/, or not the data item asked for"
+                if metrics.source_of(options.metric) == "cl2"
+                else "logs missing, or without the lines it needs (request lines need the "
+                "apiserver at --v=3)"
             )
+            typer.echo(f"no run has data for {options.metric}: {why}")
         else:
             typer.echo(render_changes(analysis))
             typer.echo(render_range(found, options.metric, argv))
