@@ -119,7 +119,7 @@ def _rule(b: Bisection, claim: Claim) -> DecisionRule:
     # Runs that may flip (a noise model): one disagreeing confirmation run is measured
     # again, so one flipped run does not undo a culprit the posterior is sure of.
     if b.settings.noise_aware:
-        return ConfirmRule(claim.expected, max(3, b.settings.repeats))
+        return ConfirmRule(claim.expected, max(3, b.settings.repeats), b.settings.worse)
     return b.rule
 
 

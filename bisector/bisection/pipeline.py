@@ -81,7 +81,7 @@ def whole_range(b: Bisection) -> SearchRange:
 def _likelihood(settings: RunSettings, ends: Endpoints) -> Likelihood:
     if settings.search.likelihood == "metric":
         return MetricLikelihood.fit(ends.good_runs, ends.bad_runs)
-    return VerdictLikelihood(settings.search.error_rate, ends.threshold)
+    return VerdictLikelihood(settings.search.error_rate, ends.threshold, settings.worse)
 
 
 class _Searches:

@@ -28,6 +28,7 @@ from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
 from bisector.logs.sources import open_source, resolve
+from bisector.metrics import ReadsLogDir
 from bisector.search.early import (
     EarlyEnd,
     EarlyStop,
@@ -197,6 +198,9 @@ def _score(
 ) -> None:
     try:
         scores = scorer(logs)
+    except InfraError as exc:  # a metric source's files (bisector.metrics) are missing or garbled
+        m.reason = f"{exc.kind}: {exc.reason}"
+        return
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
         m.reason = f"collect: log cannot be scored: {exc}"
         return
@@ -415,6 +419,8 @@ def evaluate_candidate(
         with logged("collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
+        if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
+            scorer = scorer.in_log_dir(candidate.log_dir)
         rule = window or WindowRule()
         if trait(backend, "own_logs", False):  # the sim: each log is this launch's
             rule = dataclasses.replace(rule, own_logs=True)
