@@ -272,6 +272,13 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Start the run directory over (its earlier run is kept in DIR/earlier/).",
+        ),
+    ] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
     from bisector.settings import RunFlags
@@ -294,7 +301,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )
-    return run(settings, is_dry_run=dry_run)
+    return run(settings, is_dry_run=dry_run, fresh=fresh)
 
 
 @app.command(

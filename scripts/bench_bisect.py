@@ -93,6 +93,7 @@ class SimBackend:
     """In-process backend: build fails on broken commits; collect 'returns' a value."""
 
     name = "bench"
+    own_logs = True  # writes each evaluation's 'log' itself: it is that launch's
 
     def __init__(self, world: World, positions: dict[str, int]) -> None:
         self.world = world

@@ -150,6 +150,7 @@ class ClockBackend:
 
     name = "clock"
     waits_warmup = False  # logs carry no timestamps here: no window rule
+    own_logs = True  # writes each evaluation's 'log' itself: it is that launch's
     duration_s = PHASES.warmup_s
 
     def __init__(self, is_bad: Callable[[Path], bool | None], clock: Clock) -> None:

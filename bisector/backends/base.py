@@ -18,6 +18,9 @@ class Candidate:
     worktree: Path  # checkout of `commit` owned by the tool
     eval_dir: Path  # this evaluation's directory inside the run directory
     slot: int = 0  # parallel slot: backends derive cluster names from it
+    # This evaluation's launch id: a log naming it (`bisector-launch-id=<id>`) shows it is
+    # this launch's (bisector.search.measure.WindowRule); the local backend exports it.
+    launch_id: str = ""
 
     @property
     def log_dir(self) -> Path:

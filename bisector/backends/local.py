@@ -11,10 +11,13 @@ for the `prometheus` metric source. `workload`, optional, is the warmup: a comma
 launch; when it ends, the warmup ends (`warmup` is not waited), and what it wrote to
 $BISECTOR_REPORT_DIR (`<log dir>/cl2`) is the run's CL2 report; a workload that fails is a
 skip with its reason. Every command gets BISECTOR_COMMIT, BISECTOR_WORKTREE,
-BISECTOR_RUN_DIR, BISECTOR_SLOT, BISECTOR_REPORT_DIR and BISECTOR_LOG (the file
-`collect` must write the apiserver log to). Each command's line, output, exit code and
-duration are appended to `<eval dir>/<step>.log` (build.log, launch.log, workload.log,
-metrics.log, collect.log, teardown.log); a failure's reason carries the last lines it printed.
+BISECTOR_RUN_DIR, BISECTOR_SLOT, BISECTOR_REPORT_DIR, BISECTOR_LOG (the file `collect`
+must write the apiserver log to) and BISECTOR_LAUNCH_ID (a log on the wall clock shows it
+is this launch's by starting after it; one on another clock, a replay, by naming it: a
+line holding `bisector-launch-id=$BISECTOR_LAUNCH_ID`). Each command's line, output, exit
+code and duration are appended to `<eval dir>/<step>.log` (build.log, launch.log,
+workload.log, metrics.log, collect.log, teardown.log); a failure's reason carries the last
+lines it printed.
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class LocalBackend:
             "BISECTOR_SLOT": str(candidate.slot),
             "BISECTOR_LOG": str(candidate.log_dir / LOG_NAME),
             "BISECTOR_REPORT_DIR": str(candidate.log_dir / CL2_REPORT_DIR),
+            # A log on a clock of its own (a replay) shows it is this launch's by naming it.
+            "BISECTOR_LAUNCH_ID": candidate.launch_id,
         }
 
     @property

@@ -52,6 +52,9 @@ LOG_NAME = "kube-apiserver.log"
 class SimBackend:
     KEYS = KEYS
     name = "sim"
+    # Each evaluation's log is simulated here, fresh, into its own directory: it cannot be
+    # another launch's (its 2017 clock says nothing of that).
+    own_logs = True
 
     def __init__(self, context: BackendContext) -> None:
         section = context.section

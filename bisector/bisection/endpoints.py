@@ -134,7 +134,7 @@ class EndpointCheck:
     def check(self) -> Endpoints:
         good, bad = self.whole.good, self.whole.bad
         runs_good, runs_bad = self._enough_runs()
-        self.b.set_reference(runs_good + runs_bad)
+        self.b.set_reference(runs_good, runs_bad)
         good_value = _value(runs_good, "good", good)
         bad_value = _value(runs_bad, "bad", bad)
         if self.settings.threshold is not None:

@@ -8,6 +8,7 @@ and started again with the same command repeats no finished measurement.
 from __future__ import annotations
 
 from bisector.backends.base import Backend
+from bisector.bisection.confirm import confirm
 from bisector.bisection.descent import descend, merge_path
 from bisector.bisection.endpoints import EndpointCheck, Endpoints, endpoint_runs
 from bisector.bisection.report_builder import build_report
@@ -22,9 +23,9 @@ from bisector.bisection.start import (
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.report import Report, write_reports
 from bisector.search.base import Found, Search, SearchRange
-from bisector.search.decide import ConfirmRule, DecisionRule
+from bisector.search.decide import DecisionRule
 from bisector.search.early import Scorer
-from bisector.search.journal import Done, Interrupted, LikelihoodSet, ThresholdSet
+from bisector.search.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
 from bisector.search.noisy import PosteriorSearch, automatic_budget
 from bisector.search.plain import GitBisectSearch
@@ -44,12 +45,14 @@ def run_bisection(
     session_factory: SessionFactory = BisectSession,
     slots: int | None = None,
     write_report: bool = True,
+    fresh: bool = False,
 ) -> Report:
     """The whole `bisector run`; raises BisectorError for anything the user must fix.
 
     `backend`, `rule`, `scorer`, `repo` and `session_factory` are seams for the demo,
     tests and scripts/bench_bisect.py (an in-memory history instead of git);
-    `wrap_backend` is how nightly puts the backend inside its budget.
+    `wrap_backend` is how nightly puts the backend inside its budget; `fresh` starts
+    the run directory over (the earlier run set aside, see bisector.bisection.question).
     """
     prepared = prepare_bisection(settings, repo=repo, backend=backend, wrap_backend=wrap_backend)
     with open_bisection(
@@ -59,12 +62,9 @@ def run_bisection(
         scorer=scorer,
         session_factory=session_factory,
         slots=slots,
+        fresh=fresh,
     ) as b:
-        try:
-            report = find_culprit(b)
-        except KeyboardInterrupt:
-            b.journal.write(Interrupted())
-            raise
+        report = find_culprit(b)  # an error or an interrupt is journaled on the way out
     if write_report:
         write_reports(report, prepared.layout.root)
     b.journal.write(Done(report.culprit.commit if report.culprit else None))
@@ -132,22 +132,23 @@ def find_culprit(b: Bisection) -> Report:
     if s.search.measure_ahead and not s.noise_aware:
         fresh = 2 * endpoint_runs(s)  # what the endpoint rounds left idle
         ahead = [j.commit for j in search.first_picks(whole, (-fresh) % b.evaluator.slots)]
-    found, merges = _search(b, search, whole, ahead)
+    found, descended, merges = _search(b, search, whole, ahead)
     bisect_log = b.session.log()
-    confirmation = _confirm(b, found, ends.threshold)
-    contradicted = _early_good_contradicted(b, found, merges, confirmation, ends.threshold)
-    if contradicted:
+    confirmation = confirm(b, found, descended, ends.threshold)
+    if confirmation.withdraw:
         # The safety net of early good verdicts: a regression that shows later than the
-        # bad endpoint's can pass a shortened run as good and move the culprit later;
-        # the parent's full-length confirmation then measures bad. Search again with
+        # bad endpoint's can pass a shortened run as good and move the culprit; a commit
+        # of the claim measured at full length then contradicts it. Search again with
         # full-length runs only (journaled full-length runs are reused).
-        b.progress.note(f"{contradicted}: searching again without early good verdicts")
-        b.evaluator.withdraw_early_good(contradicted)
+        b.progress.note(f"{confirmation.withdraw}: searching again without early good verdicts")
+        b.evaluator.withdraw_early_good(confirmation.withdraw)
         search.verdicts.clear()
         search.reasons.clear()
-        found, merges = _search(b, search, whole, None)
+        found, descended, merges = _search(b, search, whole, None)
         bisect_log = b.session.log()
-        confirmation = _confirm(b, found, ends.threshold)
+        confirmation = confirm(b, found, descended, ends.threshold)
+    for problem in confirmation.problems:
+        b.progress.note(f"not confirmed: {problem}")
     return build_report(
         b,
         ends=ends,
@@ -162,75 +163,16 @@ def find_culprit(b: Bisection) -> Report:
 
 def _search(
     b: Bisection, search: Search, whole: SearchRange, ahead: list[str] | None
-) -> tuple[Found, list[str]]:
-    """The search over the whole range, then down into the culprit merge's branch."""
+) -> tuple[Found, list[str], list[str]]:
+    """The search over the whole range, then down into the culprit merge's branch: what
+    it found, the merges it descended into, and the merges that brought the culprit in
+    (for the report: the plain search bisects a branch as a whole DAG)."""
     s = b.settings
     found = search.find(whole, ahead)
-    found, merges = descend(
+    found, descended = descend(
         search, b.repo, found, whole, progress=b.progress, confidence=s.search.confidence
     )
-    if merges and found.culprit is not None and found.culprit not in merges:
-        merges = merge_path(b.repo, merges[0], found.culprit)
-    return found, merges
-
-
-def _early_good_contradicted(
-    b: Bisection, found: Found, merges: list[str], confirmation: dict[str, str], threshold: float
-) -> str:
-    """Why the early good verdicts of this run cannot stand ("" when they can)."""
-    if found.culprit is None or b.evaluator.early_good_withdrawn:
-        return ""
-    early_goods = [
-        m for m in b.evaluator.used.values() if m.phase == "bisect" and m.early_verdict == "good"
-    ]
-    if not early_goods:
-        return ""
-    said = f"after {len(early_goods)} search run(s) ended early as good"
-    parent = b.repo.info(found.culprit).parents[0]
-    if confirmation.get(parent) == "bad":
-        return f"the culprit's parent {parent[:12]} measured bad at full length, {said}"
-    if not merges:
-        return ""
-    # A culprit inside a merged branch has a branch commit for parent: good at full
-    # length when the branch forked before the regression a wrong early good passed. The
-    # commit the first-parent search called good is the merge's first parent: measure it.
-    before = b.repo.info(merges[0]).parents[0]
-    if before in (b.good, parent):
-        return ""
-    if not any(m.early_verdict == "good" for m in b.evaluator.runs(before, "bisect")):
-        return ""  # good at full length (or by hand): the line turned bad at the merge
-    why = "the culprit merge's first parent, at full length (early good verdicts were used)"
-    if b.evaluator.decide(before, threshold, b.rule, "confirm", why=why).verdict != "bad":
-        return ""
-    return (
-        f"the culprit merge {merges[0][:12]}'s first parent {before[:12]} measured bad at "
-        f"full length, {said}"
-    )
-
-
-def _confirm(b: Bisection, found: Found, threshold: float) -> dict[str, str]:
-    """Measure the culprit and its parent again (fresh runs, phase `confirm`)."""
-    if found.culprit is None:
-        return {}
-    parent = b.repo.info(found.culprit).parents[0]
-    b.evaluator.expect(0)
-    pair = [found.culprit, parent]
-    why = "confirming the culprit against its parent"
-    # Runs that may flip (a noise model): a disagreeing confirmation run is measured
-    # again, so one flipped run does not undo a culprit the posterior is sure of.
-    rules: list[DecisionRule] = (
-        [
-            ConfirmRule("bad", max(3, b.settings.repeats), b.settings.worse),
-            ConfirmRule("good", max(3, b.settings.repeats), b.settings.worse),
-        ]
-        if b.settings.noise_aware
-        else [b.rule, b.rule]
-    )
-    if b.evaluator.slots >= 2:
-        decisions = b.evaluator.decide_each(pair, threshold, rules, "confirm", why)
-    else:
-        decisions = [
-            b.evaluator.decide_each([c], threshold, [r], "confirm", why)[0]
-            for c, r in zip(pair, rules, strict=True)
-        ]
-    return {c: d.verdict or "skip" for c, d in zip(pair, decisions, strict=True)}
+    merges = descended
+    if descended and found.culprit is not None and found.culprit not in descended:
+        merges = merge_path(b.repo, descended[0], found.culprit)
+    return found, descended, merges

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
@@ -104,7 +105,7 @@ def build_report(
     ends: Endpoints,
     found: Found,
     merges: list[str],
-    confirmation: dict[str, str],
+    confirmation: Confirmation,
     search: Search,
     bisect_log: str,
     remote: str | None,
@@ -154,14 +155,16 @@ def build_report(
             pr=pr_number(info.subject) or inner_pr,
             merge=outer,
             merges=merge_refs,
-            confirmed=confirmation.get(found.culprit) == "bad"
-            and confirmation.get(parent) == "good",
-            confirmation=confirmation,
+            confirmed=confirmation.confirmed,
+            confirmation=dict(confirmation.verdicts),
             confidence=summary.confidence,
             value=values[-1] if values else None,
             parent=ParentResult(
-                parent, parent_values[-1] if parent_values else None, confirmation.get(parent)
+                parent,
+                parent_values[-1] if parent_values else None,
+                confirmation.verdicts.get(parent),
             ),
+            unconfirmed=list(confirmation.problems),
         )
     first_parent_range = [b.good, *repo.rev_list(b.good, b.bad, first_parent=True, paths=s.paths)]
     marks = [
@@ -181,6 +184,7 @@ def build_report(
         list(b.journal.own),
         sum(1 for m in ordered if m.id in cached),
         s.price_per_cluster_hour,
+        earlier=sum(1 for m in b.journal.own if m.id in b.journal.earlier_ids),
     )
     return Report(
         status=_status(found),

@@ -21,14 +21,17 @@ from bisector import proc
 from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import create_backend
 from bisector.bisection.layout import RunLayout, measurement_cache
+from bisector.bisection.question import other_question, refuse, set_aside
 from bisector.dirs import ensure_dir
 from bisector.errors import BisectorError, InfraError
+from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
 from bisector.search.decide import DecisionRule, MajorityRule
 from bisector.search.early import Scorer, rescoring
 from bisector.search.evaluator import Evaluator, MeasureSettings
-from bisector.search.journal import Journal, Resume, Start
+from bisector.search.journal import Failed, Interrupted, Journal, Resume, Start, TeardownFailed
+from bisector.search.measure import trait
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
@@ -129,8 +132,13 @@ def open_bisection(
     scorer: Scorer | None = None,
     session_factory: SessionFactory = BisectSession,
     slots: int | None = None,
+    fresh: bool = False,
 ) -> Iterator[Bisection]:
-    """Lock, journal, base worktree, backend up; on the way out, all of it down again."""
+    """Lock, journal, base worktree, backend up; on the way out, all of it down again.
+
+    A run directory holding the run of another question is refused (bisector.bisection.
+    question); `fresh` sets the earlier run aside and starts over, whatever it asked.
+    """
     s = prepared.settings
     repo, layout, backend = prepared.repo, prepared.layout, prepared.backend
     progress = progress or PlainProgress(estimate_s=s.estimate_s)
@@ -146,7 +154,22 @@ def open_bisection(
         for line in proc.stop_orphans(layout.processes):
             progress.note(line)
         stack.enter_context(proc.track_groups(layout.processes))
-        journal = Journal(layout.journal, measurement_cache(repo.common_dir), s.fingerprint())
+        cache = measurement_cache(repo.common_dir)
+        journal = Journal(layout.journal, cache, s.fingerprint())
+        other = other_question(journal.records, s, prepared.good, prepared.bad)
+        if fresh:
+            kept = set_aside(layout, bool(journal.unfinished()))
+            if kept is not None:
+                progress.note(f"--fresh: the earlier run is kept in {kept}; starting over")
+                journal = Journal(layout.journal, cache, s.fingerprint())
+        elif other is not None:
+            raise refuse(layout.root, other)
+        if journal.retired:
+            commits = len({m.commit for m in journal.retired})
+            progress.note(
+                f"{commits} commit(s) an earlier session could not measure (launch, collect, "
+                "the log, a full disk) are measured again: an infrastructure skip is not final"
+            )
         if journal.last(Start) is None:
             journal.write(
                 Start(
@@ -156,6 +179,7 @@ def open_bisection(
                     str(repo.root),
                     _config_path(s.config_file),
                     s.backend,
+                    s.question(),
                 )
             )
         else:
@@ -166,8 +190,8 @@ def open_bisection(
                 metric=s.metric,
                 launch_attempts=s.launch_attempts,
                 retry_wait_s=s.retry_wait_s,
-                warmup_s=s.warmup_s if getattr(backend, "waits_warmup", True) else 0.0,
-                real_time_logs=bool(getattr(backend, "real_time_logs", False)),
+                warmup_s=s.warmup_s if trait(backend, "waits_warmup", True) else 0.0,
+                real_time_logs=trait(backend, "real_time_logs", False),
                 # Early verdicts only for a metric a look at the growing log can decide.
                 check_every_s=s.check_every_s if s.metrics.watchable(s.metric) else None,
                 early_good=s.early_good,
@@ -203,6 +227,29 @@ def open_bisection(
                 progress,
                 rule or MajorityRule(s.repeats, s.worse),
             )
+        except KeyboardInterrupt:
+            journal.write(Interrupted())
+            raise
+        except BisectorError as exc:
+            journal.write(Failed(str(exc)))  # `status` tells it from a killed run
+            still_up = {begun.eval_dir for begun in journal.unfinished()}
+            failed = [
+                r
+                for r in journal.records
+                if isinstance(r, TeardownFailed) and r.eval_dir in still_up
+            ]
+            if failed and exc.exit_code == RunExit.USAGE:
+                # The run stops on an error, and something it launched may still be up:
+                # the exit code says so (6), not only the bad input (2).
+                raise BisectorError(
+                    f"{exc}; and {len(failed)} teardown(s) failed, clusters may still be "
+                    f"running: bisector cleanup --run-dir {layout.root}",
+                    exit_code=RunExit.LEFT_UP,
+                ) from None
+            raise
+        except Exception as exc:
+            journal.write(Failed(f"internal error: {type(exc).__name__}: {exc}"))
+            raise
         finally:
             try:
                 with contextlib.suppress(InfraError):

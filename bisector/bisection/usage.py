@@ -96,8 +96,11 @@ def model_cost(model: Estimate) -> ModelCost:
     )
 
 
-def measured_cost(own: list[Measurement], reused: int, price: float | None) -> MeasuredCost:
-    """What the measurements `own` (this run's) used; `reused`: cached ones it took."""
+def measured_cost(
+    own: list[Measurement], reused: int, price: float | None, earlier: int = 0
+) -> MeasuredCost:
+    """What the measurements `own` (this run's) used; `reused`: cached ones it took;
+    `earlier`: how many of `own` an earlier session of the run directory measured."""
     held = [cluster_time(m) for m in own]
     cluster = sum(seconds for seconds, _ in held)
     return MeasuredCost(
@@ -108,10 +111,11 @@ def measured_cost(own: list[Measurement], reused: int, price: float | None) -> M
         cluster_hours=cluster / 3600,
         counted_whole=sum(whole for _, whole in held),
         money=_money(cluster, price),
+        earlier=earlier,
     )
 
 
 def cost_summary(
-    model: Estimate, own: list[Measurement], reused: int, price: float | None
+    model: Estimate, own: list[Measurement], reused: int, price: float | None, earlier: int = 0
 ) -> CostSummary:
-    return CostSummary(price, model_cost(model), measured_cost(own, reused, price))
+    return CostSummary(price, model_cost(model), measured_cost(own, reused, price, earlier))

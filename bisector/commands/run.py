@@ -32,7 +32,9 @@ def build_settings(
 ) -> RunSettings:
     section = load_config(config) if config else Section()
     if resume_command is None:
-        resume_command = shlex.join(["bisector", *sys.argv[1:]]) if sys.argv[1:] else ""
+        # Resuming continues the run: never with --fresh, which would start it over again.
+        argv = [a for a in sys.argv[1:] if a != "--fresh"]
+        resume_command = shlex.join(["bisector", *argv]) if argv else ""
     return RunSettings.from_config(
         section,
         good=good,
@@ -105,7 +107,7 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
     return lines
 
 
-def run(settings: RunSettings, *, is_dry_run: bool = False) -> int:
+def run(settings: RunSettings, *, is_dry_run: bool = False, fresh: bool = False) -> int:
     if is_dry_run:
         return dry_run(settings)
     # The ETA uses the cost model's evaluation time, as --dry-run does.
@@ -115,7 +117,7 @@ def run(settings: RunSettings, *, is_dry_run: bool = False) -> int:
         )
     )
     try:
-        report = run_bisection(settings, progress=progress)
+        report = run_bisection(settings, progress=progress, fresh=fresh)
     except KeyboardInterrupt:
         progress.stop()
         print(

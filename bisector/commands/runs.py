@@ -7,13 +7,14 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.resources import ResourceRecord
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
-from bisector.commands.status import describe, lock_held
+from bisector.commands.status import FINISHED, describe, lock_held, run_state
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
 from bisector.gitrepo import GitRepo
-from bisector.search.journal import Done, read_journal
+from bisector.search.journal import Journal, read_journal
 
 
 def _size(path: Path) -> int:
@@ -26,10 +27,30 @@ def _live(run_dir: Path, repo: GitRepo) -> bool:
     )
 
 
+def _left_up(run_dir: Path) -> bool:
+    """Whether something the run launched may still be up: its journal and resource
+    record are what `bisector cleanup` tears that down from."""
+    layout = RunLayout(run_dir)
+    left_up = Journal(layout.journal, layout.root / ".no-cache", "").unfinished()
+    return bool(left_up) or bool(ResourceRecord(run_dir).load())
+
+
+def _finished_and_down(run_dir: Path) -> bool:
+    """Listed as finished (not stopped, failed, interrupted, nor waiting for a mark) and
+    nothing of it left up."""
+    records = read_journal(RunLayout(run_dir).journal)
+    return run_state(records) == FINISHED and not _left_up(run_dir)
+
+
 def _remove(run_dir: Path, repo: GitRepo) -> None:
     check_run_dir(run_dir)
     if _live(run_dir, repo):
         raise BisectorError(f"{run_dir} belongs to a running bisection; stop it first")
+    if _left_up(run_dir):
+        raise BisectorError(
+            f"{run_dir} may have a cluster left up (a teardown failed, or the run was "
+            f"killed); tear it down first: bisector cleanup --run-dir {run_dir}"
+        )
     shutil.rmtree(run_dir)
     typer.echo(f"removed {run_dir}")
 
@@ -42,7 +63,7 @@ def runs(repo: Path, *, remove: Path | None, remove_finished: bool) -> int:
     found = run_dirs(git_repo)
     if remove_finished:
         for run_dir in found:
-            if any(isinstance(r, Done) for r in read_journal(run_dir / "journal.jsonl")):
+            if _finished_and_down(run_dir) and not _live(run_dir, git_repo):
                 _remove(run_dir, git_repo)
         return RunsExit.OK
     if not found:

@@ -15,8 +15,11 @@ from bisector.gitrepo import GitRepo
 from bisector.search.journal import (
     Done,
     EarlyGoodWithdrawn,
+    Failed,
     Interrupted,
+    Mark,
     Measured,
+    Record,
     Resume,
     Start,
     TeardownFailed,
@@ -24,6 +27,11 @@ from bisector.search.journal import (
     Verdict,
     read_journal,
 )
+
+FINISHED = "finished"
+# Records a run writes when it starts and ends; anything else (a `mark`, the `cleaned`
+# records of `bisector cleanup`) may be appended later by other commands.
+_LIFECYCLE = (Start, Resume, Done, Interrupted, Failed)
 
 
 def lock_held(lock: Path) -> bool:
@@ -39,21 +47,36 @@ def lock_held(lock: Path) -> bool:
     return False
 
 
+def run_state(records: list[Record]) -> str:
+    """How the run's last session ended, from its own start and end records.
+
+    "finished", "interrupted", "failed: WHY" (an error stopped it), or "stopped
+    (killed?)" (started and never said how it ended); a finished run a person marked
+    a commit of since says so: rerunning it takes the mark.
+    """
+    at = max((i for i, r in enumerate(records) if isinstance(r, _LIFECYCLE)), default=-1)
+    last = records[at] if at >= 0 else None
+    if isinstance(last, Done):
+        if any(isinstance(r, Mark) for r in records[at:]):
+            return f"{FINISHED}; a commit was marked since: rerun its command to use the mark"
+        return FINISHED
+    if isinstance(last, Interrupted):
+        return "interrupted"
+    if isinstance(last, Failed):
+        return f"failed: {last.reason}"
+    return "stopped (killed?)"
+
+
 def describe(run_dir: Path, *, running: bool = False) -> list[str]:
     layout = RunLayout(run_dir)
     records = read_journal(layout.journal)
     start = next((r for r in records if isinstance(r, Start)), Start("?", "?"))
-    verdicts = Counter(r.verdict for r in records if isinstance(r, Verdict))
+    # What git bisect was last told about each commit (a rerun replays, never adds).
+    latest = {r.commit: r.verdict for r in records if isinstance(r, Verdict)}
+    verdicts = Counter(latest.values())
     measured = sum(isinstance(r, Measured) for r in records)
-    last = records[-1] if records else None
-    state = (
-        "finished"
-        if isinstance(last, Done)
-        else "interrupted"
-        if isinstance(last, Interrupted)
-        else "stopped (killed?)"
-    )
-    if running and not isinstance(last, Done):
+    state = run_state(records)
+    if running and state != FINISHED:
         state = "running"
     threshold = next((r for r in reversed(records) if isinstance(r, ThresholdSet)), None)
     lines = [
@@ -81,7 +104,7 @@ def describe(run_dir: Path, *, running: bool = False) -> list[str]:
         "",
     )
     if command:
-        verb = "command" if state in ("finished", "running") else "resume with"
+        verb = "command" if state in (FINISHED, "running") else "resume with"
         lines.append(f"  {verb}: {command}")
     return lines
 

@@ -3,22 +3,28 @@
 The run directory is fixed per hunt (`<state>/hunts/<job>-<good>-<bad>`), so a
 hunt a crash or reboot cut short is picked up by the next night's
 `run_bisection` with the same settings, which resumes from its journal without
-repeating a finished measurement. The bisection is set up exactly as `bisector run`
-sets it up (bisector.bisection.start), so a job's `run`/`backends` tables mean what
-they mean in a `bisector run` config: the gce base cluster comes from the good
+repeating a finished measurement. A job whose config changed since asks another
+question: its hunt goes on in a directory of its own (`...-<hash of the question>`).
+The bisection is set up exactly as `bisector run` sets it up
+(bisector.bisection.start), so a job's `run`/`backends` tables mean what they
+mean in a `bisector run` config: the gce base cluster comes from the good
 endpoint's tree when `base_checkout` is unset, user `[metrics.NAME]` work, and
 config errors name the job's own table.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.backends.base import Backend
 from bisector.bisection.pipeline import run_bisection
+from bisector.bisection.question import other_question
 from bisector.bisection.report_builder import evaluation_of
 from bisector.errors import BisectorError, ConfigError
+from bisector.gitrepo import GitRepo
 from bisector.nightly.budget import BudgetedBackend, BudgetExceeded, budget_exceeded
 from bisector.nightly.config import JobConfig, NightlyConfig
 from bisector.nightly.store import Hunt, NightlyStore
@@ -80,8 +86,34 @@ def run_settings(
     )
 
 
+def question_dir(run_dir: Path, settings: RunSettings) -> Path:
+    """The hunt's run directory for this question: `run_dir`, unless it holds the run of
+    another one (the job's config changed since: another metric, threshold, backend
+    config), then a directory of the new question's own beside it (the earlier one is
+    left as it is: one run directory answers one question)."""
+    records = read_journal(run_dir / "journal.jsonl")
+    try:
+        repo = GitRepo(settings.repo)
+        good, bad = repo.resolve(settings.good), repo.resolve(settings.bad)
+    except BisectorError:
+        return run_dir  # the bisection says what is wrong with the range
+    if other_question(records, settings, good, bad) is None:
+        return run_dir
+    digest = hashlib.sha256(settings.question().encode()).hexdigest()[:8]
+    return run_dir.with_name(f"{run_dir.name}-{digest}")
+
+
 def bisect_hunt(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, hunt: Hunt) -> HuntResult:
     settings = run_settings(cfg, job, hunt.good_commit, hunt.bad_commit, hunt.run_dir)
+    run_dir = question_dir(hunt.run_dir, settings)
+    if run_dir != hunt.run_dir:
+        PlainProgress().note(
+            f"{job.name}: the job's config changed since the hunt began in {hunt.run_dir}: "
+            f"hunting in {run_dir} (the earlier directory is kept; if it has a cluster left "
+            f"up: bisector cleanup --run-dir {hunt.run_dir})"
+        )
+        store.update_hunt(hunt.id, run_dir=str(run_dir))
+        settings = dataclasses.replace(settings, run_dir=run_dir)
     evaluations, cluster_s = store.usage(hunt.id)
 
     def record(more_evaluations: int, more_cluster_s: float) -> None:
@@ -93,21 +125,23 @@ def bisect_hunt(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, hunt: H
         )
 
     if (why := budget_exceeded(job.budget, evaluations, cluster_s)) is not None:
-        return HuntResult(BUDGET, why, evidence=journal_evidence(hunt.run_dir))
+        return HuntResult(BUDGET, why, evidence=journal_evidence(run_dir))
     try:
         report = run_bisection(settings, wrap_backend=within_budget, progress=PlainProgress())
     except BudgetExceeded as exc:
-        return HuntResult(BUDGET, exc.reason, evidence=journal_evidence(hunt.run_dir))
+        return HuntResult(BUDGET, exc.reason, evidence=journal_evidence(run_dir))
     except ConfigError:
         raise  # the user must fix the file; the hunt stays open for the next night
     except BisectorError as exc:
-        return HuntResult(FAILED, str(exc), evidence=journal_evidence(hunt.run_dir))
+        return HuntResult(FAILED, str(exc), evidence=journal_evidence(run_dir))
     evidence = HuntEvidence.of_report(report)
     culprit = report.culprit
     if culprit is None:
         return HuntResult(INCONCLUSIVE, "only unmeasurable commits are left", None, evidence)
     if not culprit.confirmed:
-        reason = "re-measuring the culprit and its parent did not confirm it"
+        reason = "; ".join(culprit.unconfirmed) or (
+            "re-measuring the culprit and its parent did not confirm it"
+        )
         return HuntResult(INCONCLUSIVE, reason, culprit.commit, evidence)
     return HuntResult(FOUND, None, culprit.commit, evidence)
 

@@ -147,6 +147,7 @@ def _handle(
         evidence=result.evidence,
         used=store.usage(hunt.id),
     )
+    hunt = store.hunt(job.name, job.metric, good, bad) or hunt  # its run dir may have moved
     run_dir = hunt.run_dir if hunt.run_dir.is_dir() else None
     write_report(report_dir, data, run_dir)
     if cfg.upload:

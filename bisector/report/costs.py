@@ -134,6 +134,13 @@ def cost_summary_lines(cost: CostSummary) -> list[str]:
         if price and model.money is not None:
             expected += f", money {money_text(model.money)}"
     reused = f" (+{measured.reused} reused)" if measured.reused else ""
+    if measured.earlier:  # a resumed (or rerun) run: say what this session itself measured
+        now = measured.evaluations - measured.earlier
+        reused += (
+            ", none measured now (all by an earlier session of this run directory)"
+            if now == 0
+            else f", {now} measured now and {measured.earlier} by an earlier session"
+        )
     used = (
         f"cost, measured (this run): {measured.evaluations} evaluations{reused}, "
         f"wall {format_duration(measured.wall_s)}, "

@@ -108,6 +108,8 @@ class Culprit:
     confidence: float | None
     value: float | None
     parent: ParentResult
+    # Why it is not confirmed: a commit of the claim measured against it at full length.
+    unconfirmed: list[str] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Culprit:
@@ -125,6 +127,7 @@ class Culprit:
             confidence=data.get("confidence"),
             value=data.get("value"),
             parent=_build(ParentResult, data["parent"]),
+            unconfirmed=list(data.get("unconfirmed", [])),
         )
 
 
@@ -261,6 +264,7 @@ class MeasuredCost:
     cluster_hours: float
     counted_whole: int  # evaluations without a launch log: counted whole, build included
     money: float | None  # None: no price given
+    earlier: int = 0  # of `evaluations`, those an earlier session of the run directory made
 
 
 @dataclass(frozen=True)

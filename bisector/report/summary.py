@@ -65,6 +65,7 @@ def summary_lines(report: Report) -> list[str]:
             f"{_value(culprit.parent.value)}; confirmed by measuring both again: "
             + ("yes" if culprit.confirmed else "NO")
         )
+        lines += [f"    not confirmed: {why}" for why in culprit.unconfirmed]
         lines.append(
             f"    every run: culprit {measured_runs_text(report, culprit.commit)}; "
             f"parent {measured_runs_text(report, culprit.parent.commit)}"

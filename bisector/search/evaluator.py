@@ -26,6 +26,7 @@ import functools
 import statistics
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -226,8 +227,9 @@ class Evaluator:
             self.journal.write(EarlyGoodWithdrawn(why))
 
     def window_rule(self) -> WindowRule:
-        expected = max(self.settings.warmup_s, self.reference_span_s or 0.0)
-        return WindowRule(expected, self.settings.real_time_logs)
+        """What a log must cover and show (bisector.search.measure.WindowRule): a run that
+        took time of its own is held to that; the endpoints' logs are the fallback."""
+        return WindowRule(self.reference_span_s or 0.0, self.settings.real_time_logs)
 
     def measure(self, job: Job, slot: int = 0, early_threshold: float | None = None) -> Measurement:
         """One evaluation of `job.commit`; with `early_threshold`, it may end early."""
@@ -241,16 +243,23 @@ class Evaluator:
                 return self._unchecked_out(job, tree, slot, exc.reason)
             self._begun += 1
             eval_dir = self.layout.eval_dir(self._begun, job.commit)
-            candidate = Candidate(job.commit, worktree, eval_dir, slot)
+            candidate = Candidate(job.commit, worktree, eval_dir, slot, uuid.uuid4().hex)
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self._in_flight[slot] = candidate
             self._slot_runs[slot] += 1
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
         early = self.early_stop(early_threshold, job.phase)
+        nothing_up = threading.Event()
         try:
-            m = self._evaluate(candidate, job, tree, early)
+            m = self._evaluate(candidate, job, tree, early, nothing_up.set)
             self._finish_prefetches()
         except BaseException:
+            # An interrupt (Ctrl-C, SIGTERM) that reached here after the teardown: said
+            # in the journal, so `cleanup` and the next run do not tear down again.
+            if nothing_up.is_set():
+                with self.lock:
+                    self._in_flight.pop(slot, None)
+                    self.journal.write(Cleaned(str(eval_dir)))
             self._stop_prefetches()
             raise
         with self.lock:
@@ -282,7 +291,12 @@ class Evaluator:
         return m
 
     def _evaluate(
-        self, candidate: Candidate, job: Job, tree: str, early: EarlyStop | None
+        self,
+        candidate: Candidate,
+        job: Job,
+        tree: str,
+        early: EarlyStop | None,
+        on_nothing_up: Callable[[], None],
     ) -> Measurement:
         return evaluate_candidate(
             CancellableBackend(self.backend, self.cancelled),
@@ -301,6 +315,7 @@ class Evaluator:
             on_build=self._use_prefetch,
             on_launch=self._start_prefetches,
             on_step=self._check_cancelled,
+            on_nothing_up=on_nothing_up,
         )
 
     def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:
@@ -418,11 +433,18 @@ class Evaluator:
         ]
         return self.concurrently(tasks, phase)
 
-    def set_reference(self, runs: list[Measurement]) -> None:
-        """The endpoints' logs set what every later log must cover."""
-        spans = [m.span_s for m in runs if m.value is not None and m.span_s is not None]
-        if spans:
-            self.reference_span_s = float(statistics.median(spans))
+    def set_reference(self, *sides: Sequence[Measurement]) -> None:
+        """The endpoints' logs set what a later log must cover when its run's own length
+        says nothing (see WindowRule): the shorter of the sides' median spans, so a log of
+        either side's kind passes (a run whose length depends on the tree is shorter on
+        one side)."""
+        medians = []
+        for runs in sides:
+            spans = [m.span_s for m in runs if m.value is not None and m.span_s is not None]
+            if spans:
+                medians.append(float(statistics.median(spans)))
+        if medians:
+            self.reference_span_s = min(medians)
 
     # -- early verdicts and prefetched builds ----------------------------------------
 
@@ -448,39 +470,40 @@ class Evaluator:
                 self._free_prefetch_trees = [
                     self.layout.worktrees / f"prefetch-{i}" for i in range(n)
                 ]
-            in_flight = sum(not done.is_set() for done in self._prefetches.values())
-            room = self.settings.prefetch_builds - in_flight
+            # The free worktrees are the cap: a build ahead takes one when it starts (not
+            # when its thread gets to it) and gives it back when it ends, so builds still
+            # running in other slots' warmups count, and no thread finds none left.
             for commit in self._upcoming:
-                if room <= 0:
+                if not self._free_prefetch_trees:
                     break
                 if commit in self._prefetches or commit in self._in_flight_commits():
                     continue
                 if backend.prefetched(commit) or self.journal.for_tree(self.repo.tree_of(commit)):
                     continue  # built already, or measured already (nothing to build)
                 done = threading.Event()
+                worktree = self._free_prefetch_trees.pop()
+                self.worktrees.add(worktree)
                 thread = threading.Thread(
                     target=self._prefetch,
-                    args=(backend, commit, done),
+                    args=(backend, commit, worktree, done),
                     name="prefetch",
                     daemon=True,
                 )
                 self._prefetches[commit] = done
                 thread.start()
-                room -= 1
 
     def _in_flight_commits(self) -> set[str]:
         return {c.commit for c in self._in_flight.values()}
 
-    def _prefetch(self, backend: PrefetchBuilds, commit: str, done: threading.Event) -> None:
+    def _prefetch(
+        self, backend: PrefetchBuilds, commit: str, worktree: Path, done: threading.Event
+    ) -> None:
         try:
-            self._build_ahead(backend, commit)
+            self._build_ahead(backend, commit, worktree)
         finally:
             done.set()
 
-    def _build_ahead(self, backend: PrefetchBuilds, commit: str) -> None:
-        with self.lock:
-            worktree = self._free_prefetch_trees.pop()
-            self.worktrees.add(worktree)
+    def _build_ahead(self, backend: PrefetchBuilds, commit: str, worktree: Path) -> None:
         try:
             with self.lock:  # a checkout that fails (objects missing) fails only the guess
                 self.repo.add_worktree(worktree, commit)

@@ -3,7 +3,9 @@
 Both are JSON Lines files appended one fsync'ed line at a time, so a kill -9 can
 lose at most the line being written; a torn last line is ignored on reading.
 The journal (`<run dir>/journal.jsonl`) holds every record of one run, one typed
-record per kind (below) and one reader (`read_journal`); the cache
+record per kind (below) and one reader (`read_journal`); an infrastructure skip an
+earlier session of the run journaled is history there, not an answer: the session
+that opens the journal measures that commit again. The cache
 (`<git dir>/bisector/measurements.jsonl`) holds measurements of every run keyed by
 (tree id, config fingerprint), so a later bisect over an overlapping range reuses
 them. Only measurements with a value are cached: an infrastructure skip (an outage,
@@ -76,6 +78,8 @@ class Start(Record):
     repo: str = ""
     config: str = ""
     backend: str = ""
+    # What the run answers (RunSettings.question): a run directory answers one question.
+    question: str = ""
 
 
 @dataclass(frozen=True)
@@ -185,6 +189,15 @@ class Done(Record):
     culprit: str | None = None
 
 
+@dataclass(frozen=True)
+class Failed(Record):
+    """The run stopped on an error (exit 2: endpoints that do not separate, a backend that
+    would not start; or a bug): what it said, so `status` does not call it killed."""
+
+    kind: ClassVar[str] = "failed"
+    reason: str = ""
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.kind: cls
     for cls in (
@@ -202,6 +215,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         Prefetch,
         EarlyGoodWithdrawn,
         Done,
+        Failed,
     )
 }
 
@@ -242,13 +256,24 @@ class Journal:
         self.own: list[Measurement] = []
         self.by_tree: dict[str, list[Measurement]] = defaultdict(list)
         self.cached_ids: set[str] = set()
+        # Measured by an earlier session of this run directory (not by this process).
+        self.earlier_ids: set[str] = set()
+        self.verdicts: dict[str, str] = {}  # commit -> the latest verdict journaled
+        # Infrastructure skips of earlier sessions: in the report, never in a verdict.
+        self.retired: list[Measurement] = []
         seen: set[str] = set()
         for record in self.records:
             if isinstance(record, Measured):
                 m = record.measurement
                 self.own.append(m)
-                self.by_tree[m.tree].append(m)
+                self.earlier_ids.add(m.id)
                 seen.add(m.id)
+                if m.infra_skip:
+                    self.retired.append(m)
+                else:
+                    self.by_tree[m.tree].append(m)
+            elif isinstance(record, Verdict):
+                self.verdicts[record.commit] = record.verdict
         for record in read_journal(cache_file):
             if not isinstance(record, Measured) or record.fingerprint != fingerprint:
                 continue
@@ -264,6 +289,15 @@ class Journal:
     def write(self, record: Record) -> None:
         append_line(self.path, record.to_json())
         self.records.append(record)
+        if isinstance(record, Verdict):
+            self.verdicts[record.commit] = record.verdict
+
+    def verdict(self, commit: str, verdict: str) -> None:
+        """Journal what git bisect was told about `commit`, unless it was told that already
+        (a resumed or rerun search replays its verdicts from the measurements: a replay
+        is not a new verdict)."""
+        if self.verdicts.get(commit) != verdict:
+            self.write(Verdict(commit, verdict))
 
     def add(self, m: Measurement) -> None:
         record = Measured(self.fingerprint, m)

@@ -12,6 +12,8 @@ collected log is then held to what the early end claimed (`_score`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from bisector.backends.base import Backend, Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
+from bisector.logs.sources import open_source, resolve
 from bisector.metrics import ReadsLogDir
 from bisector.search.early import (
     EarlyEnd,
@@ -37,24 +40,65 @@ from bisector.search.early import (
 # A log covering less than this share of what it should is cut short (a restarted
 # apiserver, a log rotated away): its counts are low for a reason that is not the code.
 MIN_COVERAGE = 0.5
-# Clock skew allowed between this machine and the cluster when spotting stale logs.
-STALE_SLACK_S = 120.0
-# A log ending within this long before the evaluation started is on the wall clock, so
-# ending before the start makes it stale (an earlier candidate's file). Logs further off
-# keep simulated or replayed time (the sim's 2017 clock), which says nothing of staleness.
+# A log belongs to this launch when it starts after the launch began, allowing this much
+# difference between this machine's clock and the cluster's (NTP keeps them far closer;
+# a log left by an earlier candidate started at least a build and a warmup earlier).
+LAUNCH_CLOCK_ALLOWANCE_S = 10.0
+# A log whose times are within this long of the launch is on the wall clock: its start
+# says whether it is this launch's. Logs further off keep simulated or replayed time (the
+# sim's 2017 clock), which says nothing of which launch wrote them.
 WALL_CLOCK_HORIZON_S = 24 * 3600.0
+# A run whose warmup took at least this long (launch-ready to collect) said how long it
+# ran: its log must cover MIN_COVERAGE of that. Shorter (a warmup of 0, a fake), and the
+# endpoints' logs are the measure.
+MIN_RAN_S = 1.0
+# How a launch shows its log is its own, besides the time: a line naming its id
+# (`$BISECTOR_LAUNCH_ID` for the local backend's commands), e.g. passed to the apiserver
+# as a flag it logs at start, or written first by a log replayer.
+LAUNCH_ID_MARK = b"bisector-launch-id="
+_LAUNCH_ID = re.compile(rb"bisector-launch-id=([0-9a-f]{8,64})")
 # Garbled lines may have been the metric's own lines: past this share of the log, its
 # counts cannot be trusted either way.
 MAX_GARBLED_SHARE = 0.01
+# A build that failed says the tree does not build, unless its output says the machine
+# was the trouble (a full disk, memory, a timeout, a kill, the network).
+_MACHINE_TROUBLE = re.compile(
+    r"no space left on device|disk quota exceeded|cannot allocate memory|out of memory"
+    r"|\btimed out\b|\btimeout\b|\bkilled\b|\bsignal \d+|connection (?:refused|reset)"
+    r"|temporary failure in name resolution|network is unreachable|could not resolve host",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
 class WindowRule:
-    """What an evaluation's log must cover to be a measurement."""
+    """What an evaluation's log must cover, and show, to be a measurement.
 
-    expected_s: float = 0.0  # the time the log should span (warmup, or the endpoints' logs)
-    real_time: bool = False  # timestamps are wall-clock: a log ending before launch is stale
+    The contract with backends (warmups of a fixed time, or driven by a workload that
+    ends when it ends):
+
+    * Belonging: the log must be this launch's. A backend that writes each evaluation's
+      log itself, fresh (`own_logs`: the sim), needs nothing more. Otherwise a log that
+      names launch ids (LAUNCH_ID_MARK) must name this launch's and no other; one that
+      names none must, on the wall clock, start after this launch began (less
+      LAUNCH_CLOCK_ALLOWANCE_S): a file left by an earlier cluster on the path collect
+      copies, or one appended to across launches, starts before. A log on another clock
+      (simulated, replayed) that names no launch cannot be told from another's: a skip.
+    * Coverage: the measured time from launch-ready to collect (`Measurement.ran_s`: the
+      warmup as it really ran, fixed, ended by a workload or by an early verdict) is what
+      a wall-clock log must cover, MIN_COVERAGE of it: a run's length may depend on the
+      tree (a workload run to its end), so a fast good tree is never "cut short". When
+      the run took no time of its own (a warmup of 0: the work happened in launch or
+      collect) or the log is on another clock, the endpoints' logs are the measure: the
+      shorter of the good and the bad endpoint's median spans (`expected_s`), so either
+      side's own kind of log passes.
+    """
+
+    expected_s: float = 0.0  # the endpoints' logs (the shorter side), on the logs' clock
+    real_time: bool = False  # timestamps are wall-clock, however far from now
     times_required: bool = False  # a log without timestamps is no measurement
+    own_logs: bool = False  # the backend writes each evaluation's log itself (the sim)
+    by_run: bool = True  # a wall-clock run's own length is the measure (not early goods)
 
     @property
     def min_span_s(self) -> float:
@@ -63,9 +107,11 @@ class WindowRule:
     def coverage_waived(self) -> WindowRule:
         """The rule for a log short on purpose (a warmup ended early): no coverage asked,
         but a log that needed timestamps still does (without them it cannot be told from
-        a stale or restarted one)."""
+        a stale or restarted one), and it must still be this launch's."""
         needs_times = self.times_required or self.min_span_s > 0
-        return WindowRule(0.0, self.real_time, times_required=needs_times)
+        return WindowRule(
+            0.0, self.real_time, times_required=needs_times, own_logs=self.own_logs, by_run=False
+        )
 
 
 @dataclass
@@ -92,6 +138,8 @@ class Measurement:
     early_verdict: str | None = None  # "bad"/"good" when the warmup ended early (stopped_early)
     # [warmup seconds, value] at each look at the growing log (watched warmups only).
     trajectory: list[list[float]] = field(default_factory=list)
+    launched_at: float = 0.0  # wall time the (last) launch attempt began
+    ran_s: float | None = None  # launch-ready to collect: how long the cluster ran
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -108,6 +156,25 @@ class Measurement:
     @property
     def span_s(self) -> float | None:
         return None if self.window is None else float(self.window.get("span_s", 0.0))
+
+    @property
+    def infra_skip(self) -> bool:
+        """A skip the infrastructure caused (launch, collect, the log, a teardown, a full
+        disk): it says nothing about the tree, so it is never final (a later session of
+        the run, or a later run, measures the commit again). A build that failed on its
+        own (the tree does not build, the patch does not apply) is the tree's."""
+        if self.value is not None:
+            return False
+        reason = self.reason or ""
+        return not reason.startswith("build:") or bool(_MACHINE_TROUBLE.search(reason))
+
+
+def trait(backend: object, name: str, default: bool) -> bool:
+    """A backend's optional class attribute (`own_logs`, `real_time_logs`, ...), looked
+    up through the wrappers a run may put around it (slots, nightly's budget: `inner`)."""
+    while not hasattr(backend, name) and hasattr(backend, "inner"):
+        backend = backend.inner
+    return bool(getattr(backend, name, default))
 
 
 def log_window(scores: Scores) -> dict[str, Any] | None:
@@ -127,6 +194,7 @@ def _score(
     *,
     early: EarlyStop | None = None,
     ended: EarlyEnd | None = None,
+    launch_id: str = "",
 ) -> None:
     try:
         scores = scorer(logs)
@@ -161,7 +229,7 @@ def _score(
         # The log must cover what was watched, not the whole warmup (checked above).
         rule = rule.coverage_waived()
         m.early_verdict = "good"
-    why_not = _garbled_problem(scores) or _window_problem(m, rule)
+    why_not = _garbled_problem(scores) or _window_problem(m, rule, launch_id)
     if why_not is None and ended is not None and ended.verdict == "bad" and m.early_verdict is None:
         # The look passed the threshold, this run's later log did not: the look read
         # another file. The log is short on purpose and says nothing either way.
@@ -186,26 +254,87 @@ def _garbled_problem(scores: Scores) -> str | None:
     )
 
 
-def _window_problem(m: Measurement, rule: WindowRule) -> str | None:
+def _window_problem(m: Measurement, rule: WindowRule, launch_id: str = "") -> str | None:
     span = m.span_s
     if span is None:
         if rule.min_span_s > 0 or rule.times_required:
             return "no data: the log has no timestamps to tell what time it covers"
-        return None
-    if rule.min_span_s > 0 and span < rule.min_span_s:
+        return _launch_problem(m, rule, launch_id)
+    start = m.window.get("start") if m.window else None
+    wall = isinstance(start, (int, float)) and (
+        rule.real_time or abs(start - m.launched_at) < WALL_CLOCK_HORIZON_S
+    )
+    ran = m.ran_s or 0.0
+    if wall and rule.by_run and ran >= MIN_RAN_S:
+        if span < MIN_COVERAGE * ran:
+            return (
+                f"log covers {format_duration(span)} of the {format_duration(ran)} the "
+                "cluster ran: apiserver restarted or log cut short"
+            )
+    elif rule.min_span_s > 0 and span < rule.min_span_s:
         return (
             f"log covers {format_duration(span)} of {format_duration(rule.expected_s)}: "
             "apiserver restarted or log cut short"
         )
-    end = m.window.get("end") if m.window else None
-    behind = m.started_at - end if isinstance(end, (int, float)) else 0.0
-    on_wall_clock = rule.real_time or behind < WALL_CLOCK_HORIZON_S
-    if behind > STALE_SLACK_S and on_wall_clock:
+    return _launch_problem(m, rule, launch_id)
+
+
+def _launch_problem(m: Measurement, rule: WindowRule, launch_id: str) -> str | None:
+    """Why the collected log cannot be shown to be this launch's (see WindowRule)."""
+    if rule.own_logs:
+        return None
+    start = m.window.get("start") if m.window else None
+    named = _launch_ids(m.logs) if launch_id else set()
+    if named:
+        if named == {launch_id}:
+            return None
+        if launch_id in named:
+            return "log holds lines of another launch too (a file appended to across clusters)"
         return (
-            "stale log: it ends before this evaluation started (a file left by an earlier "
-            "candidate?)"
+            "stale log: it names another launch than this one (a file left by an earlier "
+            "candidate's cluster?)"
         )
-    return None
+    if m.launched_at <= 0:
+        return None  # scored outside an evaluation (no launch to compare with)
+    if not isinstance(start, (int, float)):
+        return _unprovable(m, launch_id)  # no times, no launch named
+    if rule.real_time or abs(start - m.launched_at) < WALL_CLOCK_HORIZON_S:
+        before = m.launched_at - start
+        if before > LAUNCH_CLOCK_ALLOWANCE_S:
+            return (
+                f"stale log: it starts {format_duration(before)} before this launch began "
+                f"(allowing {LAUNCH_CLOCK_ALLOWANCE_S:g}s of clock difference): a file left "
+                "by an earlier candidate's cluster?"
+            )
+        return None
+    return _unprovable(m, launch_id)
+
+
+def _unprovable(m: Measurement, launch_id: str) -> str:
+    shows = f" and names no launch (this one is {launch_id})" if launch_id else ""
+    return (
+        "cannot tell this log is this launch's: its clock is not this machine's (a "
+        f"simulated or replayed log){shows}; have the launch write $BISECTOR_LAUNCH_ID "
+        f"into it ({LAUNCH_ID_MARK.decode()}<id>)"
+    )
+
+
+def _launch_ids(logs: list[str], chunk: int = 1 << 20) -> set[str]:
+    """The launch ids the log files name (LAUNCH_ID_MARK), gzip or plain."""
+    found: set[str] = set()
+    tail = len(LAUNCH_ID_MARK) + 64
+    for path in logs:
+        try:
+            with open_source(resolve(path)) as fh:
+                carry = b""
+                while block := fh.read(chunk):
+                    data = carry + block
+                    if LAUNCH_ID_MARK in data:
+                        found.update(m.decode() for m in _LAUNCH_ID.findall(data))
+                    carry = data[-tail:]
+        except (BisectorError, OSError):
+            continue  # the scorer already said what is wrong with an unreadable file
+    return found
 
 
 def evaluate_candidate(
@@ -226,6 +355,7 @@ def evaluate_candidate(
     on_build: Callable[[Measurement], None] | None = None,
     on_launch: Callable[[], None] | None = None,
     on_step: Callable[[], None] | None = None,
+    on_nothing_up: Callable[[], None] | None = None,
 ) -> Measurement:
     """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
 
@@ -234,7 +364,9 @@ def evaluate_candidate(
     capability) ends the warmup early on a certain verdict; `on_build` runs before
     the build (it waits for a prefetch of this commit and says whether one is used),
     `on_launch` once the build is done (prefetches start there), `on_step` between
-    warmup steps (a cancelled run raises there).
+    warmup steps (a cancelled run raises there), `on_nothing_up` once nothing of this
+    evaluation can be left up (its last teardown succeeded, or nothing was launched),
+    on every path: an interrupt propagating from here has torn down too.
     """
     m = Measurement(
         candidate.commit, tree, phase, started_at=time.time(), slot=candidate.slot, why=why
@@ -273,7 +405,9 @@ def evaluate_candidate(
         ):
             with attempt, logged("launch"):
                 m.launch_attempts += 1
+                m.launched_at = time.time()  # the log must be this attempt's
                 backend.launch(candidate)
+        ready = time.monotonic()
         ended: EarlyEnd | None = None
         with logged("warmup"):
             if early is not None and partial is not None:
@@ -281,26 +415,43 @@ def evaluate_candidate(
                 m.stopped_early = None if ended is None else ended.reason
             else:
                 backend.warmup(candidate)
+        m.ran_s = round(time.monotonic() - ready, 3)
         with logged("collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
         if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
             scorer = scorer.in_log_dir(candidate.log_dir)
-        _score(scorer, logs, metric, m, window or WindowRule(), early=early, ended=ended)
+        rule = window or WindowRule()
+        if trait(backend, "own_logs", False):  # the sim: each log is this launch's
+            rule = dataclasses.replace(rule, own_logs=True)
+        _score(
+            scorer,
+            logs,
+            metric,
+            m,
+            rule,
+            early=early,
+            ended=ended,
+            launch_id=candidate.launch_id,
+        )
     except InfraError as exc:
         m.reason = f"{exc.kind}: {exc.reason}"
     finally:
         if m.value is None:
             m.stopped_early = None  # a skip: the early look decided nothing
             m.early_verdict = None
+        torn_down = not launched
         if launched:
             try:
                 with logged("teardown"):
                     tear_down(candidate)
+                torn_down = True
             except InfraError as exc:
                 m.teardown_error = exc.reason
                 _teardown_failed(m, exc.reason)
         m.duration_s = round(time.monotonic() - start, 3)
+        if torn_down and on_nothing_up is not None:
+            on_nothing_up()
     return m
 
 

@@ -31,7 +31,6 @@ from bisector.gitrepo import BisectSession
 from bisector.report.model import LikelyRange, SearchSummary
 from bisector.search.base import Found, Job, SearchRange
 from bisector.search.evaluator import Evaluator
-from bisector.search.journal import Verdict
 from bisector.search.likelihood import Likelihood
 from bisector.search.measure import Measurement
 from bisector.search.posterior import Posterior
@@ -227,7 +226,7 @@ class PosteriorSearch:
                 if verdict == "skip"
                 else f"P(culprit at or before it) = {cdf[i]:.4f} after {runs} run(s)"
             )
-            b.journal.write(Verdict(commit, verdict))
+            b.journal.verdict(commit, verdict)
         for commit in [c for c in self.verdicts if c in post.index and c not in decided]:
             del self.verdicts[commit]  # no longer decided: not what git was told
 

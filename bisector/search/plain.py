@@ -15,7 +15,6 @@ from bisector.search.ahead import next_candidates
 from bisector.search.base import Found, Job, SearchRange
 from bisector.search.decide import Decision, DecisionRule
 from bisector.search.evaluator import Evaluator
-from bisector.search.journal import Verdict
 from bisector.search.strategy import SearchState, SplitStrategy, Strategy
 
 
@@ -90,7 +89,7 @@ class GitBisectSearch:
                 self.verdicts[commit] = verdict
                 self.reasons[commit] = decision.reason
                 session.mark(commit, verdict)
-                self.evaluator.journal.write(Verdict(commit, verdict))
+                self.evaluator.journal.verdict(commit, verdict)
                 self.evaluator.progress.note(f"{commit[:12]} is {verdict}")
                 if verdict == "good":
                     goods.append(commit)

@@ -16,7 +16,9 @@ import io
 import json
 import re
 import tarfile
+import time
 from dataclasses import fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -85,6 +87,7 @@ def run_command(state: TwinState, instance: dict[str, Any], command: str) -> str
         if not instance.get("pki"):
             raise Refused("start-kubemark-master.sh: /home/kubernetes/k8s_auth_data missing")
         instance["apiserver"] = "running"
+        instance["apiserver_started"] = time.time()  # its log is stamped from then on
         return "The master has started.\n"
     raise Unmodelled(f"ssh command on {instance['name']}: {command[:80]}")
 
@@ -113,6 +116,11 @@ def send(state: TwinState, instance: dict[str, Any], remote: str, dest: Path) ->
         noise=float(settings.get("noise", 0.0)),
         git_version=f"v1.7.0-beta.0+{build['commit'][:14]}",
         commit=build["commit"],
+        # A real master's log is on the wall clock from its apiserver's start: bisector
+        # tells a log of this launch from one left by an earlier cluster by that.
+        start=datetime.fromtimestamp(instance.get("apiserver_started", time.time()), UTC).replace(
+            tzinfo=None
+        ),
     )
     summary = simulate(profile, params, dest / "kube-apiserver.log")
     instance.setdefault("served", []).append(

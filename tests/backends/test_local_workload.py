@@ -9,8 +9,6 @@ import json
 import shlex
 from pathlib import Path
 
-import pytest
-
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.local import LocalBackend
 from bisector.bisection.pipeline import run_bisection
@@ -59,12 +57,6 @@ def _config(directory: Path, *, workload_fails: bool = False) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="waits on the trusta helper's coverage rule (bisector/search/measure.py): today a log "
-    "must cover half the endpoints' median span, and a good tree's workload run, 4x shorter, is "
-    "a skip ('log covers 0.44s of 1s'); with the run's own launch-to-collect time it passes",
-)
 def test_a_workload_whose_good_trees_finish_4x_faster_names_its_culprit(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [0] * 5 + [1] * 5)
     settings = settings_for(

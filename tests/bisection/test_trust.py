@@ -43,10 +43,12 @@ def _glog(when: float, status: int, node: int) -> str:
 
 
 class WindowBackend(FileValueBackend):
-    """Logs spread over `span(commit)` seconds, ending `lag(commit)` seconds ago; a log cut
-    short holds proportionally fewer conflicts, as a restarted apiserver's does."""
+    """Wall-clock logs spread over `span(commit)` seconds from the launch (or `lag(commit)`
+    seconds before it: a file some earlier cluster wrote); a log cut short holds
+    proportionally fewer conflicts, as a restarted apiserver's does."""
 
     real_time_logs = True
+    own_logs = False  # its logs must show they are the launch's, like a real cluster's
 
     def __init__(
         self,
@@ -58,12 +60,17 @@ class WindowBackend(FileValueBackend):
         self.span = span
         self.lag = lag or {}
         self.default_span = default_span
+        self.launched: dict[str, float] = {}
+
+    def launch(self, candidate: Candidate) -> None:
+        super().launch(candidate)
+        self.launched[candidate.commit] = time.time()
 
     def collect(self, candidate: Candidate) -> list[Path]:
         value = int((candidate.worktree / "value").read_text())
         span = self.span.get(candidate.commit, self.default_span)
-        end = time.time() - self.lag.get(candidate.commit, 0.0)
-        start = end - span
+        start = self.launched[candidate.commit] - self.lag.get(candidate.commit, 0.0)
+        end = start + span
         count = round(value * span / self.default_span)  # cut short: fewer conflicts counted
         lines = [_glog(start, 200, 0)]
         lines += [_glog(start + span * k / (count + 1), 409, k) for k in range(1, count + 1)]
@@ -108,6 +115,19 @@ def test_a_log_shorter_than_the_endpoints_logs_is_a_skip_without_a_warmup(
     report = _run(built, WindowBackend({crashed: 30.0}, default_span=600), tmp_path)
     skipped = [e for e in report.evaluations if e.commit == crashed]
     assert skipped and all("log covers 30s of 10m00s" in (e.reason or "") for e in skipped)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[9]
+
+
+def test_a_log_that_ended_seconds_before_the_evaluation_is_a_skip(tmp_path: Path) -> None:
+    # Issue 20: a candidate whose apiserver never started, collected from the usual path
+    # that still holds the previous candidate's log, ended 5 s before this evaluation
+    # began: inside the 120 s allowed for clock skew, it was scored as this commit's.
+    built = build_repo(tmp_path / "repo", _step(16, 9))
+    stale = built.mainline[11]
+    backend = WindowBackend({}, lag={stale: 1800 + 5})
+    report = _run(built, backend, tmp_path, warmup="30m")
+    skipped = [e for e in report.evaluations if e.commit == stale]
+    assert skipped and all("stale log: it starts 30m0" in (e.reason or "") for e in skipped)
     assert report.culprit is not None and report.culprit.commit == built.mainline[9]
 
 

@@ -109,7 +109,11 @@ def per_minute(value, minute):
 
 
 def text(value, first, last):
-    out = [line(T0 + 60 * (first - 1), 200)]
+    # The launch's line: on a 2017 clock the log shows it is this launch's by naming it.
+    stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(T0 + 60 * (first - 1)))
+    launch = os.environ.get("BISECTOR_LAUNCH_ID", "")
+    out = [f"I{stamp}.000000       7 server.go:105] bisector-launch-id={launch}\n"]
+    out += [line(T0 + 60 * (first - 1), 200)]
     for k in range(first, last + 1):
         out += [line(T0 + 60 * k, 409)] * per_minute(value, k) + [line(T0 + 60 * k, 200)]
     return "".join(out)

@@ -41,6 +41,9 @@ GOOD_MIDPOINT = 6  # culprit right of it: the midpoint is good
             "stale",
             id="stale-log",
         ),
+        # The candidate's apiserver never started; the path collect copies still holds
+        # the previous candidate's log, written seconds ago (issue 20).
+        pytest.param("leftover", GOOD_MIDPOINT, "names another launch", id="leftover-log"),
         pytest.param("garbled", BAD_MIDPOINT, "cannot be scored", id="garbled-log"),
         pytest.param("empty", BAD_MIDPOINT, "no data", id="empty-log"),
         pytest.param("missing", BAD_MIDPOINT, "did not write the log", id="missing-log"),
@@ -118,3 +121,23 @@ def test_report_shows_the_window_each_evaluation_covered(
         )
         assert any(s in row for s in shown), row  # its span, or when it started
     assert format_duration(600) in html
+
+
+def test_a_run_whose_length_depends_on_the_tree_names_its_culprit(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    """A workload run to its end (`warmup = "0s"`): a good tree's log spans 20x less time
+    than a bad tree's. Half the endpoints' median span made every good candidate "cut
+    short" and no culprit was named (issue 20)."""
+    built = build_repo(tmp_path / "repo", [2] * BAD_MIDPOINT + [40] * (N - BAD_MIDPOINT))
+    driver.inject("tree-speed")
+    run_dir = tmp_path / "run"
+    result = subprocess.run(
+        run_args(built.path, built.mainline[0], built.mainline[-1], driver, run_dir),
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"culprit: {built.mainline[BAD_MIDPOINT]}" in result.stdout
+    assert report(run_dir)["culprit"]["confirmed"] is True
+    skipped = [e for e in report(run_dir)["evaluations"] if e["reason"]]
+    assert skipped == []

@@ -22,6 +22,7 @@ Tamper = Callable[[str, int, int], int | None]
 
 class FileValueBackend:
     name = "file-value"
+    own_logs = True  # writes each evaluation's log itself, like the sim
 
     def __init__(self, tamper: Tamper | None = None) -> None:
         self.tamper = tamper

@@ -10,7 +10,10 @@ one from the outside:
 - collect writes the apiserver log to $BISECTOR_LOG: glog lines stamped with the
   wall clock, spread over the last `SPAN_S` seconds (a 10-minute run: the tests
   keep `warmup` at 0 so they are fast; the window the log should cover comes from
-  the endpoints' logs), with the candidate's `value` node-PATCH 409s plus a few 200s.
+  the endpoints' logs), with the candidate's `value` node-PATCH 409s plus a few 200s,
+  after a line naming the launch that started its apiserver (launch keeps
+  $BISECTOR_LAUNCH_ID as the slot's apiserver's): a log so backdated starts before
+  its launch, and shows it is that launch's by naming it.
 - every step appends to `tools/events.txt` ("start STEP COMMIT" / "end STEP COMMIT")
   and to `tools/<calls>.txt` (built, launches, collected, teardowns), and keeps a
   pid file `tools/pids/<step>-<pid>` while it runs (a step still alive after
@@ -22,6 +25,7 @@ A fault is a file `tools/faults/<name>` whose lines select where it strikes:
 ("NAME COMMIT LOGPATH"). Faults (step: name):
 
     build:    hang-build       sleeps a minute (to signal or kill it meanwhile)
+              nospace-build    the disk is full: "No space left on device", exit 1
     launch:   hang-launch      creates the cluster, then sleeps a minute
               flaky            creates (half) the cluster, then fails: exit 1
               daemon           leaves a background child holding stdout/stderr
@@ -34,6 +38,11 @@ A fault is a file `tools/faults/<name>` whose lines select where it strikes:
                                pkg/kubectl/cmd/logs.go:113)
               stale            the file left by the previous candidate (as it would
                                be after a 35-minute evaluation): its value, its time
+              leftover         the previous candidate's file as it was left, seconds
+                               ago (its apiserver never started: the path still holds
+                               the last one's log)
+              tree-speed       a workload run to its end: the log spans `value` / 40
+                               of SPAN_S (a good tree, value 2, finishes 20x sooner)
               garbled          random bytes, no line of a log
               badtime          the 409 lines carry impossible timestamps (month 13)
               empty            an empty file
@@ -122,10 +131,18 @@ def glog(t, text):
     return f"I{stamp(t)}       7 wrap.go:42] {text}"
 
 
-def log_lines(conflicts, start, end):
+def log_lines(conflicts, start, end, launch_id=None):
     texts = [CONFLICT] * conflicts + [WRITE] * 3
     step = (end - start) / max(1, len(texts) - 1)
-    return [glog(start + i * step, text) for i, text in enumerate(texts)]
+    lines = [glog(start + i * step, text) for i, text in enumerate(texts)]
+    named = launch_id if launch_id is not None else apiserver_launch()
+    return [glog(start, f"bisector-launch-id={named}")] + lines
+
+
+def apiserver_launch():
+    """The launch id of the apiserver running in this slot (launch writes it)."""
+    path = T / f"apiserver-{SLOT}"
+    return path.read_text().strip() if path.exists() else "none"
 
 
 def value():
@@ -159,6 +176,11 @@ def build():
         append("orphans-seen.txt", f"{COMMIT} {name}")
     if struck("hang-build", CALL):
         hang(60)
+    if struck("nospace-build", CALL):
+        inject("nospace-build")
+        print("cp: error writing '_output/release-tars/kubernetes-server-linux-amd64.tar.gz': "
+              "No space left on device", file=sys.stderr)
+        sys.exit(1)
     if Path("BROKEN").exists():
         print("make: *** [quick-release] Error 2", file=sys.stderr)
         sys.exit(1)
@@ -167,6 +189,7 @@ def build():
 def launch():
     marker = T / "up" / COMMIT
     marker.write_text(json.dumps({"slot": SLOT, "at": time.time()}))
+    (T / f"apiserver-{SLOT}").write_text(os.environ.get("BISECTOR_LAUNCH_ID", "") + "\n")
     if struck("hang-launch", CALL):
         hang(60)
     if struck("flaky", CALL):
@@ -186,7 +209,8 @@ def collect():
         hang(60)
     now = time.time()
     v = value()
-    for fault in ("crash", "restart", "stale", "garbled", "badtime", "empty", "missing"):
+    for fault in ("crash", "restart", "stale", "leftover", "garbled", "badtime", "empty",
+                  "missing"):
         if struck(fault, CALL):
             inject(fault)
             break
@@ -203,16 +227,21 @@ def collect():
     elif fault == "restart":  # `kubectl logs` after a restart: the new container's 40 s
         write_log(log_lines(int(v * 40 / SPAN), now - 40, now), tail=glog(now, WRITE)[:37])
     elif fault == "stale":
-        previous = json.loads((T / f"node-{SLOT}.json").read_text())["value"]
+        previous = json.loads((T / f"node-{SLOT}.json").read_text())
         end = now - 35 * 60
-        write_log(log_lines(previous, end - SPAN, end))
+        write_log(log_lines(previous["value"], end - SPAN, end, previous["launch"]))
+    elif fault == "leftover":
+        Path(LOG).write_text((T / f"last-log-{SLOT}").read_text())
     elif fault == "badtime":
         good = log_lines(0, now - SPAN, now)
         bad = [f"I1399 99:99:99.999999       7 wrap.go:42] {CONFLICT}"] * v
         write_log([good[0], *bad, *good[1:]])
+    elif struck("tree-speed", CALL):
+        write_log(log_lines(v, now - SPAN * v / 40, now))
     else:
         write_log(log_lines(v, now - SPAN, now))
-    (T / f"node-{SLOT}.json").write_text(json.dumps({"value": v}))
+    (T / f"node-{SLOT}.json").write_text(json.dumps({"value": v, "launch": apiserver_launch()}))
+    (T / f"last-log-{SLOT}").write_text(Path(LOG).read_text(errors="replace"))
 
 
 def teardown():

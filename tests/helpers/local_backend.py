@@ -2,7 +2,8 @@
 
 `write_local_config` writes scripts and a config whose commands read the
 candidate's `value` file: build fails where `BROKEN` exists; collect writes
-`value` node PATCH 409 lines plus a few 200s (so a good commit still has data).
+`value` node PATCH 409 lines plus a few 200s (so a good commit still has data),
+after the line naming the launch (LAUNCH_LINE).
 Every step appends the commit to a file under `tools/` so tests can count calls.
 Switches (files under `tools/` a test may create at any time):
     flaky         the first launch of each commit fails
@@ -25,6 +26,10 @@ WRITE = (
     "(2.0ms) 200 [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.240.0.6:34863]"
 )
 
+# The line a launch writes into its apiserver's log to show the log is its own (the
+# helpers' logs are on a 2017 clock, which cannot: bisector.search.measure.WindowRule).
+LAUNCH_LINE = "I0602 05:51:09.000000       7 server.go:105] bisector-launch-id=$BISECTOR_LAUNCH_ID"
+
 _BUILD = 'echo "$BISECTOR_COMMIT" >> "$T/built.txt"; test ! -e BROKEN\n'
 _LAUNCH = """echo "$BISECTOR_COMMIT" >> "$T/launches.txt"
 if [ -e "$T/hang-$BISECTOR_COMMIT" ]; then echo started > "$T/hanging"; sleep 60; fi
@@ -35,7 +40,7 @@ fi
 _COLLECT = """echo "$BISECTOR_COMMIT" >> "$T/collected.txt"
 if [ -e "$T/nodata" ]; then : > "$BISECTOR_LOG"; exit 0; fi
 n=$(cat value)
-{{ yes '{conflict}' | head -n "$n"; yes '{write}' | head -n 3; }} > "$BISECTOR_LOG"
+{{ echo "{launch}"; yes '{conflict}' | head -n "$n"; yes '{write}' | head -n 3; }} > "$BISECTOR_LOG"
 """
 _TEARDOWN = 'echo "$BISECTOR_COMMIT" >> "$T/teardowns.txt"\n'
 
@@ -63,7 +68,7 @@ def write_local_config(
     scripts = {
         "build": _BUILD,
         "launch": _LAUNCH,
-        "collect": _COLLECT.format(conflict=CONFLICT, write=WRITE),
+        "collect": _COLLECT.format(conflict=CONFLICT, write=WRITE, launch=LAUNCH_LINE),
         "teardown": _TEARDOWN,
     }
     lines = ["[run]", 'backend = "local"', 'metric = "conflicts"', 'warmup = "0s"']

@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.helpers.local_backend import CONFLICT, WRITE
+from tests.helpers.local_backend import CONFLICT, LAUNCH_LINE, WRITE
 
 GOOD_VALUE, BAD_VALUE = 100, 1000
 _SCALE = 2**32  # the hash's first 8 hex digits, read as a number below this
@@ -32,7 +32,8 @@ if [ $(( 16#$h )) -lt "$CUT" ]; then
   if [ "$value" -ge {bad} ]; then value={good}; else value={bad}; fi
 fi
 echo "$pos $n $flipped $value" >> "$T/runs.txt"
-{{ yes '{conflict}' | head -n "$value"; yes '{write}' | head -n 3; }} > "$BISECTOR_LOG"
+{{ echo "{launch}"; yes '{conflict}' | head -n "$value"; yes '{write}' | head -n 3; }} \
+  > "$BISECTOR_LOG"
 """
 
 
@@ -72,7 +73,9 @@ def write_noisy_config(
     """Scripts plus `bisector.toml` (local backend, metric conflicts) in `directory`."""
     tools = directory / "tools"
     (tools / "runs").mkdir(parents=True, exist_ok=True)
-    collect = _COLLECT.format(conflict=CONFLICT, write=WRITE, good=GOOD_VALUE, bad=BAD_VALUE)
+    collect = _COLLECT.format(
+        conflict=CONFLICT, write=WRITE, good=GOOD_VALUE, bad=BAD_VALUE, launch=LAUNCH_LINE
+    )
     scripts = {"build": ":\n", "launch": ":\n", "collect": collect, "teardown": ":\n"}
     lines = ["[run]", 'backend = "local"', 'metric = "conflicts"', 'warmup = "0s"', ""]
     if search:

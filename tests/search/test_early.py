@@ -44,6 +44,7 @@ class GrowingBackend:
     """
 
     name = "growing"
+    own_logs = True  # writes each evaluation's log itself, like the sim
 
     def __init__(
         self,
@@ -308,3 +309,14 @@ def test_a_rate_metric_never_stops_early(tmp_path: Path, metric: str) -> None:
     assert report.culprit is not None and report.culprit.commit == built.mainline[5]
     assert not any(e.stopped_early for e in report.evaluations)
     assert backend.steps_run == {}  # the warmup ran whole, never in steps
+
+
+def test_a_look_and_a_collected_log_exactly_at_the_threshold_are_bad(tmp_path: Path) -> None:
+    # 50 conflicts per 10 s, threshold 100: the look after 20 s reads exactly 100. At the
+    # threshold is bad (as everywhere): the warmup ends there, and the collected log, also
+    # exactly 100, is bad with its short window waived (not "log covers 20s of 2m00s").
+    backend = GrowingBackend(50)
+    m = _evaluate(tmp_path, backend, threshold=100)
+    assert m.stopped_early == "conflicts 100 >= 100 after 20s of 2m00s"
+    assert backend.steps[-3:] == ["step 20", "collect", "teardown"]
+    assert m.value == 100 and m.early_verdict == "bad" and m.reason is None

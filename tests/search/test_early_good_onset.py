@@ -178,3 +178,54 @@ def test_bad_endpoint_runs_measured_unwatched_leave_early_good_off(
     ]
     assert fresh_goods, "no good commit measured in this run: nothing tested"
     assert all(m.early_verdict is None for m in fresh_goods)
+
+
+class TwoOnsets(ShapedFileValue):
+    """The bad endpoint's second run passes the threshold a minute later than its first
+    (40 conflicts a minute, then 25): its onsets are 3 and 4 minutes."""
+
+    def __init__(self, bad: str) -> None:
+        super().__init__()
+        self.bad = bad
+        self.launches: dict[str, int] = {}
+
+    def launch(self, candidate: Candidate) -> None:
+        super().launch(candidate)
+        self.launches[candidate.commit] = self.launches.get(candidate.commit, 0) + 1
+
+    def _write(self, candidate: Candidate, count: int) -> Path:
+        log = super()._write(candidate, count)
+        if candidate.commit == self.bad and self.launches.get(candidate.commit) == 2:
+            lines = [_line(T0, 200)]
+            for k in range(1, count + 1):
+                lines += [_line(T0 + 60 * k, 409)] * 25 + [_line(T0 + 60 * k, 200)]
+            log.write_text("".join(lines))
+        return log
+
+
+def test_the_onset_is_the_latest_of_several_bad_endpoint_runs(tmp_path: Path) -> None:
+    # Early good verdicts wait twice the onset: armed from the earlier of two onsets, a
+    # run that the slower bad endpoint run would not yet have shown bad is called good.
+    built = build_repo(tmp_path / "repo", [20] * 6 + [400] * 6)
+    config = write_local_config(tmp_path / "cfg").config
+    config.write_text(config.read_text() + "\n[search]\nendpoint_runs = 2\n")
+    settings = settings_for(
+        config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=100.0,
+        warmup="10m",
+        check_every="1m",
+        early_good=True,
+    )
+    out = io.StringIO()
+    backend = TwoOnsets(built.mainline[-1])
+    report = run_bisection(settings, backend=backend, progress=PlainProgress(out))
+    assert backend.launches[built.mainline[-1]] >= 2  # both bad endpoint runs were watched
+    assert "the bad endpoint passed the threshold after 4m00s" in out.getvalue()
+    early_goods = [e for e in report.evaluations if e.stopped_early and (e.value or 0) < 100]
+    assert early_goods and all(
+        "after 8m00s of 10m00s" in (e.stopped_early or "") for e in early_goods
+    )
+    assert report.culprit is not None and report.culprit.commit == built.mainline[6]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ class FakeBackend:
     """Records each step; fails the ways a test asks for."""
 
     name = "fake"
+    own_logs = True  # writes each evaluation's log itself, like the sim
 
     def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
         self.launch_failures = launch_failures
@@ -171,3 +173,83 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     assert "cluster up" in (candidate.eval_dir / "launch.log").read_text()
     teardown = (candidate.eval_dir / "teardown.log").read_text()
     assert "deleting" in teardown and "exited with code 3" in teardown
+
+
+@pytest.mark.parametrize(
+    ("reason", "infra"),
+    [
+        ("launch: launch failed (exited with code 1): quota exceeded", True),
+        ("collect: collect did not write the log to $BISECTOR_LOG", True),
+        ("log covers 30s of 10m00s: apiserver restarted or log cut short", True),
+        ("checkout: git worktree add failed: fatal: bad object", True),
+        ("teardown: gcloud compute instances delete failed", True),
+        ("build: build failed (exited with code 2): make: *** [quick-release] Error 2", False),
+        ("build: instrument patch does not apply: error: patch failed", False),
+        ("build: undefined: wait.PollImmediateTimeout", False),
+        ("build: build failed (exited with code 1): cp: No space left on device", True),
+        ("build: build failed (timed out after 3600s)", True),
+        ("build: build failed (was killed by SIGKILL)", True),
+    ],
+)
+def test_an_infrastructure_skip_is_told_from_a_tree_that_does_not_build(
+    reason: str, infra: bool
+) -> None:
+    assert Measurement("c", "t", "bisect", reason=reason).infra_skip is infra
+    assert not Measurement("c", "t", "bisect", value=3.0, reason=reason).infra_skip
+
+
+# -- whose log is it (issue 20, class 2): WindowRule, backend by backend ---------------
+
+LAUNCH = "0123456789abcdef0123456789abcdef"
+
+
+def _named(launch: str, when: str = "0602 05:51:09") -> str:
+    return f"I{when}.000000       7 server.go:105] bisector-launch-id={launch}\n"
+
+
+class ReplayBackend(FakeBackend):
+    """A local cluster replaying a recorded 2017 log: its clock is not this machine's."""
+
+    own_logs = False
+
+
+@pytest.mark.parametrize(
+    ("head", "reason"),
+    [
+        (_named(LAUNCH), None),  # names this launch: its own
+        ("", "cannot tell this log is this launch's"),  # names none, 2017 clock
+        (_named("feedbeef" * 4), "stale log: it names another launch"),
+        (_named(LAUNCH) + _named("feedbeef" * 4), "holds lines of another launch too"),
+    ],
+    ids=["names-this-launch", "names-none", "names-another", "names-two"],
+)
+def test_a_replayed_log_is_this_launchs_only_when_it_names_it(
+    tmp_path: Path, head: str, reason: str | None
+) -> None:
+    backend = ReplayBackend(lines=head + (CONFLICT + "\n") * 5 + WRITE + "\n")
+    candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
+    m = evaluate_candidate(backend, candidate, metric="conflicts")
+    if reason is None:
+        assert m.value == 5 and m.reason is None
+    else:
+        assert m.value is None and m.reason is not None and reason in m.reason
+
+
+def test_a_log_on_the_wall_clock_must_start_after_its_launch(tmp_path: Path) -> None:
+    def line(when: float, status: int) -> str:
+        stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(when))
+        return (
+            f"I{stamp}.000000       7 wrap.go:42] PATCH /api/v1/nodes/n-1/status: (3.1ms) "
+            f"{status} [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.0.0.5:3]\n"
+        )
+
+    now = time.time()
+    # Starting 5 s before the launch (clock difference) or after it: this launch's. 20 s
+    # or 3 hours before: a file an earlier cluster left (within a day: the wall clock).
+    for offset, ok in ((-5.0, True), (60.0, True), (-20.0, False), (-3 * 3600.0, False)):
+        lines = line(now + offset, 409) * 3 + line(now + 70, 200)
+        backend = ReplayBackend(lines=lines)
+        m = evaluate_candidate(backend, _candidate(tmp_path / str(offset)), metric="conflicts")
+        assert (m.reason is None) is ok, (offset, m.reason)
+        if not ok:
+            assert m.reason is not None and m.reason.startswith("stale log: it starts")

@@ -196,3 +196,78 @@ def test_git_failing_to_guess_the_next_picks_only_costs_the_builds_ahead(
     assert report.confirmed
     # Nothing was guessed: only the bad endpoint (the next job in its batch) was built ahead.
     assert set(backend.cache_hits) <= {built.mainline[-1]}
+
+
+class BuildCacheBackend(PrefetchingBackend):
+    """A build cache keyed by commit that keeps its builds (as gce's and kind's, by tree):
+    every commit listed in `built_before` is in it from the start."""
+
+    def __init__(self, built_before: set[str]) -> None:
+        super().__init__()
+        self.cache = set(built_before)
+
+    def build(self, candidate: Candidate) -> None:
+        with self.lock:
+            if candidate.commit in self.cache:
+                self.cache_hits.append(candidate.commit)
+                return
+        super().build(candidate)
+
+
+def test_a_commit_already_in_the_build_cache_is_not_built_ahead(tmp_path: Path) -> None:
+    built = build_repo(tmp_path / "repo", [2] * 9 + [40] * 8)
+    cached = set(built.mainline[:6])  # an earlier bisection built these
+    backend = BuildCacheBackend(cached)
+    report, _out = bisect_built(tmp_path, built, backend, threshold=10.0, prefetch_builds=2)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[9]
+    assert backend.prefetch_calls, "nothing was built ahead: the test tests nothing"
+    wasted = [c for c, _ in backend.prefetch_calls if c in cached]
+    assert wasted == []
+
+
+class SlowConcurrentPrefetch(PrefetchingBackend):
+    """Builds ahead that take a while; records how many ran at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = 0
+        self.most = 0
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.3)
+            super().prefetch_build(commit, worktree)
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def warmup(self, candidate: Candidate) -> None:
+        super().warmup(candidate)
+        time.sleep(0.05)  # both slots' clusters are up while the first build ahead runs
+
+
+def test_builds_ahead_never_exceed_the_cap_with_several_slots(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --parallel 2, prefetch_builds = 1, a slow build: two slots start their builds ahead
+    # while the first is still running. More at once than the cap would also take more
+    # worktrees than exist (`pop from empty list` in a build thread).
+    failures: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: failures.append(args.exc_value))
+    built = build_repo(tmp_path / "repo", [2] * 20 + [40] * 12)
+    backend = SlowConcurrentPrefetch()
+    report, _out = bisect_built(
+        tmp_path, built, backend, threshold=10.0, parallel=2, prefetch_builds=1
+    )
+    assert report.culprit is not None and report.culprit.commit == built.mainline[20]
+    assert backend.prefetch_calls, "nothing was built ahead: the test tests nothing"
+    assert failures == []
+    assert backend.most == 1
+    errors = [
+        r.error for r in read_journal(Path(report.run_dir) / "journal.jsonl")
+        if isinstance(r, Prefetch) and r.error
+    ]  # fmt: skip
+    assert errors == []

@@ -1,0 +1,78 @@
+"""Infrastructure skips are never final (issue 20, class 7): a launch outage, a log that
+could not be collected, a full disk are history, not an answer about the commit. The
+message says "rerun the same command"; the rerun measures those commits again instead of
+replaying the skip. A commit that does not build is about its tree: it is not rebuilt.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from bisector.exitcodes import RunExit
+from tests.helpers.faults import FaultDriver, measurements, run_args
+from tests.helpers.repo import BuiltRepo, build_repo
+
+CULPRIT = 3
+VALUES = [2] * CULPRIT + [40] * (8 - CULPRIT)
+
+
+def _run(built: BuiltRepo, driver: FaultDriver, run_dir: Path) -> subprocess.CompletedProcess[str]:
+    argv = run_args(built.path, built.mainline[0], built.mainline[-1], driver, run_dir)
+    return subprocess.run(argv, capture_output=True, text=True, check=False)
+
+
+def test_a_launch_outage_at_an_endpoint_is_measured_again_by_the_rerun(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    built = build_repo(tmp_path / "repo", VALUES)
+    bad = built.mainline[-1]
+    driver.inject("flaky", bad)  # every launch of the bad endpoint fails: quota, an outage
+    run_dir = tmp_path / "run"
+    first = _run(built, driver, run_dir)
+    assert first.returncode == RunExit.USAGE, first.stderr
+    assert "could not be measured" in first.stderr and "rerun the same command" in first.stderr
+    assert driver.calls("launches").count(bad) == 3
+
+    driver.clear("flaky")  # the outage is over
+    again = _run(built, driver, run_dir)
+    assert again.returncode == RunExit.FOUND, again.stderr
+    assert driver.calls("launches").count(bad) == 4  # measured again, not replayed
+    assert f"culprit: {built.mainline[CULPRIT]}" in again.stdout
+    assert "are measured again: an infrastructure skip is not final" in again.stderr
+    assert driver.up() == []
+
+
+def test_a_full_disk_at_the_culprit_is_measured_again_by_the_rerun(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    built = build_repo(tmp_path / "repo", VALUES)
+    culprit = built.mainline[CULPRIT]
+    driver.inject("nospace-build", culprit)
+    run_dir = tmp_path / "run"
+    first = _run(built, driver, run_dir)
+    assert first.returncode == RunExit.INCONCLUSIVE, first.stderr
+    assert "No space left on device" in first.stdout
+
+    driver.clear("nospace-build")  # space freed
+    again = _run(built, driver, run_dir)
+    assert again.returncode == RunExit.FOUND, again.stderr
+    assert f"culprit: {culprit}" in again.stdout
+    assert driver.calls("built").count(culprit) >= 2
+    values = [m["value"] for m in measurements(run_dir) if m["commit"] == culprit]
+    assert values[0] is None and 40.0 in values[1:]
+
+
+def test_a_commit_that_does_not_build_is_not_built_again_by_the_rerun(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    built = build_repo(tmp_path / "repo", VALUES, broken={CULPRIT})
+    broken = built.mainline[CULPRIT]
+    run_dir = tmp_path / "run"
+    first = _run(built, driver, run_dir)
+    assert first.returncode == RunExit.INCONCLUSIVE, first.stderr
+    builds = driver.calls("built").count(broken)
+    assert builds >= 1
+    again = _run(built, driver, run_dir)
+    assert again.returncode == RunExit.INCONCLUSIVE, again.stderr
+    assert driver.calls("built").count(broken) == builds  # the tree's own failure: final
