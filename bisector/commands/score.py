@@ -11,6 +11,12 @@ good, 125 as skip, 1-127 as bad and 128 or more as "stop":
     128  a mistake in the command line or config (git bisect stops instead of believing
          it), and no --threshold while a git bisect is in progress
     129  a bug in bisector (git bisect stops)
+    130  interrupted: any termination signal (git bisect stops)
+    131  no --threshold and the scores could not be written (stdout closed or full)
+
+Output that cannot be written never changes a verdict: `git bisect run bisector score
+... | head` closes the pipe every score writes to, and the verdict's code must still
+reach git (bisector.output).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from bisector.logs import (
     metric_value,
     score_logs,
 )
+from bisector.output import stdin_closed, stdout_failure
 
 
 @dataclass(frozen=True)
@@ -72,6 +79,8 @@ def score(
         min_window=min_window,
         config=config,
     )
+    if "-" in request.sources and stdin_closed():
+        return _no_verdict("stdin (-) is closed: there is no log to read", as_json, request)
     try:
         scores = score_logs(
             list(request.sources),
@@ -107,6 +116,8 @@ def score(
             "no --threshold: a git bisect is in progress here and exit 0 would mark this "
             "commit good; pass --metric NAME --threshold VALUE"
         )
+    if verdict is None and stdout_failure() is not None:
+        return ScoreExit.OUTPUT_FAILED  # the scores were the product: say they are lost
     return code
 
 
