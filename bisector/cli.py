@@ -484,7 +484,13 @@ def main(argv: list[str] | None = None) -> None:
     if argv is None:
         output.guard_for_process()
         signals.install_for_process()
-        sys.exit(_final(codes, _invoke(argv, codes), listing=listing))
+        try:
+            code = _final(codes, _invoke(argv, codes), listing=listing)
+            signals.ignore_from_now_on()  # the code is decided: no default action on the way out
+        except KeyboardInterrupt:  # the first signal, right as the command ended
+            code = int(codes["INTERRUPTED"])
+            signals.ignore_from_now_on()  # later signals never raise: nothing can land here
+        sys.exit(code)
     with output.guarded(), signals.handling_termination():
         code = _final(codes, _invoke(argv, codes), listing=listing)
     sys.exit(code)

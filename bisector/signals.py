@@ -13,9 +13,11 @@ one KeyboardInterrupt, and every `finally` (teardown) runs. The rules:
 - Inside `held_during` (a teardown), signals are reported and held; the interrupt
   is raised once the block is done. If the block fails instead (a teardown that
   fails), the interrupt stays pending (`interrupt_pending`) for the caller to act on.
-- The handlers stay installed until the process exits (`install_for_process`):
-  a signal after the run's own cleanup, on the way to exit, still ends in 130,
-  never in the default action's 128 + N.
+- The handlers stay installed until the process exits (`install_for_process`),
+  and once the exit code is decided the signals are ignored (`ignore_from_now_on`:
+  Python's finalization would otherwise restore the default actions): a signal
+  after the run's own cleanup, on the way to exit, still ends in 130, never in the
+  default action's 128 + N.
 - A signal ignored when bisector started (`nohup`, a background job of a
   non-interactive shell) stays ignored: the user asked for the run to outlive it.
 - SIGPIPE stays ignored as Python sets it: a closed output is an output failure,
@@ -143,6 +145,17 @@ def install_for_process() -> None:
     """
     if threading.current_thread() is threading.main_thread():
         _install()
+
+
+def ignore_from_now_on() -> None:
+    """The process's answer is decided and its cleanup done: ignore termination signals
+    until it is gone. Python's finalization puts SIG_DFL back for every signal that has
+    a Python handler, so without this a signal during the exit itself (a second Ctrl-C,
+    a SIGTERM storm from a supervisor) would end the process with 128 + N after all."""
+    if threading.current_thread() is not threading.main_thread() or _state.depth == 0:
+        return
+    for signum in _state.previous:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 @contextlib.contextmanager
