@@ -32,6 +32,8 @@ from bisector.exitcodes import (
     for_command,
 )
 
+MAX_WORKERS = 64  # history: runs scored at once (threads, each reading GCS)
+
 app = typer.Typer(
     name="bisector",
     # Plain click help: flags read as flags and bracketed text such as [metrics.NAME] stays.
@@ -408,11 +410,17 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
             master=master,
             cache_dir=cache_dir,
             use_cache=not no_cache,
-            workers=max(1, workers),
+            workers=_workers(workers),
             config=config,
             repo=repo,
         )
     )
+
+
+def _workers(workers: int) -> int:
+    if not 1 <= workers <= MAX_WORKERS:
+        raise BisectorError(f"--workers must be from 1 to {MAX_WORKERS}, got {workers}")
+    return workers
 
 
 @app.command(

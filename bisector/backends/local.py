@@ -47,7 +47,7 @@ class LocalBackend:
         self.collect_cmd = section.get_str("collect")
         self.teardown_cmd = section.opt_str("teardown")
         self.peek_cmd = section.opt_str("peek")
-        self.timeout_s = section.get_duration("timeout", "1h")
+        self.timeout_s = section.get_duration("timeout", "1h", positive=True)
         self.peek_timeout_s = self.timeout_s  # bounded by the look interval in warmup_steps
 
     def _env(self, candidate: Candidate) -> dict[str, str]:
