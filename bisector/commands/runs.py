@@ -30,6 +30,7 @@ def _remove(run_dir: Path, repo: GitRepo) -> None:
     check_run_dir(run_dir)
     if _live(run_dir, repo):
         raise BisectorError(f"{run_dir} belongs to a running bisection; stop it first")
+    repo.remove_worktrees_under(run_dir)  # by path: no stale entries in `git worktree list`
     shutil.rmtree(run_dir)
     typer.echo(f"removed {run_dir}")
 
