@@ -15,6 +15,7 @@ import pytest
 import requests
 
 from bisector.ci import scoring
+from bisector.ci.runs import read_run_info
 from bisector.nightly.config import load_nightly_config
 from bisector.nightly.series import update_series
 from bisector.nightly.store import NightlyStore, StoredRun
@@ -67,7 +68,7 @@ def test_a_transport_error_for_one_run_leaves_it_for_a_later_night_not_the_other
     run's metadata is read: before, it ended the whole night's scoring."""
     bucket = "series-transport"
     write_job_history(gcs_client, bucket, JOB, [CiRun(n, commit_of(n), conflicts=50) for n in RUNS])
-    real = scoring.read_run_info
+    real = read_run_info
 
     def flaky(client: Any, job: Any, run: int) -> Any:
         if run == BROKEN:
