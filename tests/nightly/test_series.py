@@ -1,103 +1,103 @@
-"""The nightly's series of CI runs: a read failure is not an answer, it is read again.
-
-A run is stored once and never scored again, so only what a run *is* may be stored
-(its value, "no logs", "no data"): a log or metadata that could not be read tonight
-(a GCS hiccup, an object being rewritten, a transport error the storage library does
-not wrap) is left out and scored on a later night. Against the GCS emulator.
-"""
+"""The nightly's regressions: every change point of the window, newest regression first."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
-import requests
 
-from bisector.ci import scoring
-from bisector.ci.runs import read_run_info
-from bisector.nightly.config import load_nightly_config
-from bisector.nightly.series import update_series
+from bisector.ci.changepoint import Step
+from bisector.nightly.config import Budget, JobConfig, NightlyConfig
+from bisector.nightly.series import Regression, find_regressions
 from bisector.nightly.store import NightlyStore, StoredRun
-from tests.helpers.ci_history import MASTER, CiRun, commit_of, write_job_history
-from tests.helpers.nightly import nightly_config
 
-JOB = "ci-kubernetes-kubemark-500-gce"
-RUNS = range(100, 106)
-BROKEN = 103
-CORRUPT = f"logs/{JOB}/{BROKEN}/artifacts/{MASTER}/kube-apiserver.log.9.gz"
+JOB = JobConfig("j", "ci-j", "b", "conflicts", None, None, Budget(), 2, None, None, "here")
 
 
-def _night(tmp_path: Path, bucket: str) -> tuple[Any, Any, NightlyStore, list[str]]:
-    config = nightly_config(
-        tmp_path / "nightly.toml", bucket=bucket, job=JOB, repo=None, state=tmp_path / "state"
+def _config(tmp_path: Path, window: int = 40) -> NightlyConfig:
+    return NightlyConfig(
+        tmp_path / "n.toml", tmp_path, tmp_path / "n.db", tmp_path, None, window, ()
     )
-    cfg = load_nightly_config(config)
-    (tmp_path / "state").mkdir(exist_ok=True)
-    return cfg, cfg.jobs[0], NightlyStore(tmp_path / "state" / "nightly.db"), []
 
 
-def _values(store: NightlyStore) -> dict[int, float | None]:
-    return {r.run: r.value for r in store.series(JOB, "conflicts")}
+def _store(tmp_path: Path, values: list[float | None], first: int = 100) -> NightlyStore:
+    store = NightlyStore(tmp_path / "n.db")
+    for k, value in enumerate(values):
+        status = "ok" if value is not None else "no logs"
+        store.put_run(
+            "j", "conflicts", StoredRun(first + k, f"c{first + k}", "SUCCESS", None, value, status)
+        )
+    return store
 
 
-def test_a_run_whose_log_cannot_be_read_is_scored_on_a_later_night(
-    gcs_client: Any, tmp_path: Path
-) -> None:
-    bucket = "series-unreadable"
-    runs = [CiRun(n, commit_of(n), conflicts=40 + n % 7) for n in RUNS]
-    garbled = {CORRUPT.split(f"/{BROKEN}/")[1]: b"\x1f\x8b" + b"x" * 64}  # not inflatable
-    runs[BROKEN - RUNS[0]] = CiRun(BROKEN, commit_of(BROKEN), conflicts=44, extra=garbled)
-    write_job_history(gcs_client, bucket, JOB, runs)
-    cfg, job, store, said = _night(tmp_path, bucket)
-    try:
-        assert update_series(cfg, job, store, gcs_client, said.append) == len(RUNS) - 1
-        assert BROKEN not in _values(store)
-        assert any(f"run {BROKEN}: unreadable" in line and "later night" in line for line in said)
-        gcs_client.bucket(bucket).blob(CORRUPT).delete()  # the object is whole again
-        assert update_series(cfg, job, store, gcs_client, said.append) == 1
-        assert _values(store)[BROKEN] == 44
-    finally:
-        store.close()
+TWO_STEPS: list[float | None] = [45, 52, 48, 50, 47, 44, 51, 49, 200, 210, None, 190, 205, 198]
+TWO_STEPS += [800, 820, 790, 810]
 
 
-def test_a_transport_error_for_one_run_leaves_it_for_a_later_night_not_the_others(
-    gcs_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An error the storage library does not wrap (requests' ConnectionError) while one
-    run's metadata is read: before, it ended the whole night's scoring."""
-    bucket = "series-transport"
-    write_job_history(gcs_client, bucket, JOB, [CiRun(n, commit_of(n), conflicts=50) for n in RUNS])
-    real = read_run_info
-
-    def flaky(client: Any, job: Any, run: int) -> Any:
-        if run == BROKEN:
-            raise requests.exceptions.ConnectionError("Connection aborted: RemoteDisconnected")
-        return real(client, job, run)
-
-    cfg, job, store, said = _night(tmp_path, bucket)
-    try:
-        monkeypatch.setattr(scoring, "read_run_info", flaky)
-        assert update_series(cfg, job, store, gcs_client, said.append) == len(RUNS) - 1
-        assert BROKEN not in _values(store)
-        monkeypatch.setattr(scoring, "read_run_info", real)
-        assert update_series(cfg, job, store, gcs_client, said.append) == 1
-        assert _values(store)[BROKEN] == 50
-    finally:
-        store.close()
+def test_regressions_come_newest_first_with_every_change_point(tmp_path: Path) -> None:
+    store = _store(tmp_path, TWO_STEPS)
+    regressions = find_regressions(_config(tmp_path), JOB, store)
+    assert [(r.good.run, r.bad.run) for r in regressions] == [(113, 114), (107, 108)]
+    assert all(r.step.threshold_source == "change point" for r in regressions)
+    assert all(r.step.p_value is not None and r.step.p_value < 1e-3 for r in regressions)
+    assert [len(r.points) for r in regressions] == [2, 2]
+    assert [regressions[0].runs[p.first_after].run for p in regressions[0].points] == [108, 114]
+    store.close()
 
 
-def test_a_read_failure_stored_by_an_earlier_version_is_scored_again(
-    gcs_client: Any, tmp_path: Path
-) -> None:
-    bucket = "series-legacy"
-    write_job_history(gcs_client, bucket, JOB, [CiRun(n, commit_of(n), conflicts=50) for n in RUNS])
-    cfg, job, store, said = _night(tmp_path, bucket)
-    try:
-        lost = StoredRun(BROKEN, None, "SUCCESS", None, None, "unreadable: 503 Service Unavailable")
-        store.put_run(JOB, "conflicts", lost)
-        assert update_series(cfg, job, store, gcs_client, said.append) == len(RUNS)
-        assert _values(store)[BROKEN] == 50
-        assert {r.status for r in store.series(JOB, "conflicts")} == {"ok"}
-    finally:
-        store.close()
+def test_a_threshold_gives_one_regression_the_newest_split(tmp_path: Path) -> None:
+    store = _store(tmp_path, TWO_STEPS)
+    regressions = find_regressions(_config(tmp_path), replace(JOB, threshold=100.0), store)
+    assert [(r.good.run, r.bad.run, r.step.threshold_source) for r in regressions] == [
+        (107, 108, "given")
+    ]
+    assert len(regressions[0].points) == 2  # listed in the report all the same
+    store.close()
+
+
+def test_the_window_bounds_what_is_looked_at(tmp_path: Path) -> None:
+    store = _store(tmp_path, TWO_STEPS)
+    regressions = find_regressions(_config(tmp_path, window=8), JOB, store)
+    assert [(r.good.run, r.bad.run) for r in regressions] == [(113, 114)]
+    store.close()
+
+
+def test_a_regression_round_trips_through_the_hunts_table(tmp_path: Path) -> None:
+    store = _store(tmp_path, TWO_STEPS)
+    [newest, older] = find_regressions(_config(tmp_path), JOB, store)
+    assert Regression.from_json(newest.to_json()) == newest
+    assert Regression.from_json(older.to_json()) == older
+    store.close()
+
+
+def test_a_hunt_stored_before_change_points_had_p_values_still_resumes() -> None:
+    # Regression.to_json of 82c7c37: a step without p_value, no points, no direction.
+    runs = [StoredRun(r, f"c{r}", "SUCCESS", None, v, "ok") for r, v in ((1, 40.0), (2, 500.0))]
+    stored = {
+        "step": {
+            "last_good": 0,
+            "first_bad": 1,
+            "threshold": 141.4,
+            "threshold_source": "change point",
+            "before": 40.0,
+            "after": 500.0,
+        },
+        "runs": [vars(r) for r in runs],
+        "good": 1,
+        "bad": 2,
+    }
+    regression = Regression.from_json(json.dumps(stored))
+    assert regression.step == Step(0, 1, 141.4, "change point", 40.0, 500.0, None)
+    assert (regression.good.run, regression.bad.run) == (1, 2)
+    assert (regression.points, regression.higher_is_worse) == ((), True)
+
+
+@pytest.mark.parametrize(
+    "values", [[45.0, 52, 48, 50, 47, 44, 51, 49], [45.0, 52, 48, 480, 50, 47]]
+)
+def test_no_regression_without_a_step(tmp_path: Path, values: list[float | None]) -> None:
+    store = _store(tmp_path, values)
+    assert find_regressions(_config(tmp_path), JOB, store) == []
+    store.close()
