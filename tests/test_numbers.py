@@ -22,6 +22,7 @@ from tests.helpers.faults import FaultDriver, write_fault_config
 from tests.helpers.repo import BuiltRepo, build_repo
 
 HUGE = "100000000000000000000"
+X_METRIC = '[metrics.x]\nverb = "PATCH"\npath = "^/api/v1/nodes/"\n'
 NAN, INF = float("nan"), float("inf")
 
 # (id, flags, [run] table, extra TOML text after the config, what the line names)
@@ -70,6 +71,9 @@ RUN_ROWS: list[tuple[str, list[str], dict[str, object], str, str]] = [
     ("local-timeout-nan", [], {}, "timeout = nan\n", "backends.local.timeout"),
     ("local-timeout-zero", [], {}, 'timeout = "0s"\n', "backends.local.timeout"),
     ("local-timeout-1e308", [], {}, "timeout = 1e308\n", "backends.local.timeout"),
+    ("metric-status-typo", ["--metric", "x"], {}, X_METRIC + "statuses = [4090]\n", "statuses"),
+    ("metric-status-none", ["--metric", "x"], {}, X_METRIC + "statuses = []\n", "statuses"),
+    ("metric-status-bool", ["--metric", "x"], {}, X_METRIC + "statuses = [true]\n", "statuses"),
 ]
 
 
