@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -13,6 +14,7 @@ from typing import Annotated
 import typer
 from typer.exceptions import TyperException
 
+from bisector import output, signals
 from bisector.backends.registry import backend_names
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 from bisector.exitcodes import (
@@ -29,6 +31,8 @@ from bisector.exitcodes import (
     describe,
     for_command,
 )
+
+MAX_WORKERS = 64  # history: runs scored at once (threads, each reading GCS)
 
 app = typer.Typer(
     name="bisector",
@@ -68,7 +72,10 @@ _SCORE_HELP = (
     "give a verdict: missing, unreadable, corrupt or truncated gzip, not an apiserver log, "
     "no data for the metric, --since/--until past its end, shorter than --min-window; 128 "
     "(git stops) for a mistake in the command line or config, and for no --threshold while "
-    "a git bisect is in progress; 129 (git stops) for a bug."
+    "a git bisect is in progress; 129 (git stops) for a bug; 130 for any termination signal. "
+    "Output that cannot be written (a pipe closed early, as in `git bisect run ... | head`, "
+    "a closed or full stdout) never changes the verdict's code; without --threshold, where "
+    "the scores are the product, it is 131."
 )
 
 
@@ -200,7 +207,16 @@ def doctor_cmd(
 
 
 @app.command(
-    "run", help=_help("Bisect GOOD..BAD: find the commit that made the metric worse.", RunExit)
+    "run",
+    help=_help(
+        "Bisect GOOD..BAD: find the commit that made the metric worse. Every termination "
+        "signal (Ctrl-C, SIGTERM, SIGHUP from a closed terminal, SIGQUIT, ...) tears down "
+        "what is up and exits 130; more signals during the teardown are reported, not "
+        "obeyed. Output that cannot be written (`bisector run ... | head -1`, a closed "
+        "terminal, a full disk) never changes the exit code: the run goes on, and its "
+        "report is in the run directory.",
+        RunExit,
+    ),
 )
 def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     good: Annotated[str, typer.Option(metavar="COMMIT", help="A commit that scores good.")],
@@ -412,11 +428,17 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
             master=master,
             cache_dir=cache_dir,
             use_cache=not no_cache,
-            workers=max(1, workers),
+            workers=_workers(workers),
             config=config,
             repo=repo,
         )
     )
+
+
+def _workers(workers: int) -> int:
+    if not 1 <= workers <= MAX_WORKERS:
+        raise BisectorError(f"--workers must be from 1 to {MAX_WORKERS}, got {workers}")
+    return workers
 
 
 @app.command(
@@ -476,11 +498,64 @@ def main(argv: list[str] | None = None) -> None:
 
     The codes come from the command's table (bisector.exitcodes): for `score`, run under
     `git bisect run`, a usage error is 128 and a bug 129, so neither can read as *bad*.
+    Called with no `argv` it is the process's entry: every termination signal tears
+    down and ends in the table's INTERRUPTED code (bisector.signals), and output that
+    cannot be written never changes the code (bisector.output), both until the process
+    exits. With `argv` (in-process: tests) both hold for the call only.
     """
     codes = for_command(_command(argv))
+    args = sys.argv[1:] if argv is None else argv
+    # `history --bisect` ends with the bisection's outcome, not with its listing.
+    listing = _command(argv) in ("status", "runs", "history") and "--bisect" not in args
+    if argv is None:
+        output.guard_for_process()
+        signals.install_for_process()
+        try:
+            code = _final(codes, _invoke(argv, codes), listing=listing)
+            signals.ignore_from_now_on()  # the code is decided: no default action on the way out
+        except KeyboardInterrupt:  # the first signal, right as the command ended
+            code = int(codes["INTERRUPTED"])
+            signals.ignore_from_now_on()  # later signals never raise: nothing can land here
+        sys.exit(code)
+    with output.guarded(), signals.handling_termination():
+        code = _final(codes, _invoke(argv, codes), listing=listing)
+    sys.exit(code)
+
+
+def _final(codes: type[IntEnum], code: int, *, listing: bool) -> int:
+    """The code a command ends with, once signals and output are taken into account."""
+    interrupted = int(codes["INTERRUPTED"])
+    left_up = codes.__members__.get("LEFT_UP")
+    if signals.interrupted() and code != interrupted and (left_up is None or code != left_up):
+        # A signal is always 130 (a failed teardown, saying something may still be up,
+        # outranks it): whatever the command made of the interrupt on its way out.
+        code = interrupted
+    failed = codes.__members__.get("OUTPUT_FAILED")
+    if listing and failed is not None and code == 0 and output.stdout_failure():
+        code = int(failed)  # the listing was the product, and it was not written
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return code
+
+
+def _invoke(argv: list[str] | None, codes: type[IntEnum]) -> int:
+    """Run the command; every way it can end, as the command's exit code."""
+    try:
+        return _call(argv, codes)
+    except KeyboardInterrupt:  # a signal while an error below was being reported
+        return int(codes["INTERRUPTED"])
+
+
+def _call(argv: list[str] | None, codes: type[IntEnum]) -> int:
     usage = int(codes["USAGE"])
     try:
-        result = app(args=argv, standalone_mode=False)
+        # click's own main() is bypassed: it turns EPIPE from anywhere into exit 1, which
+        # `git bisect run` reads as *bad*, and Ctrl-C into a silent 130.
+        command = typer.main.get_command(app)
+        args = sys.argv[1:] if argv is None else list(argv)
+        with command.make_context("bisector", args) as ctx:
+            result = command.invoke(ctx)
     except BisectorError as exc:
         print(f"bisector: error: {exc}", file=sys.stderr)
         # A plain BisectorError is the generic "bad input" (2): the command's own code for
@@ -488,28 +563,28 @@ def main(argv: list[str] | None = None) -> None:
         # never `score`'s 1, which git bisect run reads as *bad*.
         known = {int(m) for m in codes if m.name not in ("GOOD", "BAD") and int(m) != 0}
         code = exc.exit_code
-        sys.exit(usage if code == EXIT_USAGE or code not in known else code)
+        return usage if code == EXIT_USAGE or code not in known else code
     except typer.Abort:
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return exc.exit_code
     except TyperException as exc:  # usage errors: typer prints them itself with help hints
         show = getattr(exc, "show", None)
         if callable(show):
             show()
         else:
             print(f"bisector: error: {exc.format_message()}", file=sys.stderr)
-        sys.exit(usage)
+        return usage
     except KeyboardInterrupt:
         print("bisector: interrupted", file=sys.stderr)
-        sys.exit(EXIT_INTERRUPTED)
+        return EXIT_INTERRUPTED
     except OSError as exc:  # a path the user gave that nothing checked first: still one line
         where = f": {exc.filename}" if exc.filename else ""
         print(
             f"bisector: error: {exc.strerror or exc}{where}; check the path and its permissions",
             file=sys.stderr,
         )
-        sys.exit(usage)
+        return usage
     except Exception as exc:  # a bug: its own code, never one that reads as a verdict
         if os.environ.get("BISECTOR_DEBUG"):
             traceback.print_exc()
@@ -518,5 +593,5 @@ def main(argv: list[str] | None = None) -> None:
             f"traceback): {type(exc).__name__}: {exc}",
             file=sys.stderr,
         )
-        sys.exit(int(codes["INTERNAL"]))
-    sys.exit(result if isinstance(result, int) else 0)
+        return int(codes["INTERNAL"])
+    return result if isinstance(result, int) else 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -29,12 +30,17 @@ class Section:
     data: Mapping[str, object] = field(default_factory=dict)
     file: str = "<defaults>"
     path: str = ""
+    # Keys whose value came from a command-line flag (`with_overrides`): an error about
+    # one names the flag the user typed, not a file that does not hold it.
+    from_flags: frozenset[str] = frozenset()
 
     def where(self, key: str) -> str:
-        """`file: key `table.key``, for error messages about `key`."""
+        """`file: key `table.key`` (or `--flag` for a value given as one), for errors."""
         return self._where(key)
 
     def _where(self, key: str) -> str:
+        if key in self.from_flags:
+            return "--" + key.replace("_", "-")
         dotted = f"{self.path}.{key}" if self.path else key
         return f"{self.file}: key `{dotted}`"
 
@@ -66,16 +72,42 @@ class Section:
     def opt_str(self, key: str) -> str | None:
         return self._get(key, str, "a string", None)  # type: ignore[return-value]
 
-    def get_int(self, key: str, default: object = _MISSING) -> int:
-        return self._get(key, int, "a whole number", default)  # type: ignore[return-value]
+    def get_int(
+        self,
+        key: str,
+        default: object = _MISSING,
+        *,
+        low: int | None = None,
+        high: int | None = None,
+    ) -> int:
+        """A whole number; with `low`/`high`, one in that range (a count of clusters,
+        runs or attempts far past any real need is a typo that would launch them)."""
+        value: int = self._get(key, int, "a whole number", default)  # type: ignore[assignment]
+        if low is not None and value < low:
+            raise ConfigError(f"{self._where(key)} must be at least {low}, got {value}")
+        if high is not None and value > high:
+            raise ConfigError(f"{self._where(key)} must be at most {high}, got {value}")
+        return value
 
     def get_float(self, key: str, default: object = _MISSING) -> float:
-        value = self._get(key, (int, float), "a number", default)
-        return float(value)  # type: ignore[arg-type]
+        number = self.opt_float(key)
+        if number is None:  # absent: the default, or "missing"
+            return float(self._get(key, (int, float), "a number", default))  # type: ignore[arg-type]
+        return number
 
     def opt_float(self, key: str) -> float | None:
+        """A finite number or None: TOML has `nan` and `inf`, and nan compares false with
+        every value (a threshold of nan scores every run good)."""
         value = self._get(key, (int, float), "a number", None)
-        return None if value is None else float(value)  # type: ignore[arg-type]
+        if value is None:
+            return None
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except OverflowError:  # a whole number past any float (TOML's ints are unbounded here)
+            number = math.inf
+        if not math.isfinite(number):
+            raise ConfigError(f"{self._where(key)} must be a finite number, got {value}")
+        return number
 
     def get_bool(self, key: str, default: object = _MISSING) -> bool:
         return self._get(key, bool, "true or false", default)  # type: ignore[return-value]
@@ -86,12 +118,19 @@ class Section:
             raise ConfigError(f"{self._where(key)}: expected a list of strings, got {value!r}")
         return list(value)
 
-    def get_duration(self, key: str, default: object = _MISSING) -> float:
+    def get_duration(
+        self, key: str, default: object = _MISSING, *, positive: bool = False
+    ) -> float:
+        """Seconds (bisector.durations: finite, 0 to 30 days); `positive` for a timeout or
+        an interval, where 0 would fail every command at once or spin."""
         value = self._get(key, (str, int, float), "a duration such as 90s, 5m or 1h", default)
         try:
-            return parse_duration(value, what=self._where(key))  # type: ignore[arg-type]
+            seconds = parse_duration(value, what=self._where(key))  # type: ignore[arg-type]
         except BisectorError as exc:
             raise ConfigError(str(exc)) from None
+        if positive and seconds <= 0:
+            raise ConfigError(f"{self._where(key)} must be longer than 0, got {value!r}")
+        return seconds
 
     def table(self, key: str) -> Section:
         """The sub-table `key`, empty if absent."""
@@ -111,9 +150,9 @@ class Section:
 
     def with_overrides(self, overrides: Mapping[str, object]) -> Section:
         """A copy where the non-None `overrides` (CLI flags) replace file values."""
-        merged = dict(self.data)
-        merged.update({k: v for k, v in overrides.items() if v is not None})
-        return Section(merged, self.file, self.path)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        merged = {**self.data, **given}
+        return Section(merged, self.file, self.path, self.from_flags | frozenset(given))
 
     def fingerprint(self) -> str:
         """Stable hash of the contents, for caching verdicts per configuration."""

@@ -7,7 +7,9 @@ backend's `base-N.kubeconfig`, kind's kubeconfigs) and whatever a user's
 or None: by name (kubeconfigs, keys, tokens), by kind (only what a reader
 needs: logs, journal, reports, command logs, scores) and by content (PEM
 private keys, a kubeconfig's client-key-data or user token, bearer tokens).
-Gzip files are checked inflated; one that cannot be inflated is withheld.
+Gzip files are checked inflated; one that cannot be inflated (truncated, an
+invalid deflate block, a bad CRC) is withheld, as is any file that cannot be read:
+what cannot be checked is never sent.
 """
 
 from __future__ import annotations
@@ -78,8 +80,10 @@ def withheld(path: Path) -> str | None:
     try:
         with _open(path) as stream:
             return _scan(stream)
-    except (OSError, EOFError, ValueError) as exc:
-        return f"cannot be checked for credentials ({exc})"
+    except Exception as exc:  # fail closed: what cannot be read is not sent
+        # Not only OSError: a truncated gzip is an EOFError, an invalid deflate block
+        # isal's IsalError (an Exception, no OSError), a bad header a BadGzipFile.
+        return f"cannot be checked for credentials ({type(exc).__name__}: {exc})"
 
 
 def _open(path: Path) -> IO[bytes]:

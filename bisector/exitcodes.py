@@ -6,6 +6,16 @@ other code from 1 to 127 as *bad* and 128 or more as "stop the bisection". So
 cannot read or a bug in bisector stops git bisect instead of marking the commit
 bad. The other commands are not run under git bisect, but keep the same care: a
 code means one thing, and an unexpected exception is never a culprit verdict.
+
+Two rules hold for every command (bisector.cli.main):
+- Every termination signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, ...; a second or third
+  one too) ends in INTERRUPTED, 130: one code whatever the signal, because callers read
+  one "stopped before an answer" code (128 + N from the default action would differ per
+  signal, and 129 is `score`'s "bug"). Only LEFT_UP, a failed teardown, outranks it.
+- Output that cannot be written (a closed or full stdout/stderr, a pipe whose reader is
+  gone) never changes a verdict or an outcome: the command goes on and its code stands.
+  Where the output is the product (`score` without --threshold, `status`, `runs`,
+  `history`), OUTPUT_FAILED says it was not written.
 """
 
 from __future__ import annotations
@@ -19,7 +29,10 @@ class ScoreExit(IntEnum):
     NO_VERDICT = 125  # the log cannot give one: missing, corrupt, truncated, no data, too short
     USAGE = 128  # a mistake in the command line or config: git bisect run stops
     INTERNAL = 129  # a bug in bisector: git bisect run stops
-    INTERRUPTED = 130
+    INTERRUPTED = 130  # any termination signal (SIGINT, SIGTERM, SIGHUP, ...), however many
+    # No --threshold (the scores were the product) and stdout could not take them (closed,
+    # a pipe whose reader is gone, a full disk). With --threshold the verdict's code stands.
+    OUTPUT_FAILED = 131
 
 
 class RunExit(IntEnum):
@@ -55,6 +68,7 @@ class HistoryExit(IntEnum):
     USAGE = 2
     INTERNAL = 70
     INTERRUPTED = 130
+    OUTPUT_FAILED = 74  # the listing could not be written (stdout closed or full)
 
 
 class CleanupExit(IntEnum):
@@ -80,6 +94,7 @@ class StatusExit(IntEnum):
     USAGE = 2
     INTERNAL = 70
     INTERRUPTED = 130
+    OUTPUT_FAILED = 74  # the listing could not be written (stdout closed or full)
 
 
 class MarkExit(IntEnum):
@@ -94,6 +109,7 @@ class RunsExit(IntEnum):
     USAGE = 2
     INTERNAL = 70
     INTERRUPTED = 130
+    OUTPUT_FAILED = 74  # the listing could not be written (stdout closed or full)
 
 
 _MEANING = {
@@ -115,6 +131,7 @@ _MEANING = {
     "READY": "ready",
     "PROBLEMS": "problems found",
     "REHEARSAL_FAILED": "the --rehearse run on the GCE twin did not pass",
+    "OUTPUT_FAILED": "stdout could not be written",
 }
 
 TABLES: dict[str, type[IntEnum]] = {

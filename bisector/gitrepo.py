@@ -5,6 +5,21 @@ the tool owns, and the bisect session itself runs in a tool-owned worktree with
 `--no-checkout`: refs/bisect/* and BISECT_* files are per-worktree in git, so
 the user's HEAD, index, files and any bisect they have in progress stay as they were.
 
+Everything else in the repository is the user's too, so the tool's git commands
+touch only what they name (git 2.39.5 checked):
+- The tool's worktrees are added and removed by path (`worktree add --force` takes
+  over a path whose directory is gone, `worktree remove --force` drops a missing
+  one), never with `git worktree prune`: that deletes the metadata of *every*
+  worktree whose directory is missing right then, the user's on an unplugged drive
+  too, and that directory is then no longer a checkout.
+- A worktree path is reused only when it is a worktree of this repository
+  registered at that path; anything else there is not the tool's to check out over.
+- The user's hooks never run (`core.hooksPath=/dev/null`): `post-checkout` runs for
+  every checkout in any worktree of the repository, and one that fails makes the
+  checkout fail (its exit status becomes git checkout's).
+- No branch, tag, stash, config or index of the user's is written: candidates are
+  detached checkouts; the user's bisect lives in their worktree's own refs/bisect.
+
 No `git.GitCommandError` leaves this module: a failing git command is a
 `GitFailure` (a BisectorError: one line naming the command and git's own last
 error line), except a candidate's checkout that fails because objects are
@@ -27,6 +42,7 @@ import git
 from bisector.errors import BisectorError, InfraError
 from bisector.locking import exclusive
 
+_NO_HOOKS = ("-c", "core.hooksPath=/dev/null")  # no hook file is found under /dev/null
 _FIRST_BAD = re.compile(r"^([0-9a-f]{40}) is the first bad commit", re.MULTILINE)
 _ONLY_SKIPPED = "only 'skip'ped commits left to test"
 _HASH_LINE = re.compile(r"^([0-9a-f]{40})$", re.MULTILINE)
@@ -95,10 +111,11 @@ class GitRepo:
         self.common_dir = Path(self.repo.common_dir)
 
     def git(self, *args: str, cwd: Path | None = None) -> str:
-        """`git ARGS` in `cwd` (default: the checkout's root); raises GitFailure (one line)."""
+        """`git ARGS` in `cwd` (default: the checkout's root); raises GitFailure (one line).
+        The user's hooks never run (see the module docstring)."""
         cmd = git.Git(str(cwd or self.root))
         try:
-            return str(cmd.execute(["git", *args]))
+            return str(cmd.execute(["git", *_NO_HOOKS, *args]))
         except git.GitCommandError as exc:
             # GitPython shows them as "\n  stderr: '<text>'"; keep only git's text.
             stderr = str(exc.stderr or "").removeprefix("\n  stderr: '").removesuffix("'")
@@ -200,29 +217,75 @@ class GitRepo:
             raise
 
     def _add_worktree(self, path: Path, commit: str, *, checkout: bool) -> None:
-        if (path / ".git").is_file():
+        admin = self._admin_dir(path)
+        if admin is not None:
             # A run killed by SIGKILL may leave git's lock behind; we hold the repository
             # lock, so no other process of ours can be using this worktree.
-            gitdir = (path / ".git").read_text(encoding="utf-8").removeprefix("gitdir:").strip()
-            (Path(gitdir) / "index.lock").unlink(missing_ok=True)
+            (admin / "index.lock").unlink(missing_ok=True)
             self.git("checkout", "--detach", "--force", "--quiet", commit, cwd=path)
             self.git("clean", "-fdxq", cwd=path)
             return
+        if (path / ".git").exists():
+            raise BisectorError(
+                f"{path} is a git checkout that is not a worktree of {self.root} at that path; "
+                "bisector checks out only into its own worktrees: move it, or pass another "
+                "--run-dir"
+            )
         if path.exists():
             shutil.rmtree(path)
-        self.git("worktree", "prune")
+        # --force: also when `path` is still registered from a worktree whose directory is
+        # gone (a killed run, a run directory removed by hand): by path, no prune.
         args = ["worktree", "add", "--detach", "--force"]
         if not checkout:
             args.append("--no-checkout")
         self.git(*args, str(path), commit)
 
+    def _admin_dir(self, path: Path) -> Path | None:
+        """The admin directory of this repository's worktree at `path`, or None when
+        `path` is not one (no `.git` file, or one of another repository or location)."""
+        try:
+            text = (path / ".git").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        admin = path / text.removeprefix("gitdir:").strip()  # absolute, or relative to path
+        try:
+            registered = admin / (admin / "gitdir").read_text(encoding="utf-8").strip()
+            ours = admin.resolve().parent == (self.common_dir / "worktrees").resolve()
+            here = registered.resolve() == (path / ".git").resolve()
+        except OSError:
+            return None
+        return admin if ours and here else None
+
     def remove_worktree(self, path: Path) -> None:
-        with contextlib.suppress(GitFailure):
+        """Remove the tool's worktree at `path` and its metadata, by path (never a prune)."""
+        try:
             self.git("worktree", "remove", "--force", str(path))
+        except GitFailure:
+            # Not registered, or a directory git does not take for one (half removed):
+            # remove the directory, then its registration if any (a missing path is
+            # removed by path).
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+            with contextlib.suppress(GitFailure):
+                self.git("worktree", "remove", "--force", str(path))
         if path.exists():
             shutil.rmtree(path, ignore_errors=True)
-        with contextlib.suppress(GitFailure):
-            self.git("worktree", "prune")
+
+    def worktrees_under(self, directory: Path) -> list[Path]:
+        """The registered worktrees inside `directory` (the run directory's own)."""
+        top = directory.resolve()
+        out = self.git("worktree", "list", "--porcelain")
+        paths = [
+            Path(line[len("worktree ") :])
+            for line in out.splitlines()
+            if line.startswith("worktree ")
+        ]
+        return [p for p in paths if p.resolve() != top and top in p.resolve().parents]
+
+    def remove_worktrees_under(self, directory: Path) -> None:
+        """Remove every worktree registered inside `directory`, each by its path."""
+        for path in self.worktrees_under(directory):
+            self.remove_worktree(path)
 
     def lock(self) -> contextlib.AbstractContextManager[None]:
         """Only one `bisector run` per repository at a time."""

@@ -47,6 +47,12 @@ SEARCH_KEYS = (
     "endpoint_runs",
 )
 LIKELIHOODS = ("verdict", "metric")
+# Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
+# a cluster), and a value past them is a typo that would launch clusters without end
+# (`--repeats 100000000000000000000` or `--parallel` as large hung before the first one).
+MAX_RUNS = 100  # repeats, endpoint runs, launch attempts
+MAX_SLOTS = 64  # parallel slots, builds ahead
+MAX_EVALUATIONS = 100_000
 
 
 @dataclass(frozen=True)
@@ -126,13 +132,13 @@ class SearchSettings:
         confidence = search.get_float("confidence", 0.99)
         if not 0.5 < confidence < 1:
             raise bad("confidence", "between 0.5 and 1 (e.g. 0.99)", confidence)
-        budget = search.get_int("max_evaluations", 0)
+        budget = search.get_int("max_evaluations", 0, high=MAX_EVALUATIONS)
         if budget < 0:
             raise bad("max_evaluations", "0 (automatic) or a positive number", budget)
-        parallel = search.get_int("parallel", 1)
+        parallel = search.get_int("parallel", 1, high=MAX_SLOTS)
         if parallel < 1:
             raise bad("parallel", "at least 1 (backend slots at once)", parallel)
-        endpoint_runs = search.get_int("endpoint_runs", 0)
+        endpoint_runs = search.get_int("endpoint_runs", 0, high=MAX_RUNS)
         if endpoint_runs < 0:
             raise bad("endpoint_runs", "0 (automatic) or a positive number of runs", endpoint_runs)
         return cls(
@@ -201,12 +207,8 @@ class RunSettings:
         search = SearchSettings.from_section(
             config.table("search").with_overrides(flags.search_table())
         )
-        repeats = run.get_int("repeats", 1)
-        if repeats < 1:
-            raise ConfigError(f"{run.where('repeats')} must be at least 1, got {repeats}")
-        attempts = run.get_int("launch_attempts", 3)
-        if attempts < 1:
-            raise ConfigError(f"{run.where('launch_attempts')} must be at least 1, got {attempts}")
+        repeats = run.get_int("repeats", 1, low=1, high=MAX_RUNS)
+        attempts = run.get_int("launch_attempts", 3, low=1, high=MAX_RUNS)
         backend = run.get_str("backend", DEFAULT_BACKEND)
         try:
             backend_info(backend)
@@ -218,17 +220,21 @@ class RunSettings:
         upload = run.opt_str("upload")
         if upload is not None and not upload.startswith("gs://"):
             raise ConfigError(f"{run.where('upload')}: expected gs://bucket/prefix")
-        check_every = run.get_duration("check_every") if "check_every" in run else None
+        check_every = (
+            run.get_duration("check_every", positive=True) if "check_every" in run else None
+        )
         early_good = run.get_bool("early_good", False)
         if early_good and check_every is None:
             raise ConfigError(
                 f"{run.where('early_good')} needs {run.where('check_every')}: the log is "
                 "looked at during the warmup only that often"
             )
-        prefetch = run.get_int("prefetch_builds", 0)
-        if prefetch < 0:
-            raise ConfigError(f"{run.where('prefetch_builds')} must be 0 or more, got {prefetch}")
+        prefetch = run.get_int("prefetch_builds", 0, low=0, high=MAX_SLOTS)
         price = run.opt_float("price_per_cluster_hour")
+        if price is not None and price < 0:
+            raise ConfigError(
+                f"{run.where('price_per_cluster_hour')} must be 0 or more, got {price}"
+            )
         return cls(
             good=good,
             bad=bad,
@@ -244,7 +250,7 @@ class RunSettings:
             paths=tuple(run.get_str_list("paths", [])),
             launch_attempts=attempts,
             retry_wait_s=run.get_duration("retry_wait", 0),
-            estimate_s=run.get_duration("estimate") if "estimate" in run else None,
+            estimate_s=run.get_duration("estimate", positive=True) if "estimate" in run else None,
             check_every_s=check_every,
             early_good=early_good,
             prefetch_builds=prefetch,

@@ -61,3 +61,29 @@ def test_overrides_and_fingerprint() -> None:
     assert over.get_str("metric") == "conflicts"
     assert base.fingerprint() != over.fingerprint()
     assert base.fingerprint() == Section(dict(base.data)).fingerprint()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+inf"])
+def test_numbers_are_finite(tmp_path: Path, value: str) -> None:
+    """TOML has nan and inf: a threshold of nan would score every run good."""
+    run = load_config(_write(tmp_path, f"[run]\nthreshold = {value}\n")).table("run")
+    with pytest.raises(ConfigError, match=r"`run\.threshold` must be a finite number"):
+        run.opt_float("threshold")
+    with pytest.raises(ConfigError, match="finite"):
+        run.get_float("threshold", 1.0)
+
+
+def test_an_error_about_a_flag_names_the_flag_not_the_file() -> None:
+    base = Section({"warmup": "5m"}, "f.toml", "run").with_overrides({"launch_attempts": 0})
+    with pytest.raises(ConfigError, match=r"^--launch-attempts must be at least 1, got 0$"):
+        base.get_int("launch_attempts", low=1)
+    assert base.where("warmup") == "f.toml: key `run.warmup`"
+
+
+def test_whole_numbers_in_range_and_durations_that_must_be_positive(tmp_path: Path) -> None:
+    run = load_config(_write(tmp_path, '[run]\nrepeats = 101\nevery = "0s"\n')).table("run")
+    with pytest.raises(ConfigError, match=r"`run\.repeats` must be at most 100, got 101"):
+        run.get_int("repeats", low=1, high=100)
+    assert run.get_duration("every") == 0.0
+    with pytest.raises(ConfigError, match=r"`run\.every` must be longer than 0"):
+        run.get_duration("every", positive=True)

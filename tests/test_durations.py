@@ -33,3 +33,19 @@ def test_format() -> None:
     assert format_duration(45) == "45s"
     assert format_duration(725) == "12m05s"
     assert format_duration(7380) == "2h03m"
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["nan", "NaN", "inf", "-inf", "infinity", "1e308", "1e400", "9" * 400, "721h", "43201m",
+     float("nan"), float("inf"), 1e308, 30 * 86400 + 1],
+)  # fmt: skip
+def test_parse_rejects_what_no_clock_can_wait(value: str | float) -> None:
+    """nan compares false with everything and 1e308 overflows every deadline: before,
+    both launched a cluster and then failed inside the wait (exit 70)."""
+    with pytest.raises(BisectorError, match=r"finite|30 days|negative"):
+        parse_duration(value, what="--warmup")
+
+
+def test_thirty_days_is_the_longest() -> None:
+    assert parse_duration("720h") == 30 * 86400.0

@@ -11,6 +11,7 @@ from google.api_core import exceptions as gexc
 
 from bisector import upload
 from bisector.ci import gcs
+from bisector.credentials import withheld, withheld_by_name
 from bisector.errors import BisectorError
 from bisector.upload import parse_destination, upload_run
 from tests.helpers.gcs import ensure_bucket
@@ -203,3 +204,105 @@ def test_credentials_never_leave_the_machine(gcs_client: Any, run_dir: Path) -> 
     assert withheld["evals/002/teardown.log"] == "it holds a kubeconfig token"
     assert withheld["evals/002/http.log"] == "it holds a bearer token"
     assert withheld["gce/base-1.yaml"] == "not a log, journal, report or score file"
+
+
+def _corrupt_gzips() -> dict[str, bytes]:
+    """Gzip files that cannot be inflated whole, each failing its own way in isal."""
+    whole = gzip.compress(PEM_KEY.encode() * 200, mtime=0)
+    deflate = bytearray(whole)
+    for i in (12, 13, 20):  # inside the first deflate block: "Invalid deflate block found"
+        deflate[i] ^= 0xFF
+    crc = bytearray(whole)
+    crc[-8] ^= 0xFF  # the trailer's CRC32 no longer matches what inflates
+    return {
+        "invalid-deflate-block": bytes(deflate),  # isal's IsalError: not an OSError
+        "truncated": whole[: len(whole) // 2],  # EOFError: an upload or copy that stopped
+        "bad-crc": bytes(crc),
+        "header-only": whole[:10],
+        "garbage-after-magic": b"\x1f\x8b" + bytes(range(256)) * 4,
+    }
+
+
+@pytest.mark.parametrize("damage", sorted(_corrupt_gzips()))
+def test_a_gzip_that_cannot_be_inflated_is_withheld_never_an_error(
+    tmp_path: Path, damage: str
+) -> None:
+    """A .gz whose content cannot be read cannot be checked for credentials: withheld
+    (fail closed). An invalid deflate block raised isal's IsalError, which is no OSError,
+    so `withheld` let it out and the whole upload failed."""
+    path = tmp_path / "kube-apiserver.log.gz"
+    path.write_bytes(_corrupt_gzips()[damage])
+    why = withheld(path)
+    assert why is not None and why.startswith("cannot be checked for credentials"), why
+
+
+def test_an_upload_with_a_corrupt_gzip_withholds_it_and_sends_the_rest(
+    gcs_client: Any, run_dir: Path
+) -> None:
+    ensure_bucket(gcs_client, BUCKET)
+    corrupt = _corrupt_gzips()
+    logs = run_dir / "evals" / "002-aaaaaaaaaaaa" / "logs"
+    logs.mkdir(parents=True)
+    for damage, data in corrupt.items():
+        (logs / f"{damage}.log.gz").write_bytes(data)
+    result = upload_run(run_dir, f"gs://{BUCKET}/corrupt")
+    withheld_paths = dict(result.withheld)
+    for damage in corrupt:
+        assert f"evals/002-aaaaaaaaaaaa/logs/{damage}.log.gz" in withheld_paths, damage
+    stored = _objects(gcs_client, "corrupt/")
+    assert not any(name.startswith("corrupt/evals/002-") for name in stored)
+    assert "corrupt/report.md" in stored
+
+
+def test_nightly_upload_withholds_a_corrupt_gzip_and_uploads_the_report(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    """nightly's upload caught BisectorError only: the IsalError ended the nightly."""
+    from bisector.nightly.config import load_nightly_config
+    from bisector.nightly.runner import _upload
+    from tests.helpers.nightly import nightly_config
+
+    ensure_bucket(gcs_client, BUCKET)
+    config = nightly_config(
+        tmp_path / "nightly.toml",
+        bucket=BUCKET,
+        job="ci-job",
+        repo=None,
+        state=tmp_path / "state",
+        upload=f"gs://{BUCKET}/nightly",
+    )
+    cfg = load_nightly_config(config)
+    report_dir = tmp_path / "reports" / "ci-job" / "aaaa-bbbb"
+    (report_dir / "logs").mkdir(parents=True)
+    (report_dir / "nightly.md").write_text("# nightly\n")
+    (report_dir / "logs" / "kube-apiserver.log.gz").write_bytes(
+        _corrupt_gzips()["invalid-deflate-block"]
+    )
+    said: list[str] = []
+    _upload(cfg, cfg.jobs[0], report_dir, said.append)
+    assert said == [f"ci-job: report uploaded to gs://{BUCKET}/nightly/ci-job/aaaa-bbbb (1 files)"]
+    stored = _objects(gcs_client, "nightly/")
+    assert set(stored) == {"nightly/ci-job/aaaa-bbbb/nightly.md"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "TOKEN.txt",
+        "Token.json",
+        "Application_Default_Credentials.json",
+        "BASE-1.KUBECONFIG",
+        "KubeConfig",
+        "ca.KEY",
+        "Client.Pem",
+        "ID_RSA",
+        "Id_Ed25519.pub",
+        "My-Service-Account-Key.json",
+        ".NETRC",
+        "store.P12",
+    ],
+)
+def test_credential_names_are_matched_whatever_their_case(name: str) -> None:
+    """A name that differs from the pattern only by case is the same file to a person
+    (and on a case-insensitive file system): withheld."""
+    assert withheld_by_name(name) is not None, name

@@ -150,13 +150,13 @@ class GceSettings:
             instrument_patch=s.opt_str("instrument_patch"),
             build_cache_dir=Path(cache).expanduser() if cache else default_cache_dir(),
             run_dir=Path(run_dir).absolute(),  # scripts run in other directories
-            git_timeout=s.get_duration("git_timeout", "2m"),
-            build_timeout=s.get_duration("build_timeout", "3h"),
-            up_timeout=s.get_duration("up_timeout", "1h"),
-            down_timeout=s.get_duration("down_timeout", "1h"),
-            start_timeout=s.get_duration("start_timeout", "1h"),
-            stop_timeout=s.get_duration("stop_timeout", "30m"),
-            scp_timeout=s.get_duration("scp_timeout", "30m"),
+            git_timeout=s.get_duration("git_timeout", "2m", positive=True),
+            build_timeout=s.get_duration("build_timeout", "3h", positive=True),
+            up_timeout=s.get_duration("up_timeout", "1h", positive=True),
+            down_timeout=s.get_duration("down_timeout", "1h", positive=True),
+            start_timeout=s.get_duration("start_timeout", "1h", positive=True),
+            stop_timeout=s.get_duration("stop_timeout", "30m", positive=True),
+            scp_timeout=s.get_duration("scp_timeout", "30m", positive=True),
             retry=RetryPolicy(
                 attempts, s.get_duration("retry_initial", "30s"), s.get_duration("retry_max", "5m")
             ),

@@ -59,7 +59,7 @@ class LocalBackend:
         self.peek_cmd = section.opt_str("peek")
         self.metrics_cmd = section.opt_str("metrics")
         self.workload_cmd = section.opt_str("workload")
-        self.timeout_s = section.get_duration("timeout", "1h")
+        self.timeout_s = section.get_duration("timeout", "1h", positive=True)
         self.peek_timeout_s = self.timeout_s  # bounded by the look interval in warmup_steps
 
     def _env(self, candidate: Candidate) -> dict[str, str]:

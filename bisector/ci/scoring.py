@@ -49,6 +49,7 @@ STREAM_CHUNK_BYTES = 1 << 20
 NO_LOGS = "no logs"
 NO_DATA = "no data"
 NO_SUMMARY = "no summary"
+UNREADABLE = "unreadable"  # a problem's prefix: the run could not be read (not an answer)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -102,7 +103,11 @@ def score_run(
         info = read_run_info(client, job, run)
         logs = None if settings.source else find_log_set(client, job, run, settings.master)
     except (BisectorError, gexc.GoogleAPIError) as exc:
-        return RunScore(info, None, None, problem=f"unreadable: {exc}")
+        return RunScore(info, None, None, problem=f"{UNREADABLE}: {exc}")
+    except Exception as exc:  # e.g. a transport error the storage library does not wrap
+        # One run's read failure stays that run's: the others are scored, and the nightly
+        # reads this one again on a later night.
+        return RunScore(info, None, None, problem=f"{UNREADABLE}: {type(exc).__name__}: {exc}")
     if settings.source is not None:
         return _score_source(client, job, info, cache, settings)
     if logs is None:
@@ -123,10 +128,10 @@ def score_run(
             )
         )
     except (BisectorError, gexc.GoogleAPIError, OSError) as exc:
-        return RunScore(info, logs, None, problem=f"unreadable: {exc}")
+        return RunScore(info, logs, None, problem=f"{UNREADABLE}: {exc}")
     except Exception as exc:  # one bad object must not sink the other runs
         # Anything the reader did not foresee stays this run's problem, not the whole table's.
-        return RunScore(info, logs, None, problem=f"unreadable: {type(exc).__name__}: {exc}")
+        return RunScore(info, logs, None, problem=f"{UNREADABLE}: {type(exc).__name__}: {exc}")
     cache.put(key, scores)
     return RunScore(info, logs, scores)
 

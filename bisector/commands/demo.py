@@ -37,6 +37,11 @@ DEFAULT_DIR = Path("bisector-demo")
 MARKER = ".bisector-demo"
 DEMO_PRS = 40  # PR merges in the synthetic history
 MIN_PRS = 12  # fewer leave no room for the unbuildable stretch away from the culprit
+# Past these the demo would not end on a laptop (each PR is commits to make and bisect,
+# each node and simulated second is work for the simulator): a typo, said before anything.
+MAX_PRS = 1000
+MAX_NODES = 100_000
+MAX_DURATION_S = 3600.0
 
 
 def prepare_dir(target: Path) -> Path:
@@ -61,11 +66,17 @@ def prepare_dir(target: Path) -> Path:
 def _check_inputs(nodes: int, duration: str, prs: int) -> None:
     if prs < MIN_PRS:
         raise BisectorError(f"--prs must be at least {MIN_PRS}, got {prs}")
+    if prs > MAX_PRS:
+        raise BisectorError(f"--prs must be at most {MAX_PRS}, got {prs}")
     if nodes < 10:
         raise BisectorError(f"--nodes must be at least 10 for the regression to show, got {nodes}")
+    if nodes > MAX_NODES:
+        raise BisectorError(f"--nodes must be at most {MAX_NODES} (kubemark's scale), got {nodes}")
     seconds = parse_duration(duration, what="--duration")
     if seconds < 30:
         raise BisectorError(f"--duration must be at least 30s of simulated time, got {duration}")
+    if seconds > MAX_DURATION_S:
+        raise BisectorError(f"--duration must be at most 1h of simulated time, got {duration}")
 
 
 def demo(

@@ -146,7 +146,9 @@ def scratch_clone(repo: Path, into: Path, what: str) -> str:
 
 
 def _uncommitted(repo: Path) -> bool:
-    return bool(_git(repo, "--repo", "status", "--porcelain", "--untracked-files=no"))
+    # --no-optional-locks: a plain `git status` refreshes the user's index and writes it.
+    args = ("--no-optional-locks", "status", "--porcelain", "--untracked-files=no")
+    return bool(_git(repo, "--repo", *args))
 
 
 def _git(cwd: Path, what: str, *args: str) -> str:

@@ -51,6 +51,7 @@ def _remove(run_dir: Path, repo: GitRepo) -> None:
             f"{run_dir} may have a cluster left up (a teardown failed, or the run was "
             f"killed); tear it down first: bisector cleanup --run-dir {run_dir}"
         )
+    repo.remove_worktrees_under(run_dir)  # by path: no stale entries in `git worktree list`
     shutil.rmtree(run_dir)
     typer.echo(f"removed {run_dir}")
 

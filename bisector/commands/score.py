@@ -16,6 +16,12 @@ good, 125 as skip, 1-127 as bad and 128 or more as "stop":
     128  a mistake in the command line or config (git bisect stops instead of believing
          it), and no --threshold while a git bisect is in progress
     129  a bug in bisector (git bisect stops)
+    130  interrupted: any termination signal (git bisect stops)
+    131  no --threshold and the scores could not be written (stdout closed or full)
+
+Output that cannot be written never changes a verdict: `git bisect run bisector score
+... | head` closes the pipe every score writes to, and the verdict's code must still
+reach git (bisector.output).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import Evidence, Reading, Worse, read_metric
 from bisector.metrics.direction import is_bad
+from bisector.output import stdin_closed, stdout_failure
 
 APISERVER_LOG_GLOB = "kube-apiserver.log*"
 
@@ -84,6 +91,8 @@ def score(
         config=config,
         snapshots=(metrics_before, metrics_after),
     )
+    if "-" in request.sources and stdin_closed():
+        return _no_verdict("stdin (-) is closed: there is no log to read", as_json, request)
     if request.evidence is not None:
         return _score_evidence(request, as_json, since=since, until=until)
     try:
@@ -121,6 +130,8 @@ def score(
             "no --threshold: a git bisect is in progress here and exit 0 would mark this "
             "commit good; pass --metric NAME --threshold VALUE"
         )
+    if verdict is None and stdout_failure() is not None:
+        return ScoreExit.OUTPUT_FAILED  # the scores were the product: say they are lost
     return code
 
 
@@ -354,6 +365,8 @@ def _score_evidence(
             "no --threshold: a git bisect is in progress here and exit 0 would mark this "
             "commit good; pass --metric NAME --threshold VALUE"
         )
+    if verdict is None and stdout_failure() is not None:
+        return ScoreExit.OUTPUT_FAILED  # the scores were the product: say they are lost
     return code
 
 

@@ -61,12 +61,17 @@ def parse_request_metric(name: str, table: Section) -> RequestMetric:
     statuses = None
     if "statuses" in table:
         raw = table.data["statuses"]
-        if not isinstance(raw, list) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in raw
+        # A typo such as 4090, or an empty list, would match no request: every commit
+        # would count 0 and score good.
+        if (
+            not isinstance(raw, list)
+            or not raw
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw)
+            or not all(100 <= v <= 599 for v in raw)
         ):
             raise ConfigError(
-                f"{table.file}: key `{table.path}.statuses`: expected a list of status "
-                f"codes such as [409, 429], got {raw!r}"
+                f"{table.file}: key `{table.path}.statuses`: expected a list of HTTP status "
+                f"codes (100-599) such as [409, 429], got {raw!r}"
             )
         statuses = frozenset(raw)
     return RequestMetric(name, path, verbs, statuses)

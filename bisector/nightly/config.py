@@ -32,6 +32,7 @@ from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.config import Section, load_config
 from bisector.errors import ConfigError
 from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
+from bisector.settings import MAX_EVALUATIONS
 
 NIGHTLY_KEYS = ("state", "database", "reports", "upload", "window", "jobs")
 JOB_KEYS = (
@@ -144,7 +145,11 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
         )
     budget_table = job.table("budget")
     budget_table.check_keys(BUDGET_KEYS)
-    evaluations = budget_table.get_int("evaluations") if "evaluations" in budget_table else None
+    evaluations = (
+        budget_table.get_int("evaluations", high=MAX_EVALUATIONS)
+        if "evaluations" in budget_table
+        else None
+    )
     hours = budget_table.opt_float("cluster_hours")
     if evaluations is not None and evaluations < 1:
         raise ConfigError(f"{path}: key `{where}.budget.evaluations` must be at least 1")

@@ -1,8 +1,11 @@
 """Tonight's CI runs: score the ones the database has not seen, then look for a new step.
 
-Only finished runs are stored: a run still going (no finished.json) is scored on
-a later night, and so is one whose logs could not be read (a transient GCS
-error must not become a permanent hole in the series). A run without logs, or
+Only finished runs are stored, and only with an answer: a run still going (no
+finished.json) is scored on a later night, and so is one whose metadata or logs
+could not be read (a transient GCS error, a transport error, an object being
+rewritten must not become a permanent hole in the series: a stored run is never
+scored again). A run an earlier version stored as unreadable is scored again.
+A run without logs, or
 whose log lacks the metric's lines, is stored with no value: it takes no part
 in the change point, and a range spanning it still holds the culprit.
 """
@@ -20,7 +23,7 @@ from bisector.ci.cache import ScoreCache
 from bisector.ci.changepoint import ChangePoint, Step, find_change_points, step_of
 from bisector.ci.regression import metric_higher_is_worse
 from bisector.ci.runs import JobRef, list_runs, select_runs
-from bisector.ci.scoring import RunScore, ScoreSettings, score_runs
+from bisector.ci.scoring import UNREADABLE, RunScore, ScoreSettings, score_runs
 from bisector.nightly.config import JobConfig, NightlyConfig
 from bisector.nightly.store import NightlyStore, StoredRun
 
@@ -104,7 +107,8 @@ def update_series(
     """Score the job's new finished runs into the database; returns how many were stored."""
     ref = JobRef(job.bucket, job.job)
     runs = select_runs(list_runs(client, ref), last=cfg.window)
-    known = store.known_runs(job.name, job.metric)
+    # Runs stored with an answer; one stored as unreadable (by an earlier version) is not.
+    known = {r.run for r in store.series(job.name, job.metric) if not _unreadable(r.status)}
     new = [r for r in runs if r not in known]
     if not new:
         return 0
@@ -132,12 +136,17 @@ def update_series(
         if score.info.result is None:
             log(f"{job.name}: run {score.run} has not finished; scored on a later night")
             continue
-        if score.problem and score.problem.startswith("unreadable"):
+        if _unreadable(score.status(job.metric)):
             log(f"{job.name}: run {score.run}: {score.problem}; retried on a later night")
             continue
         store.put_run(job.name, job.metric, _stored(score, job.metric))
         stored += 1
     return stored
+
+
+def _unreadable(status: str) -> bool:
+    """The run could not be read: a failure of tonight's reading, not a fact of the run."""
+    return status.startswith(UNREADABLE)
 
 
 def find_regressions(cfg: NightlyConfig, job: JobConfig, store: NightlyStore) -> list[Regression]:

@@ -69,7 +69,7 @@ from bisector.search.parallel import (
     run_concurrently,
 )
 from bisector.search.progress import Progress
-from bisector.signals import held_during
+from bisector.signals import held_during, interrupt_pending
 
 T = TypeVar("T")
 PREFETCH_STOP_WAIT_S = 2.0  # how long an interrupt waits for builds ahead to wind down
@@ -266,7 +266,8 @@ class Evaluator:
             self._in_flight.pop(slot, None)
             if m.teardown_error is not None:
                 self._teardown_failed(candidate, m.teardown_error)
-            if self.cancelled.is_set():
+            # A signal held during a teardown that then failed is owed now (bisector.signals).
+            if self.cancelled.is_set() or interrupt_pending():
                 # Torn down, but not a measurement: the resumed run measures it again.
                 if m.teardown_error is None:
                     self.journal.write(Cleaned(str(eval_dir)))

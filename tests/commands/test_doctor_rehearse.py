@@ -346,6 +346,22 @@ def test_the_users_checkout_cache_and_base_checkout_are_not_the_rehearsals(
     assert not scratch.exists()  # removed without --keep
 
 
+def test_the_users_index_is_not_rewritten_by_the_clean_tree_check(
+    monkeypatch: pytest.MonkeyPatch, kube: Path, config: Path
+) -> None:
+    """`git status` refreshes the index and writes it back (a file touched since it was
+    staged: new stat data); the check that the checkout is clean must not write the
+    user's .git/index (git 2.39.5: --no-optional-locks leaves it alone)."""
+    script = kube / "cluster" / "kube-up.sh"
+    stat = script.stat()
+    os.utime(script, ns=(stat.st_atime_ns, stat.st_mtime_ns + 2_000_000_000))
+    index = kube / ".git" / "index"
+    before = (index.read_bytes(), index.stat().st_mtime_ns)
+    _stand_in(monkeypatch, _measured)
+    assert doctor(None, config, rehearse=True, repo=kube) == DoctorExit.READY
+    assert (index.read_bytes(), index.stat().st_mtime_ns) == before
+
+
 def test_base_checkout_rehearsed_at_its_own_head(
     monkeypatch: pytest.MonkeyPatch, kube: Path, tmp_path: Path
 ) -> None:

@@ -330,11 +330,10 @@ def test_error_rate_flag_reports_confidence(tmp_path: Path) -> None:
 def test_search_option_errors_are_one_line(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(6, 3))
     driver = write_local_config(tmp_path)
-    _assert_one_line_exit_2(_cli(*_args(built, driver, "--error-rate", "0.7")), "search.error_rate")
-    _assert_one_line_exit_2(_cli(*_args(built, driver, "--parallel", "0")), "search.parallel")
-    _assert_one_line_exit_2(
-        _cli(*_args(built, driver, "--likelihood", "vibes")), "search.likelihood"
-    )
+    # A value given as a flag is named as the flag (the config file does not hold it).
+    _assert_one_line_exit_2(_cli(*_args(built, driver, "--error-rate", "0.7")), "--error-rate")
+    _assert_one_line_exit_2(_cli(*_args(built, driver, "--parallel", "0")), "--parallel")
+    _assert_one_line_exit_2(_cli(*_args(built, driver, "--likelihood", "vibes")), "--likelihood")
 
 
 def test_user_defined_metric_from_the_config_drives_the_verdicts(tmp_path: Path) -> None:
@@ -349,7 +348,7 @@ def test_user_defined_metric_from_the_config_drives_the_verdicts(tmp_path: Path)
     assert result.returncode == 0, result.stderr
     assert f"culprit: {built.mainline[5]}" in result.stdout
     unknown = _cli(*_args(built, driver, "--metric", "hollow2_conflicts"))
-    _assert_one_line_exit_2(unknown, "`run.metric`: unknown metric 'hollow2_conflicts'")
+    _assert_one_line_exit_2(unknown, "--metric: unknown metric 'hollow2_conflicts'")
 
 
 def test_upload_copies_the_run_directory_to_gcs(tmp_path: Path, gcs_client: Any) -> None:
