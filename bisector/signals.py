@@ -1,8 +1,10 @@
-"""Signals: SIGTERM unwinds like Ctrl-C; teardown finishes whatever arrives meanwhile.
+"""Signals: SIGTERM and SIGHUP unwind like Ctrl-C; teardown finishes whatever arrives meanwhile.
 
 A leaked cluster costs real money, so once a teardown has started it runs to its
 end (each of its commands has a timeout): SIGINT/SIGTERM arriving meanwhile are
 reported on stderr and held, and the interrupt is raised once the teardown is done.
+SIGHUP (the terminal or ssh session closing) is an interrupt too: left at its default it
+would end the process on the spot, with clusters up and local daemons running.
 A second signal is reported too, never obeyed blindly: kill -9 is the way to stop
 at once, and the next run (or `bisector cleanup`) tears down what it leaves.
 """
@@ -16,7 +18,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-_HELD = (signal.SIGINT, signal.SIGTERM)
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_UNWIND = (signal.SIGTERM, signal.SIGHUP)
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
@@ -25,15 +28,16 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM unwinds like Ctrl-C, so every `finally` (teardown) runs."""
+    """SIGTERM and SIGHUP unwind like Ctrl-C, so every `finally` (teardown) runs."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {s: signal.signal(s, _interrupt) for s in _UNWIND}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 @contextlib.contextmanager
