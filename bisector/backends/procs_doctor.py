@@ -28,13 +28,13 @@ from bisector.config import Section
 from bisector.errors import ConfigError
 
 _TIMEOUT_S = 30.0
-# Measured here (kubernetes 7043372 hollow kubelet, status every 1s): ~90 MiB resident
-# each, of which ~25 MiB private; kube-apiserver up to ~2 GiB with 16,000 watches, etcd
+# Measured here (kubernetes 7043372 hollow kubelet, status every 1s): up to ~70 MiB resident
+# each (budgeted 90 MiB); kube-apiserver up to 2.1 GiB with 16,000 watches, etcd
 # ~0.2 GiB. The budget counts the resident size, so it errs on the safe side.
 HOLLOW_NODE_BYTES = 90 << 20
 CONTROL_PLANE_BYTES = 3 << 30
-FILES_PER_NODE = 20
-FILES_SPARE = 2000
+FILES_PER_NODE = 5
+FILES_SPARE = 1000
 _ETCD_VERSION = re.compile(r"etcd Version:\s*(\d+)\.(\d+)\.(\d+)")
 
 
