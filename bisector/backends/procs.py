@@ -535,12 +535,19 @@ class ProcsBackend:
             f"# build (skipped when the tree is cached in {cfg.build_cache_dir})",
             tree_step(wt, candidate.commit, cfg.git_timeout).render(),
         ]
-        for fix in cfg.build_fixes:
-            lines.append(f"# build fix {fix.describe()}: {fix.why or ''}".rstrip(": "))
-            lines.append(f"#   {fix.command or f'git apply {fix.patch}'}")
+        gopath = self._gopath(wt)
         lines.append(
-            f"GOCACHE={cfg.gocache} GOFLAGS=-trimpath GO111MODULE=off|on "
-            f"{cfg.go}|{cfg.go_modules} build -o {binary} ./cmd/kube-apiserver"
+            f"# Go: {cfg.go} in GOPATH mode for trees without go.mod (GOPATH={gopath}, "
+            f"src/k8s.io/kubernetes -> the worktree), {cfg.go_modules} in module mode otherwise"
+        )
+        for fix in cfg.build_fixes:
+            lines.append(f"# build fix {fix.describe()}, in the worktree: {fix.why}".rstrip(": "))
+            body = fix.command.strip() if fix.command else f"git apply {fix.patch}"
+            lines += [f"#   {line}" for line in body.splitlines()]
+        lines.append(
+            f"GOCACHE={cfg.gocache} GOFLAGS=-trimpath CGO_ENABLED=0 go build -ldflags "
+            f"'-X .../version.gitCommit={candidate.commit[:12]}...' -o {binary} "
+            "./cmd/kube-apiserver"
         )
         lines.append("# launch (ports: free loopback ports chosen at launch)")
         lines.append(
