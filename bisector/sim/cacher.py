@@ -33,6 +33,7 @@ class NodeCacher:
         *,
         cost_factor: float = 1.0,
         stalls: list[tuple[float, float]] | None = None,
+        extra_watchers: int = 0,
     ) -> None:
         self.capacity = profile.incoming_capacity
         size = 1
@@ -44,6 +45,9 @@ class NodeCacher:
         self.base_s = profile.dispatch_base_us * 1e-6 * cost_factor
         self.per_watcher_s = profile.dispatch_per_watcher_us * 1e-6 * cost_factor
         self.kubelets = 0  # registered kubelets, each with a node watch
+        # Watches on names of nodes that are not in the cluster (a load generator's): never
+        # offered an event with the index, every event without it.
+        self.extra_watchers = extra_watchers
         self.last_push = [-1.0] * nodes  # when each node's latest event reached the store
         self.events = 0
         self._received = 0
@@ -107,7 +111,8 @@ class NodeCacher:
             finish = start + self.base_s + self.per_watcher_s * (1 + OTHER_WATCHERS)
             kubelet_share = 1.0 / self.kubelets if self.kubelets else 1.0
         else:
-            finish = start + self.base_s + self.per_watcher_s * (self.kubelets + OTHER_WATCHERS)
+            offered = self.kubelets + self.extra_watchers + OTHER_WATCHERS
+            finish = start + self.base_s + self.per_watcher_s * offered
             kubelet_share = 1.0
         # Watcher buffers: drain since the last event, then add this one.
         elapsed = start - self._buf_t
