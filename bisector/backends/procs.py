@@ -42,7 +42,7 @@ from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
 from bisector.durations import format_duration
-from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 
 log = logging.getLogger("bisector.procs")
 LOG_NAME = "kube-apiserver.log"
@@ -94,22 +94,31 @@ class ProcsBackend:
     # -- bisection bracket ---------------------------------------------------------------
     def setup(self) -> None:
         """Build (or find in the cache) the hollow-node harness."""
-        self.kubemark = self._harness()
+        try:
+            self.kubemark = self._harness()
+        except OSError as exc:
+            raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
 
     def close(self) -> None:
         """Nothing lasts across candidates but the caches."""
 
     # -- build ---------------------------------------------------------------------------
     def build(self, candidate: Candidate) -> None:
-        binary, fixes = self._build_apiserver(candidate.commit, candidate.worktree, nice=0)
+        try:
+            binary, fixes = self._build_apiserver(candidate.commit, candidate.worktree, nice=0)
+            pb.write_fixes_applied(candidate.eval_dir, fixes)
+        except OSError as exc:
+            raise BuildError(f"cannot write the build's files: {exc}") from None
         with self._lock:
             self._binaries[candidate.commit] = binary
             self._fixes[candidate.commit] = fixes
-        pb.write_fixes_applied(candidate.eval_dir, fixes)
 
     def prefetch_build(self, commit: str, worktree: Path) -> None:
         """Build `commit` into the cache while a cluster runs, at a low CPU priority."""
-        self._build_apiserver(commit, worktree, nice=self.cfg.prefetch_nice)
+        try:
+            self._build_apiserver(commit, worktree, nice=self.cfg.prefetch_nice)
+        except OSError as exc:
+            raise BuildError(f"cannot write the build's files: {exc}") from None
         with self._lock:
             self._prefetched.add(commit)
 
@@ -288,34 +297,37 @@ class ProcsBackend:
             raise LaunchError(f"launch before build for {candidate.commit[:12]}")
         if self.kubemark is None:
             raise LaunchError("the harness (kubemark) was not built: setup did not run")
-        layout = self._layout(candidate, pc.Ports.pick(self.cfg.hollow_nodes))
+        try:
+            ports = pc.Ports.pick(self.cfg.hollow_nodes)
+        except OSError as exc:
+            raise LaunchError(f"no free loopback ports for the cluster: {exc}") from None
+        layout = self._layout(candidate, ports)
         nodes = self.cfg.hollow_nodes
         what = f"local cluster {layout.tag} (etcd, kube-apiserver, {nodes} hollow nodes)"
         stop = pc.stop_step(layout, self.cfg.stop_grace)
         # Recorded before anything starts: a crash from here on is found by `bisector cleanup`.
         self.record.add(Resource(self._resource_id(candidate.slot), self.name, what, (stop,)))
-        layout.files.directory.mkdir(parents=True, exist_ok=True)
-        layout.root.mkdir(mode=0o700, parents=True)
-        token = pc.write_credentials(layout) if layout.secure else None
-        creds = layout.credentials
-        api = pc.Api(layout.server, creds.ca if layout.secure else None, token)
-        running = Running(layout, api)
+        secure = layout.secure
+        running = Running(layout, pc.Api(layout.server))
         with self._lock:
-            self._running[candidate.slot] = running
-        (layout.files.state).write_text(
-            json.dumps(
-                {"tag": layout.tag, "root": str(layout.root), "server": layout.server}, indent=1
-            )
-        )
-        write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
+            self._running[candidate.slot] = running  # the teardown's from here on
         try:
+            layout.files.directory.mkdir(parents=True, exist_ok=True)
+            layout.root.mkdir(mode=0o700, parents=True)
+            token = pc.write_credentials(layout) if secure else None
+            running.api = pc.Api(layout.server, layout.credentials.ca if secure else None, token)
+            state = {"tag": layout.tag, "root": str(layout.root), "server": layout.server}
+            layout.files.state.write_text(json.dumps(state, indent=1) + "\n")
+            write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
             self._start_etcd(running)
             self._start_apiserver(running, binary, candidate.commit)
             self._start_hollow_nodes(running)
             self._start_load(running)
+            self._start_warmup(running, candidate)
         except proc.CommandError as exc:
             raise LaunchError(f"`{exc.cmd[-1][:60]}` failed ({exc.why}): {tail(exc)}") from None
-        self._start_warmup(running, candidate)
+        except (OSError, BisectorError) as exc:  # a full disk, a tmpdir that went away
+            raise LaunchError(f"cannot write the cluster's files: {exc}") from None
 
     def _spawn(self, running: Running, s: Step, what: str) -> int:
         out = run_step(s).stdout.strip().splitlines()
@@ -472,8 +484,13 @@ class ProcsBackend:
     def collect(self, candidate: Candidate) -> list[Path]:
         running = self._running_for(candidate, CollectError)
         self._alive_or_raise(running, CollectError, "before the end of the warmup")
+        try:
+            return self._collect(running, candidate.log_dir)
+        except OSError as exc:
+            raise CollectError(f"cannot write the collected files: {exc}") from None
+
+    def _collect(self, running: Running, log_dir: Path) -> list[Path]:
         end = time.time()
-        log_dir = candidate.log_dir
         log_dir.mkdir(parents=True, exist_ok=True)
         metrics = running.api.try_get("/metrics", timeout=30)
         if metrics is None:
@@ -485,10 +502,7 @@ class ProcsBackend:
         figures = _load_figures(running.layout.files.load_status)
         (log_dir / LOAD_FIGURES).write_text(json.dumps(figures, indent=1) + "\n")
         log_file = log_dir / LOG_NAME
-        try:
-            shutil.copyfile(running.layout.files.apiserver_log, log_file)
-        except OSError as exc:
-            raise CollectError(f"cannot copy the apiserver log: {exc}") from None
+        shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
         return [log_file]

@@ -268,3 +268,16 @@ def test_plan_prints_every_command_of_an_evaluation(world: ProcsWorld) -> None:
         "# until 3 hollow-node-* nodes are Ready",
     ):
         assert expected in text, expected
+
+
+def test_cluster_files_that_cannot_be_written_are_a_launch_skip_not_a_crash(
+    world: ProcsWorld,
+) -> None:
+    blocker = world.root / "not-a-dir"
+    blocker.write_text("")
+    backend = world.backend(tmpdir=str(blocker))
+    backend.setup()
+    m = _evaluate(backend, world.candidate(2))
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("launch: cannot write the cluster's files"), m.reason
+    assert world.leftovers() == []
