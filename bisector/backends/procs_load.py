@@ -9,10 +9,17 @@ that do not exist here, so they cost the apiserver what a quiet kubelet's watch 
 with the watch cache's name index (good), nothing per event; without it (kubernetes
 #46851, bad), one filter call per event per watch.
 
-On the live names it measures the watch delay: when an event arrives, minus the newest
+Like a kubelet's reflector, each watch starts from a resource version the apiserver's
+cache has just listed (`GET /api/v1/nodes?resourceVersion=0`, refreshed twice a second),
+not from nothing: a watch without one replays every current node to its filter first,
+which 16,000 opens turn into a burst no kubelet causes. A watch the server closes, or
+ends with an ERROR event (a resource version too old), is opened again after a second
+with a fresh one, and counted.
+
+On the live names it measures the watch delay once every watch is open (the steady
+state, when the warmup runs): when an event arrives, minus the newest
 `lastHeartbeatTime` of the node's conditions (set by the kubelet just before its PATCH;
-one-second resolution, so the delay reads 0-1 s high). A watch the server closes is
-opened again after a second (a kubelet's reflector does the same), and counted.
+one-second resolution, so the delay reads 0-1 s high).
 
 Every second it replaces FILE (JSON): watches opened and open now, reopened, failed
 opens, events, delay percentiles. `opened == watchers` means the load is in place.
@@ -27,17 +34,21 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import re
 import resource
 import signal
 import ssl
 import sys
 import time
+import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 REOPEN_AFTER_S = 1.0
+RV_EVERY_S = 0.5
+_ERROR_EVENT = re.compile(rb'^\s*\{\s*"type"\s*:\s*"ERROR"')
 STATUS_EVERY_S = 1.0
 MAX_DELAYS = 200_000  # the newest delays kept for the percentiles
 
@@ -49,6 +60,8 @@ class Counters:
     open_now: int = 0
     reopened: int = 0
     failed: int = 0
+    expired: int = 0  # watches the server ended with an ERROR event (e.g. 410 Gone)
+    steady_since: float | None = None  # when the last first open succeeded
     events: int = 0
     delays: list[float] = field(default_factory=list)
     last_error: str = ""
@@ -68,6 +81,8 @@ class Counters:
             "open": self.open_now,
             "reopened": self.reopened,
             "failed": self.failed,
+            "expired": self.expired,
+            "steady_since": self.steady_since,
             "events": self.events,
             "delay_s": {
                 "count": len(ordered),
@@ -101,10 +116,11 @@ class Target:
         port = url.port or (443 if tls else 80)
         return cls(url.hostname, port, tls, token)
 
-    def request(self, name: str) -> bytes:
+    def request(self, name: str, resource_version: str | None = None) -> bytes:
         selector = quote(f"metadata.name={name}", safe="")
+        since = f"&resourceVersion={quote(resource_version)}" if resource_version else ""
         lines = [
-            f"GET /api/v1/watch/nodes?fieldSelector={selector} HTTP/1.1",
+            f"GET /api/v1/watch/nodes?fieldSelector={selector}{since} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
             "User-Agent: bisector-watch-load",
             "Accept: application/json",
@@ -143,13 +159,43 @@ async def _read_chunks(reader: asyncio.StreamReader) -> Sequence[bytes]:
     return data[:-2].split(b"\n")
 
 
-async def watch(name: str, live: bool, target: Target, c: Counters) -> None:
+def list_resource_version(target: Target, timeout: float = 10.0) -> str | None:
+    """The resource version of the apiserver's node list (from its watch cache)."""
+    scheme = "https" if target.tls else "http"
+    request = urllib.request.Request(
+        f"{scheme}://{target.host}:{target.port}/api/v1/nodes?resourceVersion=0"
+    )
+    if target.token:
+        request.add_header("Authorization", f"Bearer {target.token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout, context=target.tls) as answer:
+            version = json.loads(answer.read())["metadata"]["resourceVersion"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return version if isinstance(version, str) and version else None
+
+
+@dataclass
+class Versions:
+    """The newest listed resource version, refreshed in the background."""
+
+    latest: str | None = None
+
+    async def refresh(self, target: Target, every_s: float = RV_EVERY_S) -> None:
+        while True:
+            found = await asyncio.to_thread(list_resource_version, target)
+            if found is not None:
+                self.latest = found
+            await asyncio.sleep(every_s)
+
+
+async def watch(name: str, live: bool, target: Target, c: Counters, versions: Versions) -> None:
     first = True
     while True:
         writer = None
         try:
             reader, writer = await asyncio.open_connection(target.host, target.port, ssl=target.tls)
-            writer.write(target.request(name))
+            writer.write(target.request(name, versions.latest))
             await writer.drain()
             status = await reader.readline()
             if b" 200 " not in status:
@@ -159,12 +205,15 @@ async def watch(name: str, live: bool, target: Target, c: Counters) -> None:
             if first:
                 c.opened += 1
                 first = False
+                if c.opened == c.watchers:
+                    c.steady_since = time.time()
             else:
                 c.reopened += 1
             c.open_now += 1
             try:
                 pending = b""
-                while lines := await _read_chunks(reader):
+                ended = False
+                while not ended and (lines := await _read_chunks(reader)):
                     now = time.time()
                     lines = list(lines)
                     lines[0] = pending + lines[0]
@@ -172,8 +221,14 @@ async def watch(name: str, live: bool, target: Target, c: Counters) -> None:
                     for line in lines:
                         if not line.strip():
                             continue
+                        if _ERROR_EVENT.search(line):
+                            c.expired += 1  # the server ends this watch: open it again
+                            ended = True
+                            break
                         c.events += 1
-                        if live and (delay := heartbeat_delay(line, now)) is not None:
+                        if not live or c.steady_since is None:
+                            continue
+                        if (delay := heartbeat_delay(line, now)) is not None:
                             c.delays.append(delay)
                             if len(c.delays) > MAX_DELAYS:
                                 del c.delays[: MAX_DELAYS // 10]
@@ -210,22 +265,29 @@ async def run(args: argparse.Namespace) -> None:
             await asyncio.sleep(STATUS_EVERY_S)
 
     reporter = asyncio.create_task(report())
+    versions = Versions()
+    refresher = asyncio.create_task(versions.refresh(target))
+    for _ in range(100):  # the first version, before any watch opens (at most ~10 s)
+        if versions.latest is not None:
+            break
+        await asyncio.sleep(0.1)
     every = 1.0 / args.open_rate
     start = time.monotonic()
     for i in range(args.watchers):
         if stop.is_set():
             break
         name = f"{args.prefix}{i}"
-        tasks.append(asyncio.create_task(watch(name, i < args.live, target, c)))
+        tasks.append(asyncio.create_task(watch(name, i < args.live, target, c, versions)))
         delay = start + (i + 1) * every - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
     await stop.wait()
     reporter.cancel()
+    refresher.cancel()
     for task in tasks:
         task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
-        await asyncio.gather(*tasks, reporter, return_exceptions=True)
+        await asyncio.gather(*tasks, reporter, refresher, return_exceptions=True)
     write_status(status, c)
 
 

@@ -281,3 +281,21 @@ def test_cluster_files_that_cannot_be_written_are_a_launch_skip_not_a_crash(
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("launch: cannot write the cluster's files"), m.reason
     assert world.leftovers() == []
+
+
+def test_watches_start_from_a_listed_version_and_reopen_when_it_expired(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_WATCH_EXPIRE_ONCE", "1")
+    backend = world.backend(warmup_s=3.0)
+    backend.setup()
+    candidate = world.candidate(2)
+    m = _evaluate(backend, candidate)
+    assert m.value == 9
+    load = json.loads((candidate.log_dir / "watch-load.json").read_text())
+    # Every first watch (from the listed version 10) ended with an ERROR event: reopened.
+    assert load["opened"] == 5 and load["expired"] == 5 and load["reopened"] >= 5
+    assert load["steady_since"] is not None and load["delay_s"]["count"] > 0
+    log = (candidate.eval_dir / "cluster" / "kube-apiserver.log").read_text()
+    assert "fieldSelector=metadata.name%3Dhollow-node-4&resourceVersion=10:" in log
+    assert world.leftovers() == []

@@ -230,9 +230,10 @@ def test_watch_delay_is_arrival_minus_the_newest_heartbeat() -> None:
 
 def test_the_load_generator_asks_for_one_node_by_name() -> None:
     target = procs_load.Target("127.0.0.1", 8080, None, "tok")
-    request = target.request("hollow-node-7").decode()
+    request = target.request("hollow-node-7", "1234").decode()
     assert request.startswith(
-        "GET /api/v1/watch/nodes?fieldSelector=metadata.name%3Dhollow-node-7 HTTP/1.1\r\n"
+        "GET /api/v1/watch/nodes?fieldSelector=metadata.name%3Dhollow-node-7"
+        "&resourceVersion=1234 HTTP/1.1\r\n"
     )
     assert "Authorization: Bearer tok\r\n" in request and request.endswith("\r\n\r\n")
 

@@ -18,7 +18,8 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
 
 Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
 FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
-FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_KUBEMARK_EXIT,
+FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
+first watch of each name from a resource version ends with an ERROR event), FAKE_KUBEMARK_EXIT,
 FAKE_KUBEMARK_DELAY=<s> (before the first status), FAKE_GO_DELAY=<s> (a slow apiserver
 build), FAKE_IGNORE_TERM (ignore SIGTERM: the teardown must SIGKILL). FAKE_GO_CALLS=<path>
 logs every `go` call.
@@ -134,6 +135,7 @@ _record_pid()
 _maybe_ignore_term()
 port = int(_flag("insecure-port"))
 nodes = {}
+expired = set()
 lock = threading.Lock()
 ua = "[[kubemark/v0.0.0 (linux/amd64) kubernetes/$Format] 127.0.0.1:40000]"
 if FIXED:
@@ -173,7 +175,9 @@ class H(BaseHTTPRequestHandler):
         if self.path.startswith("/api/v1/nodes"):
             with lock:
                 items = [self._node(n) for n in sorted(nodes)]
-            return self._send(200, json.dumps({"kind": "NodeList", "items": items}).encode())
+            listed = {"kind": "NodeList", "metadata": {"resourceVersion": str(len(items) + 7)},
+                      "items": items}
+            return self._send(200, json.dumps(listed).encode())
         if self.path.startswith("/api/v1/watch/nodes"):
             return self._watch()
         return self._send(404, b"{}")
@@ -194,6 +198,17 @@ class H(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        glog(f"wrap.go:42] GET {self.path}: (0.1ms) 200 {ua}")
+        with lock:
+            first = name not in expired
+            expired.add(name)
+        if first and os.environ.get("FAKE_WATCH_EXPIRE_ONCE") and "resourceVersion=" in self.path:
+            gone = json.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 410}})
+            data = (gone + "\n").encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return
         try:
             while True:
                 with lock:
