@@ -3,11 +3,12 @@
 `python -m bisector.backends.procs_load --server URL --watchers W --live N --status FILE`
 opens W watches `GET /api/v1/watch/nodes?fieldSelector=metadata.name=<name>` (what each
 kubelet of a W-node cluster keeps open, one per node name), at most `--open-rate` new
-ones a second. The names are `hollow-node-0 .. hollow-node-(W-1)`: the first N are the
-real hollow nodes (their watches receive every status update), the others name nodes
-that do not exist here, so they cost the apiserver what a quiet kubelet's watch costs:
-with the watch cache's name index (good), nothing per event; without it (kubernetes
-#46851, bad), one filter call per event per watch.
+ones a second and `--max-opening` awaiting the server's answer at once. The names are
+`hollow-node-0 .. hollow-node-(W-1)`: the first N are the real hollow nodes (their
+watches receive every status update), the others name nodes that do not exist here, so
+they cost the apiserver what a quiet kubelet's watch costs: with the watch cache's name
+index (good), nothing per event; without it (kubernetes #46851, bad), one filter call per
+event per watch.
 
 Like a kubelet's reflector, each watch starts from a resource version the apiserver's
 cache has just listed (`GET /api/v1/nodes?resourceVersion=0`, refreshed twice a second),
@@ -189,19 +190,30 @@ class Versions:
             await asyncio.sleep(every_s)
 
 
-async def watch(name: str, live: bool, target: Target, c: Counters, versions: Versions) -> None:
+async def watch(
+    name: str,
+    live: bool,
+    target: Target,
+    c: Counters,
+    *,
+    versions: Versions,
+    opening: asyncio.Semaphore,
+) -> None:
     first = True
     while True:
         writer = None
         try:
-            reader, writer = await asyncio.open_connection(target.host, target.port, ssl=target.tls)
-            writer.write(target.request(name, versions.latest))
-            await writer.drain()
-            status = await reader.readline()
-            if b" 200 " not in status:
-                raise ConnectionError(status.decode(errors="replace").strip() or "no answer")
-            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass  # the headers: the body is chunked JSON, one event a line
+            async with opening:  # until the server answers: the watch is registered
+                reader, writer = await asyncio.open_connection(
+                    target.host, target.port, ssl=target.tls
+                )
+                writer.write(target.request(name, versions.latest))
+                await writer.drain()
+                status = await reader.readline()
+                if b" 200 " not in status:
+                    raise ConnectionError(status.decode(errors="replace").strip() or "no answer")
+                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass  # the headers: the body is chunked JSON, one event a line
             if first:
                 c.opened += 1
                 first = False
@@ -266,6 +278,7 @@ async def run(args: argparse.Namespace) -> None:
 
     reporter = asyncio.create_task(report())
     versions = Versions()
+    opening = asyncio.Semaphore(args.max_opening)
     refresher = asyncio.create_task(versions.refresh(target))
     for _ in range(100):  # the first version, before any watch opens (at most ~10 s)
         if versions.latest is not None:
@@ -277,7 +290,8 @@ async def run(args: argparse.Namespace) -> None:
         if stop.is_set():
             break
         name = f"{args.prefix}{i}"
-        tasks.append(asyncio.create_task(watch(name, i < args.live, target, c, versions)))
+        watcher = watch(name, i < args.live, target, c, versions=versions, opening=opening)
+        tasks.append(asyncio.create_task(watcher))
         delay = start + (i + 1) * every - time.monotonic()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -305,6 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--live", type=int, default=0, help="how many names are real nodes")
     parser.add_argument("--prefix", default="hollow-node-")
     parser.add_argument("--open-rate", type=float, default=2000.0, help="new watches a second")
+    parser.add_argument(
+        "--max-opening", type=int, default=100, help="watches awaiting the server's answer at once"
+    )
     parser.add_argument("--status", required=True, help="JSON file replaced every second")
     parser.add_argument("--ca-file")
     parser.add_argument("--token-file")
