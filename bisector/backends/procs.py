@@ -8,10 +8,11 @@ system under test changes.
 Per candidate: `build` makes `kube-apiserver` from the candidate's tree with the Go the
 tree needs (bisector.backends.procs_build), cached by tree id, with a persistent GOCACHE
 so a tree near the last one rebuilds incrementally; builds ahead (`prefetch_build`) run
-niced while a cluster is measured. `launch` starts etcd, the apiserver, N hollow nodes
-and the watch load generator (bisector.backends.procs_cluster) and waits until /healthz
-is ok, the apiserver reports the candidate's commit, N nodes are Ready and W watches are
-open; the warmup starts there (the first `/metrics` snapshot and CPU sample). `collect`
+niced while a cluster is measured. `launch` starts etcd, the apiserver, the watch load
+generator and N hollow nodes (bisector.backends.procs_cluster) and waits until /healthz
+is ok, the apiserver reports the candidate's commit, W watches are open (before any node
+exists, so opening them costs every candidate the same) and N nodes are Ready; the
+warmup starts there (the first `/metrics` snapshot and CPU sample). `collect`
 writes the apiserver log so far, `metrics-after.prom`, `processes.json` (CPU seconds and
 peak RSS over the warmup) and the load generator's figures into the log directory; a
 process that died meanwhile makes it a skip. `teardown` stops everything carrying the
@@ -21,6 +22,7 @@ resources.json before anything starts, for `bisector cleanup`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -312,7 +314,8 @@ class ProcsBackend:
         with self._lock:
             self._running[candidate.slot] = running  # the teardown's from here on
         try:
-            layout.files.directory.mkdir(parents=True, exist_ok=True)
+            _keep_earlier_attempt(layout.files.directory)
+            layout.files.directory.mkdir(parents=True)
             layout.root.mkdir(mode=0o700, parents=True)
             token = pc.write_credentials(layout) if secure else None
             running.api = pc.Api(layout.server, layout.credentials.ca if secure else None, token)
@@ -321,13 +324,19 @@ class ProcsBackend:
             write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
             self._start_etcd(running)
             self._start_apiserver(running, binary, candidate.commit)
-            self._start_hollow_nodes(running)
+            # The watches first, while no node exists and no event flows: opening 16,000
+            # costs every candidate the same (after the nodes, a bad build took minutes to
+            # register them, its dispatcher holding the cacher's lock for each event).
             self._start_load(running)
+            self._start_hollow_nodes(running)
             self._start_warmup(running, candidate)
         except proc.CommandError as exc:
-            raise LaunchError(f"`{exc.cmd[-1][:60]}` failed ({exc.why}): {tail(exc)}") from None
+            reason = f"`{exc.cmd[-1][:60]}` failed ({exc.why}): {tail(exc)}"
+            raise _launch_failed(layout, reason) from None
         except (OSError, BisectorError) as exc:  # a full disk, a tmpdir that went away
-            raise LaunchError(f"cannot write the cluster's files: {exc}") from None
+            raise _launch_failed(layout, f"cannot write the cluster's files: {exc}") from None
+        except LaunchError as exc:
+            raise _launch_failed(layout, exc.reason) from None
 
     def _spawn(self, running: Running, s: Step, what: str) -> int:
         out = run_step(s).stdout.strip().splitlines()
@@ -570,6 +579,11 @@ class ProcsBackend:
         api_cmd = pc.apiserver_cmd(cfg, binary, layout)
         lines.append(pc.daemon_step(api_cmd, layout.files.apiserver_log, layout).render())
         lines.append("# until /healthz is ok and /version reports the candidate's commit")
+        if cfg.watchers:
+            lines.append(
+                pc.daemon_step(pc.load_cmd(cfg, layout), layout.files.load_log, layout).render()
+            )
+            lines.append(f"# until {cfg.watchers} node watches are open (no node exists yet)")
         first = pc.daemon_step(
             pc.hollow_cmd(kubemark, layout, 0),
             layout.files.hollow_log(0),
@@ -579,11 +593,6 @@ class ProcsBackend:
         lines.append(f"# {cfg.hollow_nodes} hollow nodes, the first:")
         lines.append(first.render())
         lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
-        if cfg.watchers:
-            lines.append(
-                pc.daemon_step(pc.load_cmd(cfg, layout), layout.files.load_log, layout).render()
-            )
-            lines.append(f"# until {cfg.watchers} node watches are open")
         lines.append(
             f"# warmup: {format_duration(self.context.warmup_s)}; /metrics and CPU "
             "samples at its start and end"
@@ -592,6 +601,25 @@ class ProcsBackend:
         lines.append("# teardown")
         lines.append(pc.stop_step(layout, cfg.stop_grace).render())
         return lines
+
+
+def _keep_earlier_attempt(directory: Path) -> None:
+    """A launch attempt again: the failed one's files move to `cluster.failed-K`, so its
+    evidence stays and nothing of it (a status file saying 16,000 watches are open) can
+    be read as this attempt's."""
+    if not directory.exists():
+        return
+    k = 1
+    while directory.with_name(f"{directory.name}.failed-{k}").exists():
+        k += 1
+    directory.rename(directory.with_name(f"{directory.name}.failed-{k}"))
+
+
+def _launch_failed(layout: pc.Layout, reason: str) -> LaunchError:
+    """The reason, also in `cluster/launch-error.txt` (a retried attempt's is kept there)."""
+    with contextlib.suppress(OSError):
+        (layout.files.directory / "launch-error.txt").write_text(reason + "\n")
+    return LaunchError(reason)
 
 
 def _load_figures(path: Path) -> dict[str, object]:

@@ -9,6 +9,7 @@ port, no temporary directory, no resources.json entry.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -293,9 +294,40 @@ def test_watches_start_from_a_listed_version_and_reopen_when_it_expired(
     m = _evaluate(backend, candidate)
     assert m.value == 9
     load = json.loads((candidate.log_dir / "watch-load.json").read_text())
-    # Every first watch (from the listed version 10) ended with an ERROR event: reopened.
+    # Every first watch (from the listed version) ended with an ERROR event: reopened.
     assert load["opened"] == 5 and load["expired"] == 5 and load["reopened"] >= 5
     assert load["steady_since"] is not None and load["delay_s"]["count"] > 0
     log = (candidate.eval_dir / "cluster" / "kube-apiserver.log").read_text()
-    assert "fieldSelector=metadata.name%3Dhollow-node-4&resourceVersion=10:" in log
+    assert "fieldSelector=metadata.name%3Dhollow-node-4&resourceVersion=7:" in log  # 0 nodes yet
+    assert world.leftovers() == []
+
+
+def test_a_retried_launch_keeps_the_failed_attempt_and_reads_nothing_of_it(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A status file of the first attempt said all watches were open; the second attempt
+    # read it before its own generator wrote one, and measured under a third of the load.
+    broken = world.root / "hollow-nodes-fail"
+    broken.write_text("")
+    monkeypatch.setenv("FAKE_KUBEMARK_EXIT_FILE", str(broken))
+    backend = world.backend(warmup_s=1.0)
+    backend.setup()
+    real_launch = backend.launch
+    starts: list[float] = []
+
+    def launch(c: Candidate) -> None:
+        starts.append(time.time())
+        try:
+            real_launch(c)
+        finally:
+            broken.unlink(missing_ok=True)  # the second attempt succeeds
+
+    backend.launch = launch  # type: ignore[method-assign]
+    candidate = world.candidate(2)
+    m = evaluate_candidate(backend, candidate, metric="conflicts", launch_attempts=2)
+    assert m.value == 9 and m.launch_attempts == 2
+    failed = candidate.eval_dir / "cluster.failed-1"
+    assert "hollow-node-0 exited" in (failed / "launch-error.txt").read_text()
+    load = json.loads((candidate.log_dir / "watch-load.json").read_text())
+    assert load["started"] >= starts[1]  # this attempt's generator, not the first one's
     assert world.leftovers() == []

@@ -20,6 +20,7 @@ Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
 FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
 FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
 first watch of each name from a resource version ends with an ERROR event), FAKE_KUBEMARK_EXIT,
+FAKE_KUBEMARK_EXIT_FILE=<path> (hollow nodes exit while it exists),
 FAKE_KUBEMARK_DELAY=<s> (before the first status), FAKE_GO_DELAY=<s> (a slow apiserver
 build), FAKE_IGNORE_TERM (ignore SIGTERM: the teardown must SIGKILL). FAKE_GO_CALLS=<path>
 logs every `go` call.
@@ -232,7 +233,8 @@ _KUBEMARK = r"""
 _record_pid()
 _maybe_ignore_term()
 name = _flag("name")
-if os.environ.get("FAKE_KUBEMARK_EXIT"):
+exit_file = os.environ.get("FAKE_KUBEMARK_EXIT_FILE")
+if os.environ.get("FAKE_KUBEMARK_EXIT") or (exit_file and os.path.exists(exit_file)):
     glog(f"hollow_kubelet.go:1] {name}: failed to start (fake)", "F")
     sys.exit(255)
 config = open(_flag("kubeconfig")).read()
