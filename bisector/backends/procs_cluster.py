@@ -21,6 +21,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import random
 import shlex
 import socket
 import ssl
@@ -42,6 +43,16 @@ STATUS_PERIOD_ENV = "HOLLOW_NODE_STATUS_PERIOD"
 SPAWN_TIMEOUT_S = 30.0
 HTTP_TIMEOUT_S = 10.0
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
+MIN_PORT = 10000  # below: well-known and registered services
+
+
+def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The kernel's range for outgoing connections' ports (32768-60999 by default)."""
+    try:
+        low, high = (int(x) for x in path.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
 
 
 @dataclass(frozen=True)
@@ -52,14 +63,32 @@ class Ports:
     kubelets: tuple[tuple[int, int], ...]  # (port, read-only port) per hollow node
 
     @classmethod
-    def pick(cls, nodes: int) -> Ports:
-        """Free loopback ports, all different: each is held open until all are chosen."""
+    def pick(cls, nodes: int, ephemeral: tuple[int, int] | None = None) -> Ports:
+        """Free loopback ports, all different, outside the kernel's ephemeral range.
+
+        Not `bind(0)`: that hands out ephemeral ports, and the 16,000 connections the load
+        generator makes next take ephemeral ports too: one took a hollow kubelet's port
+        before it could bind it ("bind: address already in use"). Each candidate is
+        bound and held until all are chosen.
+        """
+        low, high = ephemeral or ephemeral_range()
+        pool = [p for p in range(MIN_PORT, 65536) if not low <= p <= high]
+        random.shuffle(pool)
+        want = 3 + 2 * nodes
         held: list[socket.socket] = []
         try:
-            for _ in range(3 + 2 * nodes):
+            for port in pool:
+                if len(held) == want:
+                    break
                 s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-                s.bind(("127.0.0.1", 0))
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    s.close()
+                    continue
                 held.append(s)
+            if len(held) < want:
+                raise OSError(f"only {len(held)} of {want} free ports outside {low}-{high}")
             ports = [s.getsockname()[1] for s in held]
         finally:
             for s in held:

@@ -320,3 +320,19 @@ def test_a_process_gone_is_gone() -> None:
     p.wait()
     assert gone(p.pid) and pc.cpu_seconds(p.pid) is None
     assert pc.cpu_seconds(os.getpid()) is not None and pc.peak_rss_bytes(os.getpid()) > 0
+
+
+def test_ports_are_free_distinct_and_outside_the_ephemeral_range(tmp_path: Path) -> None:
+    # The load generator's 16,000 connections take ephemeral ports: a kubelet port picked
+    # there was taken before the hollow node bound it.
+    low, high = pc.ephemeral_range()
+    ports = pc.Ports.pick(50)
+    every = [ports.etcd_client, ports.etcd_peer, ports.apiserver]
+    every += [p for pair in ports.kubelets for p in pair]
+    assert len(set(every)) == len(every) == 103
+    assert all(pc.MIN_PORT <= p <= 65535 and not low <= p <= high for p in every)
+    ranges = tmp_path / "range"
+    ranges.write_text("1024\t65000\n")
+    assert pc.ephemeral_range(ranges) == (1024, 65000)
+    narrow = pc.Ports.pick(1, ephemeral=(10000, 65000))
+    assert all(p > 65000 for p in (narrow.etcd_client, narrow.apiserver, *narrow.kubelets[0]))
