@@ -309,6 +309,7 @@ class ProcsBackend:
         stop = pc.stop_step(layout, self.cfg.stop_grace)
         # Recorded before anything starts: a crash from here on is found by `bisector cleanup`.
         self.record.add(Resource(self._resource_id(candidate.slot), self.name, what, (stop,)))
+        pb.reprioritize(self.cfg.prefetch_nice)  # a cluster runs: builds ahead step back
         secure = layout.secure
         running = Running(layout, pc.Api(layout.server))
         with self._lock:
@@ -539,6 +540,10 @@ class ProcsBackend:
                     "run `bisector cleanup`"
                 ) from None
         self.record.remove(resource_id)
+        with self._lock:
+            idle = not self._running
+        if idle:  # no cluster to disturb: builds ahead go at full speed (needs CAP_SYS_NICE)
+            pb.reprioritize(0)
 
     # -- dry run -------------------------------------------------------------------------
     def plan(self, candidate: Candidate) -> list[str]:

@@ -224,11 +224,36 @@ def go_build_step(
     )
 
 
+AHEAD_ENV = "BISECTOR_PROCS_BUILD_AHEAD"  # marks the processes of a build made ahead
+
+
 def nice(s: Step, level: int) -> Step:
-    """The same step at a lower CPU priority (builds ahead, while a cluster is measured)."""
+    """The same step at a lower CPU priority (builds ahead, while a cluster is measured),
+    its processes marked so `reprioritize` finds them."""
     if level <= 0:
         return s
-    return Step(("nice", "-n", str(level), *s.cmd), s.cwd, s.env, s.timeout)
+    env = {**s.env, AHEAD_ENV: "1"}
+    return Step(("nice", "-n", str(level), *s.cmd), s.cwd, env, s.timeout)
+
+
+def reprioritize(level: int) -> int:
+    """Set the CPU priority of every running build-ahead process (and the compilers it
+    starts from now on) to `level`: normal while no cluster is measured, low while one is.
+    Raising a priority needs CAP_SYS_NICE; without it a build ahead simply stays low.
+    Returns how many processes were changed."""
+    mark = f"{AHEAD_ENV}=1".encode()
+    changed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            os.setpriority(os.PRIO_PROCESS, int(entry.name), level)
+            changed += 1
+        except (OSError, ValueError):
+            continue
+    return changed
 
 
 def write_fixes_applied(eval_dir: Path, applied: list[BuildFix]) -> None:

@@ -22,6 +22,7 @@ from bisector.backends import procs_doctor, procs_load, procs_stop
 from bisector.backends.procs_pki import make_pki
 from bisector.backends.procs_settings import DATA, BuildFix, ProcsSettings
 from bisector.backends.registry import backend_info
+from bisector.backends.steps import step
 from bisector.config import Section
 from bisector.errors import BuildError, ConfigError
 from tests.helpers.processes import gone
@@ -336,3 +337,27 @@ def test_ports_are_free_distinct_and_outside_the_ephemeral_range(tmp_path: Path)
     assert pc.ephemeral_range(ranges) == (1024, 65000)
     narrow = pc.Ports.pick(1, ephemeral=(10000, 65000))
     assert all(p > 65000 for p in (narrow.etcd_client, narrow.apiserver, *narrow.kubelets[0]))
+
+
+def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None:
+    marked = pb.nice(step("sleep", "30"), 10)
+    assert marked.cmd[:3] == ("nice", "-n", "10") and marked.env[pb.AHEAD_ENV] == "1"
+    env = {**os.environ, **marked.env}
+    ahead = subprocess.Popen(list(marked.cmd), env=env)
+    other = subprocess.Popen(["sleep", "30"])
+    base = os.getpriority(os.PRIO_PROCESS, 0)  # the tests may run niced: nice is relative
+    try:
+        deadline = time.monotonic() + 10
+        while os.getpriority(os.PRIO_PROCESS, ahead.pid) != min(19, base + 10):
+            assert time.monotonic() < deadline, "nice did not start sleep"
+            time.sleep(0.01)
+        assert pb.reprioritize(19) >= 1  # lower: anyone may
+        assert os.getpriority(os.PRIO_PROCESS, ahead.pid) == 19
+        assert os.getpriority(os.PRIO_PROCESS, other.pid) == base  # unmarked: untouched
+        if os.geteuid() == 0:  # raising a priority needs CAP_SYS_NICE
+            pb.reprioritize(0)
+            assert os.getpriority(os.PRIO_PROCESS, ahead.pid) == 0
+    finally:
+        for p in (ahead, other):
+            p.kill()
+            p.wait()
