@@ -188,6 +188,7 @@ def _run(
     heapreplace, heappush, heappop = heapq.heapreplace, heapq.heappush, heapq.heappop
     retry_q: deque[tuple[float, int]] = deque()
     commit = cacher.commit
+    cache_free_at = cacher.cache_free_at
     get_head, patch_head = strings.get_head, strings.patch_head
     ok_tail, conflict_tail, npd_tail = strings.ok_tail, strings.conflict_tail, strings.npd_tail
     patches = conflicts = status_ok = failed_rounds = 0
@@ -236,6 +237,13 @@ def _run(
             else:
                 i, kind = -1, -1
             if kind == KUBELET:
+                free = cache_free_at(t)
+                if free > t:  # the reflector holds the cache's lock: the request waits
+                    if from_retries:  # already taken off the retry queue
+                        heappush(heap, (free, code))
+                    else:
+                        heapreplace(heap, (free, code))
+                    continue
                 read_t = t - read_gaps[c]
                 us = int(read_t * 1e6)
                 sec = us // 1_000_000

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from bisector.sim import RunParams, SimProfile, SimSummary, simulate
 from tests.sim.helpers import read_log
 
@@ -36,3 +38,25 @@ def test_the_status_period_and_npd_are_run_settings(tmp_path: Path) -> None:
     assert fast.node_patches > 5 * slow.node_patches
     assert counts.node_patches == fast.node_patches
     assert fast.status_updates == fast.node_patches - fast.conflicts  # no NPD writes
+
+
+def test_cache_reads_wait_while_the_reflector_pushes_into_a_full_channel() -> None:
+    # kubernetes 7043372, staging/src/k8s.io/apiserver/pkg/storage/watch_cache.go
+    # processEvent: w.Lock() ... w.onEvent(watchCacheEvent) (the blocking push into the
+    # cacher's incoming channel) ... under the lock; Cacher.GuaranteedUpdate and GETs with
+    # a resourceVersion read watchCache under its RLock.
+    from bisector.sim.cacher import NodeCacher
+
+    profile = replace(SimProfile(trigger_index=False), incoming_capacity=2,
+                      dispatch_base_us=100_000.0, dispatch_per_watcher_us=0.0)  # fmt: skip
+    cacher = NodeCacher(profile, nodes=4)
+    assert cacher.cache_free_at(0.0) == 0.0
+    for k in range(6):  # six writes at once: the channel (2) fills, the reflector waits
+        cacher.commit(0.0, k % 4, watch_delay=0.0)
+    # An event leaves the channel when its dispatch starts: events 1-3 get in at once,
+    # event 4 when event 2's dispatch starts (0.1s), 5 at 0.2s, 6 at 0.3s; the reflector
+    # holds the lock from each push to the next.
+    assert cacher.cache_free_at(0.05) == pytest.approx(0.1)
+    assert cacher.cache_free_at(0.15) == pytest.approx(0.2)
+    assert cacher.cache_free_at(0.25) == pytest.approx(0.3)
+    assert cacher.cache_free_at(0.35) == 0.35  # nothing waits any more
