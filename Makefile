@@ -32,3 +32,21 @@ test: lint
 contract: setup
 	@test -n "$(KUBE)" || echo "KUBE is not set: the contract tests skip; run make contract KUBE=/path/to/kubernetes"
 	KUBE="$(KUBE)" CONTRACT_OUT="$(CONTRACT_OUT)" $(BIN)/python -m pytest -q -rs -p no:xdist tests/contract
+
+# The procs backend with a REAL kube-apiserver built from each commit of a 2017 kubernetes
+# checkout, on this machine (docs/procs.md): the endpoints 1444d25 (good) and 7043372 (bad),
+# the culprit f93a270 and its parent, each measured once; fails unless all four land on
+# their side of the threshold calibrated from them. ~40 min on 2 cores (builds cached).
+# Installs golang-1.19-go and etcd-server with apt-get when they are missing and it can.
+#   make real KUBE=/path/to/kubernetes  [REAL_ARGS="--runs 3"]
+.PHONY: real
+real: setup
+	@test -n "$(KUBE)" || { echo "KUBE is not set: make real KUBE=/path/to/kubernetes (a checkout of the 2017 history)"; exit 2; }
+	@if [ ! -x /usr/lib/go-1.19/bin/go ] || [ ! -x /usr/bin/etcd ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && apt-get install -y -q golang-1.19-go etcd-server; \
+	  else echo "install Go 1.19 and etcd: sudo apt-get install golang-1.19-go etcd-server"; exit 2; fi; \
+	fi
+	$(BIN)/bisector doctor --config configs/procs-2017.toml
+	PYTHONPATH=. $(BIN)/python scripts/procs_measure.py --repo "$(KUBE)" --config configs/procs-2017.toml \
+	    --check $(REAL_ARGS) 1444d25:good 7043372:bad f93a270:bad f93a270^:good

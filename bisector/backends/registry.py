@@ -125,6 +125,14 @@ BACKENDS: dict[str, BackendInfo] = {
             ("git", "make", "docker", "gcloud", "gsutil", "python"),
             "bisector.backends.gce_doctor:check",
         ),
+        BackendInfo(
+            "procs",
+            "a real kube-apiserver per candidate with hollow nodes as local processes (no docker)",
+            "procs",
+            "ProcsBackend",
+            ("git",),
+            "bisector.backends.procs_doctor:check",
+        ),
     )
 }
 

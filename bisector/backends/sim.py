@@ -20,6 +20,10 @@ duration simulated cluster time the log covers (default: the run's warmup)
 noise    sigma of the per-run cost jitter, also the rate of rare dispatcher stalls (0)
 seed     base seed; each evaluation derives its own from it, the commit and its dir
 ramp     how long the hollow nodes take to register (default 60s, at most duration/2)
+watchers extra node watches on names of nodes not in the cluster (a load generator's, as the
+         procs backend opens them; default 0)
+status_period  the hollow kubelets' status period (default: the tree profile's, 10s)
+npd      whether a node-problem-detector writes each node too (default true; procs has none)
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from bisector.sim import (
 )
 
 DEFAULT_PROFILE = "hack/kubemark-sim.toml"
-KEYS = ("profile", "nodes", "duration", "noise", "seed", "ramp")
+KEYS = ("profile", "nodes", "duration", "noise", "seed", "ramp", "watchers", "status_period", "npd")
 LOG_NAME = "kube-apiserver.log"
 
 
@@ -65,6 +69,11 @@ class SimBackend:
         self.noise = section.get_float("noise", 0.0)
         self.seed = section.get_int("seed", context.seed)
         self.ramp_s = section.get_duration("ramp", 60.0)
+        self.watchers = section.get_int("watchers", 0)
+        self.status_period_s = (
+            section.get_duration("status_period") if "status_period" in section else None
+        )
+        self.npd = section.get_bool("npd", True)
         where = f"{section.file}: [{section.path or 'backends.sim'}]"
         if self.nodes < 1:
             raise ConfigError(f"{where} nodes must be at least 1, got {self.nodes}")
@@ -72,6 +81,10 @@ class SimBackend:
             raise ConfigError(
                 f"{where} needs a simulated duration: set `duration` there or `warmup` in [run]"
             )
+        if self.watchers < 0:
+            raise ConfigError(f"{where} watchers must be zero or more, got {self.watchers}")
+        if self.status_period_s is not None and self.status_period_s <= 0:
+            raise ConfigError(f"{where} status_period must be above zero")
         if self.noise < 0:
             raise ConfigError(f"{where} noise must be zero or more, got {self.noise}")
         self._profiles: dict[Path, SimProfile] = {}
@@ -97,6 +110,9 @@ class SimBackend:
             ramp_s=min(self.ramp_s, self.duration_s / 2),
             git_version=f"v1.7.0-beta.0+{candidate.commit[:14]}",
             commit=candidate.commit,
+            extra_watchers=self.watchers,
+            status_period_s=self.status_period_s,
+            npd=self.npd,
         )
 
     def setup(self) -> None:

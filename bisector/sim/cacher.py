@@ -9,6 +9,9 @@ kubelet reading its node from the cache sees event k only from p_k on: the store
 is as stale as the backlog in front of the channel. Writes themselves are not
 delayed (etcd commits them; its watch buffers the backlog), so back-pressure shows
 only as staleness, hence 409s, hence fewer real writes.
+While the reflector waits to push (the channel full), it holds the watch cache's lock:
+a cache read (a kubelet's GET ?resourceVersion=0, every PATCH's GuaranteedUpdate) waits
+until the push, so requests slow down to the dispatcher's pace.
 The dispatcher takes event k at s_k = max(p_k, f_{k-1}) and spends
 base + per_watcher x (watchers offered to) on it, plus any time blocked on a full
 watcher buffer (f_k). Because the queue is FIFO, event k's whole future is known
@@ -33,6 +36,7 @@ class NodeCacher:
         *,
         cost_factor: float = 1.0,
         stalls: list[tuple[float, float]] | None = None,
+        extra_watchers: int = 0,
     ) -> None:
         self.capacity = profile.incoming_capacity
         size = 1
@@ -44,6 +48,9 @@ class NodeCacher:
         self.base_s = profile.dispatch_base_us * 1e-6 * cost_factor
         self.per_watcher_s = profile.dispatch_per_watcher_us * 1e-6 * cost_factor
         self.kubelets = 0  # registered kubelets, each with a node watch
+        # Watches on names of nodes that are not in the cluster (a load generator's): never
+        # offered an event with the index, every event without it.
+        self.extra_watchers = extra_watchers
         self.last_push = [-1.0] * nodes  # when each node's latest event reached the store
         self.events = 0
         self._received = 0
@@ -67,6 +74,11 @@ class NodeCacher:
         self._buf_t = 0.0
         self._stalls = sorted(stalls or [])
         self._stall_i = 0
+        # (from, until): the reflector holds the watch cache's lock while it pushes an event
+        # into the full incoming channel (processEvent calls onEvent under w.Lock()), and
+        # every cache read waits: a kubelet's GET ?resourceVersion=0 and each PATCH
+        # (GuaranteedUpdate starts from watchCache.GetByKey).
+        self._locks: deque[tuple[float, float]] = deque()
 
     def commit(self, t: float, node: int, watch_delay: float) -> None:
         """Node `node` was written at `t`: schedule its event through the cacher."""
@@ -95,8 +107,9 @@ class NodeCacher:
         push = ready
         if k > capacity:
             freed = starts[(k - capacity) & mask]
-            if freed > push:  # noqa: PLR1730
+            if freed > push:
                 push = freed
+                self._locks.append((ready, push))
         self._push_prev = push
         self.last_push[node] = push
         start = push if push > self._finish_prev else self._finish_prev
@@ -107,7 +120,8 @@ class NodeCacher:
             finish = start + self.base_s + self.per_watcher_s * (1 + OTHER_WATCHERS)
             kubelet_share = 1.0 / self.kubelets if self.kubelets else 1.0
         else:
-            finish = start + self.base_s + self.per_watcher_s * (self.kubelets + OTHER_WATCHERS)
+            offered = self.kubelets + self.extra_watchers + OTHER_WATCHERS
+            finish = start + self.base_s + self.per_watcher_s * offered
             kubelet_share = 1.0
         # Watcher buffers: drain since the last event, then add this one.
         elapsed = start - self._buf_t
@@ -123,6 +137,16 @@ class NodeCacher:
         self._finish_prev = finish
         if k % 100 == 0:
             self.dispatch_marks.append((start, k, start - t))
+
+    def cache_free_at(self, t: float) -> float:
+        """When a read of the watch cache asked at `t` gets it (`t` never decreases)."""
+        locks = self._locks
+        while locks and locks[0][1] <= t:
+            locks.popleft()
+        # Readers waiting when the reflector unlocks get the lock before its next push.
+        if locks and locks[0][0] < t:
+            return locks[0][1]
+        return t
 
     def _apply_stalls(self, start: float) -> float:
         """A dispatcher pause (GC, CPU starvation) delays whatever it overlaps."""

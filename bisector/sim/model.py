@@ -49,6 +49,12 @@ class RunParams:
     start: datetime = datetime(2017, 6, 2, 5, 51, 0)
     git_version: str = "v1.7.0-beta.0.23+7043372d05510b"
     commit: str = "7043372d05510b13a0928af92deda6110740dd5e"
+    # The load generator of a small real cluster (backend procs): node watches held on
+    # names of nodes that are not in the cluster, the way the kubelets of a bigger one
+    # hold theirs; the event of a node is offered to them only without the trigger index.
+    extra_watchers: int = 0
+    status_period_s: float | None = None  # the hollow nodes' status period (None: profile's)
+    npd: bool = True  # a node-problem-detector writes each node (kubemark on GCE runs one)
 
 
 @dataclass
@@ -149,7 +155,9 @@ def _run(
     cost_factor = math.exp(rng.gauss(0.0, params.noise)) if params.noise > 0 else 1.0
     stalls = _stalls(rng, params)
     n, end = params.nodes, params.duration_s
-    cacher = NodeCacher(profile, n, cost_factor=cost_factor, stalls=stalls)
+    cacher = NodeCacher(
+        profile, n, cost_factor=cost_factor, stalls=stalls, extra_watchers=params.extra_watchers
+    )
     summary = SimSummary(nodes=n, duration_s=end, cost_factor=cost_factor, stalls=len(stalls))
     strings = NodeStrings(n, params.git_version, params.commit)
     background = Background(rng, strings, params.git_version, params.commit)
@@ -166,7 +174,7 @@ def _run(
     heap.append((1.0, -1))
     heapq.heapify(heap)
     attempts = [0] * n
-    period, npd_period = profile.status_period_s, profile.npd_period_s
+    period, npd_period = params.status_period_s or profile.status_period_s, profile.npd_period_s
     retries = profile.kubelet_retries
     last_push = cacher.last_push
     clock = Clock(params.start)
@@ -180,6 +188,7 @@ def _run(
     heapreplace, heappush, heappop = heapq.heapreplace, heapq.heappush, heapq.heappop
     retry_q: deque[tuple[float, int]] = deque()
     commit = cacher.commit
+    cache_free_at = cacher.cache_free_at
     get_head, patch_head = strings.get_head, strings.patch_head
     ok_tail, conflict_tail, npd_tail = strings.ok_tail, strings.conflict_tail, strings.npd_tail
     patches = conflicts = status_ok = failed_rounds = 0
@@ -228,6 +237,13 @@ def _run(
             else:
                 i, kind = -1, -1
             if kind == KUBELET:
+                free = cache_free_at(t)
+                if free > t:  # the reflector holds the cache's lock: the request waits
+                    if from_retries:  # already taken off the retry queue
+                        heappush(heap, (free, code))
+                    else:
+                        heapreplace(heap, (free, code))
+                    continue
                 read_t = t - read_gaps[c]
                 us = int(read_t * 1e6)
                 sec = us // 1_000_000
@@ -326,7 +342,8 @@ def _run(
                 )
                 background.on_register(t, i, stamp, out)
                 heapreplace(heap, (t + period * rng.random(), i * 4 + KUBELET))
-                heapq.heappush(heap, (t + npd_period * rng.random(), i * 4 + NPD))
+                if params.npd:
+                    heapq.heappush(heap, (t + npd_period * rng.random(), i * 4 + NPD))
                 heapq.heappush(heap, (t + rng.uniform(0.05, 1.0), i * 4 + IPAM))
             elif kind == IPAM:  # the controller-manager assigns the node's pod CIDR
                 commit(t, i, watch_delays[c])

@@ -235,3 +235,12 @@ def test_a_failed_prefetch_leaves_the_build_to_fail_as_a_skip(tmp_path: Path) ->
     assert not backend.prefetched(COMMIT)
     with pytest.raises(BuildError):
         backend.build(candidate(tmp_path, None))
+
+
+def test_a_procs_sized_cluster_is_run_settings(tmp_path: Path) -> None:
+    backend = make_backend(tmp_path, watchers=16000, status_period="1s", npd=False)
+    params = backend.params(candidate(tmp_path, render_profile(SimProfile())))
+    assert (params.extra_watchers, params.status_period_s, params.npd) == (16000, 1.0, False)
+    assert backend.params(candidate(tmp_path, None, "e2")).extra_watchers == 16000
+    with pytest.raises(ConfigError, match="watchers must be zero or more"):
+        make_backend(tmp_path, watchers=-1)

@@ -1,0 +1,287 @@
+"""Fake `go`, `etcd`, `kube-apiserver` and `kubemark` programs for the procs backend's tests.
+
+CI has no Go, no etcd and no Kubernetes checkout: these small Python programs stand in
+for them, run for real through the one process door, so the backend's commands, daemons,
+ports, readiness checks, log and teardown are exercised as they are with the real ones.
+
+- `go version` prints go1.19.8; `go build -ldflags ... -o OUT ./cmd/NAME` writes OUT: the
+  fake apiserver (for kube-apiserver) or the fake hollow node (for kubemark), with the
+  -X gitCommit value and the tree's `value` file baked in (a file `BROKEN` in the tree
+  fails the build, like a compile error).
+- the fake etcd serves GET /health on its --listen-client-urls port.
+- the fake apiserver serves /healthz, /version (the baked commit), /metrics, node
+  PATCH/GET/list and node watches (chunked, a MODIFIED event a second for live nodes) on
+  its --insecure-port, and writes v1.7 glog request lines to stderr: at start, `value`
+  node PATCHes answered 409 (so the scored conflicts are the tree's value), then one
+  line per request.
+- the fake hollow node PATCHes its node's status every HOLLOW_NODE_STATUS_PERIOD.
+
+Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
+FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
+FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
+first watch of each name from a resource version ends with an ERROR event), FAKE_KUBEMARK_EXIT,
+FAKE_KUBEMARK_EXIT_FILE=<path> (hollow nodes exit while it exists),
+FAKE_KUBEMARK_DELAY=<s> (before the first status), FAKE_GO_DELAY=<s> (a slow apiserver
+build), FAKE_IGNORE_TERM (ignore SIGTERM: the teardown must SIGKILL). FAKE_GO_CALLS=<path>
+logs every `go` call.
+Every fake daemon appends its pid to $FAKE_PIDS, for the tests' leftover checks.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+_COMMON = r"""
+import json, os, re, signal, sys, threading, time, urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+def _record_pid():
+    path = os.environ.get("FAKE_PIDS")
+    if path:
+        with open(path, "a") as out:
+            out.write(f"{os.getpid()}\n")
+
+def _maybe_ignore_term():
+    if os.environ.get("FAKE_IGNORE_TERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+def _flag(name, default=None):
+    for arg in sys.argv[1:]:
+        if arg.startswith(f"--{name}="):
+            return arg.split("=", 1)[1]
+    if f"--{name}" in sys.argv:
+        i = sys.argv.index(f"--{name}")
+        return sys.argv[i + 1]
+    return default
+
+def glog(line, level="I"):
+    now = time.time()
+    t = time.localtime(now)
+    stamp = time.strftime("%m%d %H:%M:%S", t) + f".{int(now % 1 * 1e6):06d}"
+    sys.stderr.write(f"{level}{stamp} {os.getpid():7d} {line}\n")
+    sys.stderr.flush()
+"""
+
+_GO = r"""
+import os, re, sys, time
+if os.environ.get("FAKE_GO_CALLS"):
+    with open(os.environ["FAKE_GO_CALLS"], "a") as calls:
+        calls.write(" ".join(sys.argv[1:]) + " @ " + os.environ.get("PWD", "") + "\n")
+if sys.argv[1:2] == ["version"]:
+    print("go version go1.19.8 linux/amd64")
+    sys.exit(0)
+if sys.argv[1:2] != ["build"]:
+    sys.exit(f"fake go: cannot {sys.argv[1:]}")
+args = sys.argv[2:]
+out = args[args.index("-o") + 1]
+package = args[-1]
+ldflags = args[args.index("-ldflags") + 1] if "-ldflags" in args else ""
+commit = re.search(r"pkg/version\.gitCommit=(\S+)", ldflags)
+tree = os.environ.get("PWD", os.getcwd())
+if os.path.exists(os.path.join(tree, "BROKEN")):
+    sys.exit("cmd/kube-apiserver/app/server.go:1:1: syntax error: fake compile error")
+name = package.rstrip("/").rsplit("/", 1)[-1]
+if name == "kube-apiserver" and os.environ.get("FAKE_GO_DELAY"):
+    time.sleep(float(os.environ["FAKE_GO_DELAY"]))
+templates = os.environ["FAKE_TEMPLATES"]
+def read(name, default):
+    path = os.path.join(tree, name)
+    return open(path).read().strip() if os.path.exists(path) else default
+value = read("value", "0")
+fixed = os.path.exists(os.path.join(tree, "FIXED"))
+harness = read("HARNESS", "")
+goenv = {k: os.environ.get(k, "") for k in ("GO111MODULE", "GOPATH", "GOCACHE", "GOFLAGS",
+                                            "CGO_ENABLED")}
+if name == "kube-apiserver":
+    body = open(os.path.join(templates, "apiserver.py")).read()
+elif name == "kubemark":
+    body = open(os.path.join(templates, "kubemark.py")).read()
+else:
+    body = "import sys\nsys.exit(0)\n"
+header = (f"#!{sys.executable}\nCOMMIT = {commit.group(1) if commit else ''!r}\n"
+          f"VALUE = {int(value)}\nFIXED = {fixed}\nHARNESS = {harness!r}\n"
+          f"GOENV = {goenv!r}\n")
+os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+with open(out, "w") as f:
+    f.write(header + body)
+os.chmod(out, 0o755)
+"""
+
+_ETCD = r"""
+_record_pid()
+_maybe_ignore_term()
+if os.environ.get("FAKE_ETCD_EXIT"):
+    print("etcdmain: listen tcp: address already in use (fake)", file=sys.stderr)
+    sys.exit(1)
+url = _flag("listen-client-urls")
+port = int(url.rsplit(":", 1)[1])
+os.makedirs(_flag("data-dir"), exist_ok=True)
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'{"health":"true"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+print(f"fake etcd serving {url}", file=sys.stderr, flush=True)
+ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+"""
+
+_APISERVER = r"""
+_record_pid()
+_maybe_ignore_term()
+port = int(_flag("insecure-port"))
+nodes = {}
+expired = set()
+lock = threading.Lock()
+ua = "[[kubemark/v0.0.0 (linux/amd64) kubernetes/$Format] 127.0.0.1:40000]"
+if FIXED:
+    glog("fake-apiserver.go:1] built with the build fix")
+for _ in range(VALUE):
+    glog(f"wrap.go:42] PATCH /api/v1/nodes/hollow-node-0/status: (1.1ms) 409 {ua}")
+exit_after = os.environ.get("FAKE_APISERVER_EXIT_AFTER")
+if exit_after:
+    def die():
+        time.sleep(float(exit_after))
+        glog("fake-apiserver.go:2] fatal: the fake apiserver crashes as asked", "F")
+        os._exit(255)
+    threading.Thread(target=die, daemon=True).start()
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def log_message(self, *a):
+        pass
+    def _send(self, code, body, ctype="application/json"):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        glog(f"wrap.go:42] {self.command} {self.path}: (0.5ms) {code} {ua}")
+    def do_GET(self):
+        if self.path == "/healthz":
+            return self._send(200, b"ok", "text/plain")
+        if self.path == "/version":
+            commit = os.environ.get("FAKE_APISERVER_COMMIT", COMMIT)
+            return self._send(200, json.dumps({"gitCommit": commit}).encode())
+        if self.path == "/metrics":
+            off = os.environ.get("FAKE_NO_METRICS_FILE")
+            if off and os.path.exists(off):
+                return self._send(500, b"no metrics", "text/plain")
+            return self._send(200, f"apiserver_nodes {len(nodes)}\n".encode(), "text/plain")
+        if self.path.startswith("/api/v1/nodes"):
+            with lock:
+                items = [self._node(n) for n in sorted(nodes)]
+            listed = {"kind": "NodeList", "metadata": {"resourceVersion": str(len(items) + 7)},
+                      "items": items}
+            return self._send(200, json.dumps(listed).encode())
+        if self.path.startswith("/api/v1/watch/nodes"):
+            return self._watch()
+        return self._send(404, b"{}")
+    def _node(self, name):
+        beat = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(nodes.get(name, time.time())))
+        return {"metadata": {"name": name}, "status": {"conditions": [
+            {"type": "Ready", "status": "True", "lastHeartbeatTime": beat}]}}
+    def do_PATCH(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(length)
+        name = self.path.split("/")[4]
+        with lock:
+            nodes[name] = time.time()
+        return self._send(200, b"{}")
+    def _watch(self):
+        name = re.search(r"metadata.name%3D([^&]+)", self.path).group(1)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        glog(f"wrap.go:42] GET {self.path}: (0.1ms) 200 {ua}")
+        with lock:
+            first = name not in expired
+            expired.add(name)
+        if first and os.environ.get("FAKE_WATCH_EXPIRE_ONCE") and "resourceVersion=" in self.path:
+            gone = json.dumps({"type": "ERROR", "object": {"kind": "Status", "code": 410}})
+            data = (gone + "\n").encode()
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\n\r\n")
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        try:
+            while True:
+                with lock:
+                    live = name in nodes
+                if live:
+                    event = json.dumps({"type": "MODIFIED", "object": self._node(name)}) + "\n"
+                    data = event.encode()
+                    self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                    self.wfile.flush()
+                time.sleep(1)
+        except OSError:
+            return
+
+glog(f"fake-apiserver.go:3] serving on 127.0.0.1:{port}")
+server = ThreadingHTTPServer(("127.0.0.1", port), H)
+server.daemon_threads = True
+server.serve_forever()
+"""
+
+_KUBEMARK = r"""
+_record_pid()
+_maybe_ignore_term()
+name = _flag("name")
+exit_file = os.environ.get("FAKE_KUBEMARK_EXIT_FILE")
+if os.environ.get("FAKE_KUBEMARK_EXIT") or (exit_file and os.path.exists(exit_file)):
+    glog(f"hollow_kubelet.go:1] {name}: failed to start (fake)", "F")
+    sys.exit(255)
+config = open(_flag("kubeconfig")).read()
+server = re.search(r'server: "([^"]+)"', config).group(1)
+period = float(os.environ.get("HOLLOW_NODE_STATUS_PERIOD", "10s").rstrip("s"))
+root = os.environ.get("TMPDIR", "/tmp")
+open(os.path.join(root, "dockershim.sock"), "w").close()
+glog(f"hollow_kubelet.go:2] {name} harness={HARNESS} root={root} period={period}")
+time.sleep(float(os.environ.get("FAKE_KUBEMARK_DELAY", "0")))
+while True:
+    url = f"{server}/api/v1/nodes/{name}/status"
+    request = urllib.request.Request(url, data=b"{}", method="PATCH")
+    try:
+        urllib.request.urlopen(request, timeout=5).read()
+    except OSError as exc:
+        glog(f"kubelet_node_status.go:1] {name}: {exc}", "E")
+    time.sleep(period)
+"""
+
+
+@dataclass(frozen=True)
+class FakeKube:
+    """Where the fake programs are, and the environment they need."""
+
+    bin: Path
+    pids: Path  # every fake daemon's pid, one a line
+
+    @property
+    def go(self) -> Path:
+        return self.bin / "go"
+
+    @property
+    def etcd(self) -> Path:
+        return self.bin / "etcd"
+
+    def env(self) -> dict[str, str]:
+        return {"FAKE_TEMPLATES": str(self.bin / "templates"), "FAKE_PIDS": str(self.pids)}
+
+
+def install(directory: Path) -> FakeKube:
+    """Write the fakes into `directory`; set `env()` in the test's environment."""
+    templates = directory / "templates"
+    templates.mkdir(parents=True, exist_ok=True)
+    (templates / "apiserver.py").write_text(_COMMON + _APISERVER)
+    (templates / "kubemark.py").write_text(_COMMON + _KUBEMARK)
+    for name, body in (("go", _GO), ("etcd", _COMMON + _ETCD)):
+        path = directory / name
+        path.write_text(f"#!{sys.executable}\n{body}")
+        path.chmod(0o755)
+    return FakeKube(directory, directory / "pids")

@@ -1,0 +1,126 @@
+"""The procs backend over the fake Kubernetes programs (tests/helpers/fake_kube.py).
+
+`ProcsWorld` holds a git repository shaped for the fakes (each commit's `value` is the
+number of node PATCH 409s its fake apiserver logs), the fakes, and the config section
+that points the backend at them; `leftovers()` says what of any cluster is still there
+(processes, the temporary roots, resources.json entries), which every test asserts empty.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.procs import ProcsBackend
+from bisector.backends.resources import ResourceRecord
+from bisector.config import Section
+from bisector.gitrepo import GitRepo
+from bisector.orphans import start_time
+from tests.helpers import fake_kube
+from tests.helpers.processes import kill_listed, listed
+from tests.helpers.repo import BuiltRepo, build_repo
+
+# A patch that applies to any tree of build_repo: it adds the file the fake go bakes into
+# the hollow node (so a test sees that the harness was built with it).
+HARNESS_PATCH = """\
+diff --git a/HARNESS b/HARNESS
+new file mode 100644
+--- /dev/null
++++ b/HARNESS
+@@ -0,0 +1 @@
++harness-patched
+"""
+
+
+@dataclass
+class ProcsWorld:
+    root: Path
+    repo: BuiltRepo
+    kube: fake_kube.FakeKube
+    patch: Path
+
+    @property
+    def run_dir(self) -> Path:
+        return self.root / "run"
+
+    @property
+    def tmpdir(self) -> Path:
+        return self.root / "tmp"
+
+    def data(self, **extra: object) -> dict[str, object]:
+        values: dict[str, object] = {
+            "go": str(self.kube.go),
+            "etcd": str(self.kube.etcd),
+            "gocache": str(self.root / "gocache"),
+            "build_cache_dir": str(self.root / "build-cache"),
+            "harness_commit": self.repo.mainline[0],
+            "harness_patch": str(self.patch),
+            "hollow_nodes": 3,
+            "node_status_period": "1s",
+            "watchers": 5,
+            "tmpdir": str(self.tmpdir),
+            "ready_timeout": "20s",
+            "stop_grace": "2s",
+        }
+        values.update(extra)
+        return values
+
+    def section(self, **extra: object) -> Section:
+        return Section(self.data(**extra), "procs.toml", "backends.procs")
+
+    def backend(self, warmup_s: float = 1.0, **extra: object) -> ProcsBackend:
+        base = self.root / "base"
+        if not base.exists():
+            GitRepo(self.repo.path).add_worktree(base, self.repo.mainline[0])
+        context = BackendContext(self.section(**extra), self.run_dir, warmup_s, base_worktree=base)
+        return ProcsBackend(context)
+
+    def candidate(self, index: int, name: str = "wt", eval_name: str = "001") -> Candidate:
+        commit = self.repo.mainline[index]
+        worktree = self.root / name
+        GitRepo(self.repo.path).add_worktree(worktree, commit)
+        return Candidate(commit, worktree, self.run_dir / "evals" / eval_name)
+
+    def leftovers(self) -> list[str]:
+        """Processes, temporary roots and recorded clusters still there (empty: all gone)."""
+        left = [f"pid {pid}" for pid in listed(self.kube.pids) if start_time(pid) is not None]
+        if self.tmpdir.is_dir():
+            left += [f"dir {p}" for p in self.tmpdir.iterdir()]
+        left += [f"record {r}" for r in ResourceRecord(self.run_dir).ids()]
+        return left
+
+
+def port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def make_world(root: Path, values: Sequence[int] = (0, 0, 9, 9)) -> ProcsWorld:
+    repo = build_repo(root / "repo", list(values))
+    kube = fake_kube.install(root / "fake")
+    patch = root / "harness.patch"
+    patch.write_text(HARNESS_PATCH)
+    (root / "tmp").mkdir()
+    return ProcsWorld(root, repo, kube, patch)
+
+
+@contextmanager
+def fake_env(monkeypatch: pytest.MonkeyPatch, world: ProcsWorld, **faults: str) -> Iterator[None]:
+    """The fakes' environment (and faults) for this test; whatever they left is killed after."""
+    env: Mapping[str, str] = {**world.kube.env(), **faults}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    try:
+        yield
+    finally:
+        kill_listed(world.kube.pids)
+        for key in env:
+            os.environ.pop(key, None)
