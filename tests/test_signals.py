@@ -30,7 +30,7 @@ def test_a_termination_signal_unwinds_so_teardowns_run(signum: signal.Signals) -
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_a_teardown_runs_to_its_end_then_the_signal_is_raised(
-    signum: signal.Signals, capsys: pytest.CaptureFixture[str]
+    signum: signal.Signals, capfd: pytest.CaptureFixture[str]
 ) -> None:
     finished = []
     with pytest.raises(KeyboardInterrupt), held_during("the teardown of x"):
@@ -38,6 +38,5 @@ def test_a_teardown_runs_to_its_end_then_the_signal_is_raised(
         finished.append(True)
     assert finished == [True]
     assert (
-        f"{signal.Signals(signum).name} received during the teardown of x"
-        in capsys.readouterr().err
+        f"{signal.Signals(signum).name} received during the teardown of x" in capfd.readouterr().err
     )

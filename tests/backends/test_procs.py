@@ -56,7 +56,7 @@ def test_an_evaluation_measures_the_candidates_own_apiserver_and_leaves_nothing(
         seen["up"] = [port_open(p) for p in seen["ports"]]  # type: ignore[attr-defined]
         return real_collect(c)
 
-    backend.collect = collect  # type: ignore[method-assign]
+    backend.collect = collect  # type: ignore[method-assign,assignment]
     m = _evaluate(backend, candidate)
 
     assert m.reason is None and m.value == 9
@@ -322,7 +322,7 @@ def test_a_retried_launch_keeps_the_failed_attempt_and_reads_nothing_of_it(
         finally:
             broken.unlink(missing_ok=True)  # the second attempt succeeds
 
-    backend.launch = launch  # type: ignore[method-assign]
+    backend.launch = launch  # type: ignore[method-assign,assignment]
     candidate = world.candidate(2)
     m = evaluate_candidate(backend, candidate, metric="conflicts", launch_attempts=2)
     assert m.value == 9 and m.launch_attempts == 2
