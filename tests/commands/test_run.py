@@ -395,3 +395,49 @@ def test_cleanup_after_kill_9_tears_down_a_local_cluster_from_the_journal(tmp_pa
     again = subprocess.run(bisector_argv("cleanup", "--run-dir", str(run_dir)),
                            capture_output=True, text=True, check=False)  # fmt: skip
     assert again.returncode == 0 and "nothing left up" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (
+            ["--backend", "local"],
+            "no --config FILE given: key `backends.local.launch` is missing; expected a "
+            "string; configs/local-example.toml sets it: pass a config like it with --config FILE",
+        ),
+        (
+            [],  # the sim backend with nothing: no duration
+            "no --config FILE given: [backends.sim] needs a simulated duration: set `duration` "
+            "there or `warmup` in [run]; configs/default.toml sets it: pass a config like it "
+            "with --config FILE",
+        ),
+    ],
+)
+def test_forgetting_config_says_so_and_names_an_example(
+    tmp_path: Path, flags: list[str], needle: str
+) -> None:
+    """Issue 22, point 1: run from bisector's checkout, as the README's examples are."""
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    argv = bisector_argv(
+        "run", "--repo", str(built.path), "--good", built.mainline[0],
+        "--bad", built.mainline[-1], *flags,
+    )  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=root)
+    _assert_one_line_exit_2(result, needle)
+
+
+def test_the_sim_default_on_a_repository_without_a_profile_says_to_pass_config(
+    tmp_path: Path,
+) -> None:
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    result = _cli(
+        "run", "--repo", str(built.path), "--good", built.mainline[0],
+        "--bad", built.mainline[-1], "--warmup", "1s",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("bisector: error: the good endpoint")
+    assert "the sim backend (the default without --config)" in last
+    assert "pass --config FILE naming a backend" in last
+    assert "local-example.toml is one" in result.stderr

@@ -260,3 +260,24 @@ statuses = [409]
     config.write_text(config.read_text().split("[nightly.jobs.metrics")[0], encoding="utf-8")
     with pytest.raises(ConfigError, match=r"nightly\.jobs\[0\]\.metric.*unknown metric"):
         run_nightly(config, log=quiet)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("a = 1\n", "`nightly` is missing"),
+        ('[nightly]\nstate = "x"\n', "`nightly.jobs` is missing"),
+        ('[[nightly.jobs]]\njob = "j"\n[nightly.jobs.run]\nbackend = "sim"\n', ".repo` is missing"),
+    ],
+)
+def test_a_missing_nightly_key_names_the_example_that_sets_it(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    """Issue 22, point 1: configs/nightly.toml is the example with every nightly key."""
+    from bisector.nightly.config import load_nightly_config
+
+    path = tmp_path / "n.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_nightly_config(path)
+    assert key in str(info.value) and str(info.value).endswith("configs/nightly.toml sets it")
