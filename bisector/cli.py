@@ -81,7 +81,12 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
         ),
     ],
     metric: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Metric the verdict is about.")
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Metric the verdict is about (default with --threshold: conflicts, as for "
+            "run and history; without --threshold every metric is printed).",
+        ),
     ] = None,
     threshold: Annotated[
         float | None, typer.Option(metavar="VALUE", help="Bad at or above this value.")

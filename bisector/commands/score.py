@@ -125,7 +125,9 @@ def _check(
     if len(sources) > 1 and "-" in sources:
         raise BisectorError("stdin (-) cannot be combined with other logs; pass files instead")
     if threshold is not None and metric is None:
-        raise BisectorError("--threshold needs --metric NAME (the metric it applies to)")
+        from bisector.metric_registry import DEFAULT_METRIC  # (only here: a quick start)
+
+        metric = DEFAULT_METRIC  # as `run` and `history` default to it
     if threshold is not None and not math.isfinite(threshold):
         # nan compares false with every value: the log would always score good.
         raise BisectorError(f"--threshold must be a finite number, got {threshold}")
