@@ -14,6 +14,7 @@ import typer
 from typer.exceptions import TyperException
 
 from bisector.backends.registry import backend_names
+from bisector.clihelp import CONTEXT_SETTINGS, Command
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 from bisector.exitcodes import (
     CleanupExit,
@@ -37,7 +38,9 @@ app = typer.Typer(
     help="Find the commit that made a Kubernetes cluster slower.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    # --install-completion / --show-completion: bash, zsh, fish, PowerShell (typer's own).
+    add_completion=True,
+    context_settings=CONTEXT_SETTINGS,
 )
 
 
@@ -72,12 +75,13 @@ _SCORE_HELP = (
 )
 
 
-@app.command("score", help=_help(_SCORE_HELP, ScoreExit))
+@app.command(cls=Command, name="score", help=_help(_SCORE_HELP, ScoreExit))
 def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
         list[str],
         typer.Argument(
-            help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://"
+            metavar="LOG",
+            help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://",
         ),
     ],
     metric: Annotated[
@@ -130,7 +134,9 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
 
 
 @app.command(
-    "cleanup", help=_help("Tear down the clusters a crashed or killed run left up.", CleanupExit)
+    cls=Command,
+    name="cleanup",
+    help=_help("Tear down the clusters a crashed or killed run left up.", CleanupExit),
 )
 def cleanup_cmd(
     run_dir: Annotated[
@@ -148,7 +154,8 @@ def cleanup_cmd(
 
 
 @app.command(
-    "doctor",
+    cls=Command,
+    name="doctor",
     help=_help("Check tools, credentials and config; say what to install or set.", DoctorExit),
 )
 def doctor_cmd(
@@ -194,7 +201,9 @@ def doctor_cmd(
 
 
 @app.command(
-    "run", help=_help("Bisect GOOD..BAD: find the commit that made the metric worse.", RunExit)
+    cls=Command,
+    name="run",
+    help=_help("Bisect GOOD..BAD: find the commit that made the metric worse.", RunExit),
 )
 def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     good: Annotated[str, typer.Option(metavar="COMMIT", help="A commit that scores good.")],
@@ -202,7 +211,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     paths: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[-- PATH...]", help="Only commits touching these paths.", show_default=False
+            metavar="-- PATH", help="Only commits touching these paths.", show_default=False
         ),
     ] = None,
     config: Annotated[
@@ -292,7 +301,8 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
 
 
 @app.command(
-    "demo",
+    cls=Command,
+    name="demo",
     help=_help(
         "Bisect a synthetic June-2017 Kubernetes history on the built-in simulator.", DemoExit
     ),
@@ -321,7 +331,11 @@ def demo_cmd(
     return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs)
 
 
-@app.command("status", help=_help("Progress of the bisections of a repository.", StatusExit))
+@app.command(
+    cls=Command,
+    name="status",
+    help=_help("Progress of the bisections of a repository.", StatusExit),
+)
 def status_cmd(
     repo: Annotated[
         Path, typer.Option(metavar="DIR", help="The repository whose runs to show.")
@@ -336,7 +350,8 @@ def status_cmd(
 
 
 @app.command(
-    "history",
+    cls=Command,
+    name="history",
     help=_help(
         "Score past CI runs from GCS; print the regression range and the bisect command.",
         HistoryExit,
@@ -407,7 +422,9 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
 
 
 @app.command(
-    "nightly", help=_help("Score new CI runs and hunt each new regression once.", NightlyExit)
+    cls=Command,
+    name="nightly",
+    help=_help("Score new CI runs and hunt each new regression once.", NightlyExit),
 )
 def nightly_cmd(
     config: Annotated[
@@ -426,7 +443,9 @@ def _command(argv: list[str] | None) -> str | None:
 
 
 @app.command(
-    "mark", help=_help("Record a person's verdict on a commit; the run takes it.", MarkExit)
+    cls=Command,
+    name="mark",
+    help=_help("Record a person's verdict on a commit; the run takes it.", MarkExit),
 )
 def mark_cmd(
     commit: Annotated[str, typer.Argument(metavar="COMMIT", help="The commit to mark.")],
@@ -443,7 +462,9 @@ def mark_cmd(
     return mark(commit, verdict, note=note, repo=repo, run_dir=run_dir)
 
 
-@app.command("runs", help=_help("List a repository's runs; remove old ones.", RunsExit))
+@app.command(
+    cls=Command, name="runs", help=_help("List a repository's runs; remove old ones.", RunsExit)
+)
 def runs_cmd(
     repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
     remove: Annotated[
@@ -467,7 +488,8 @@ def main(argv: list[str] | None = None) -> None:
     codes = for_command(_command(argv))
     usage = int(codes["USAGE"])
     try:
-        result = app(args=argv, standalone_mode=False)
+        # prog_name: `python -m bisector` too writes `bisector` in usage and completion.
+        result = app(args=argv, standalone_mode=False, prog_name="bisector")
     except BisectorError as exc:
         print(f"bisector: error: {exc}", file=sys.stderr)
         # A plain BisectorError is the generic "bad input" (2): the command's own code for
