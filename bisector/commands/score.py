@@ -202,17 +202,20 @@ def _bisect_in_progress() -> bool:
     return (git_dir / "BISECT_START").exists()
 
 
-def _shown(value: object) -> str:
-    if value is None:
-        return "-"
+def _shown(value: object, metric: str = "") -> str:
+    """A score as people read it (bisector.numbers): each part of a table on its own line,
+    so a narrow terminal wraps between them; `no data` for no value, whichever kind."""
+    from bisector.numbers import NO_VALUE, format_value
+
+    if value is None or value == {}:
+        return NO_VALUE
     if isinstance(value, dict):
-        if not value:
-            return "none"
-        return ", ".join(f"{k}={_shown(v)}" for k, v in value.items())
-    if isinstance(value, float):
-        return f"{value:,.3f}".rstrip("0").rstrip(".")
-    if isinstance(value, int):
-        return f"{value:,}"
+        if {"first", "last", "seconds"} <= value.keys():  # seen, window
+            span = format_duration(float(value["seconds"]))
+            return f"{span}\nfrom {value['first']}\nto   {value['last']}"
+        return "\n".join(f"{k}={_shown(v, metric)}" for k, v in value.items())
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_value(float(value), metric)
     return str(value)
 
 
@@ -225,20 +228,33 @@ def _print_table(
     verdict: str | None,
     reason: str | None,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table(show_header=True, header_style="bold", box=None)
-    table.add_column("metric")
-    table.add_column("value", overflow="fold")
-    for name, shown in scores.metrics.items():
-        table.add_row(f"[bold]{name}[/]" if name == metric else name, _shown(shown))
-    console = Console(soft_wrap=False)
-    console.print(table)
+    from bisector.terminal import make_console
+
+    console = make_console()
+    rows = [(name, _shown(shown, name)) for name, shown in scores.metrics.items()]
+    widest = max((len(name) for name, _ in rows), default=6)
+    longest = max((len(line) for _, text in rows for line in text.splitlines()), default=8)
+    if console.width < widest + longest + 4:
+        # Narrow: each name whole on its line, its value under it (nothing cut or folded).
+        for name, text in rows:
+            console.print(f"[bold]{name}[/]" if name == metric else name, highlight=False)
+            for line in text.splitlines():
+                console.print(f"  {line}", highlight=False, markup=False)
+    else:
+        table = Table(show_header=True, header_style="bold", box=None)
+        table.add_column("metric", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        for name, text in rows:
+            table.add_row(f"[bold]{name}[/]" if name == metric else name, text)
+        console.print(table)
     if verdict == "skip":  # whole lines, never wrapped: scripts grep them
         typer.echo(f"verdict: skip ({reason})")
     elif verdict:
         relation = ">=" if verdict == "bad" else "<"
-        typer.echo(
-            f"verdict: {verdict} ({metric} = {_shown(value)} {relation} {_shown(threshold)})"
-        )
+        from bisector.numbers import format_threshold
+
+        shown = _shown(value, metric or "")
+        limit = format_threshold(threshold, metric or "") if threshold is not None else ""
+        typer.echo(f"verdict: {verdict} ({metric} = {shown} {relation} {limit})")

@@ -19,6 +19,7 @@ from bisector.report.facts import (
     search_text,
     short,
     threshold_how,
+    threshold_text,
     why_culprit,
 )
 from bisector.report.links import commit_url, pr_url
@@ -140,7 +141,8 @@ def _evidence(report: Report) -> str:
         for r in evidence_rows(report)
     )
     facts = [
-        f"threshold <strong>{report.threshold.value:g}</strong>: {escape(threshold_how(report))}"
+        f"threshold <strong>{escape(threshold_text(report))}</strong>: "
+        f"{escape(threshold_how(report))}"
     ]
     if report.culprit is not None:
         ok = report.culprit.confirmed

@@ -10,6 +10,7 @@ from bisector.report.facts import (
     search_text,
     short,
     threshold_how,
+    threshold_text,
     why_culprit,
 )
 from bisector.report.links import commit_url, pr_url
@@ -118,7 +119,7 @@ def _evidence(report: Report) -> list[str]:
         "",
         *table(["", "commit", "subject", report.metric, "every run", "verdict"], rows),
         "",
-        f"- threshold: {report.threshold.value:g}, {esc(threshold_how(report))}",
+        f"- threshold: {threshold_text(report)}, {esc(threshold_how(report))}",
     ]
     if report.culprit is not None:
         lines.append(

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from bisector.report.facts import short
+from bisector.report.facts import short, threshold_text
 from bisector.report.model import Evaluation, Report
 from bisector.report.svg import svg_of
 
@@ -178,7 +178,7 @@ def _legend(fig: Any, report: Report, has_skip: bool, has_culprit: bool) -> None
         dot("#555", PHASE_MARKERS["endpoint"], "endpoint run"),
         dot("#555", PHASE_MARKERS["bisect"], "search run"),
         dot("#555", PHASE_MARKERS["confirm"], "confirmation run"),
-        Line2D([], [], color="#ef6c00", ls="--", label=f"threshold {report.threshold.value:g}"),
+        Line2D([], [], color="#ef6c00", ls="--", label=f"threshold {threshold_text(report)}"),
     ]
     if has_culprit:
         handles.append(Patch(color=COLOURS["bad"], alpha=0.15, label="culprit"))

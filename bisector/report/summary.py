@@ -13,6 +13,7 @@ from bisector.report.facts import (
     short,
     split_reason,
     threshold_how,
+    threshold_text,
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
@@ -51,19 +52,21 @@ def summary_lines(report: Report) -> list[str]:
     lines.append("evidence:")
     good, bad = report.good, report.bad
     lines.append(
-        f"  {metric} at good {short(good.commit)}: {_value(good.value)} ({runs_text(good.runs)})"
+        f"  {metric} at good {short(good.commit)}: {_value(good.value, metric)} "
+        f"({runs_text(good.runs, metric)})"
     )
     lines.append(
-        f"  {metric} at bad  {short(bad.commit)}: {_value(bad.value)} ({runs_text(bad.runs)})"
+        f"  {metric} at bad  {short(bad.commit)}: {_value(bad.value, metric)} "
+        f"({runs_text(bad.runs, metric)})"
     )
-    lines.append(f"  threshold {report.threshold.value:g} ({report.threshold.how})")
+    lines.append(f"  threshold {threshold_text(report)} ({report.threshold.how})")
     if report.threshold.how == "given":
         lines.append(f"    the threshold was {threshold_how(report)}")
     if culprit is not None:
         lines.append(
-            f"  culprit {_value(culprit.value)} vs its parent {culprit.parent.commit[:12]} "
-            f"{_value(culprit.parent.value)}; confirmed by measuring both again: "
-            + ("yes" if culprit.confirmed else "NO")
+            f"  culprit {_value(culprit.value, metric)} vs its parent "
+            f"{culprit.parent.commit[:12]} {_value(culprit.parent.value, metric)}; confirmed by "
+            "measuring both again: " + ("yes" if culprit.confirmed else "NO")
         )
         lines.append(
             f"    every run: culprit {measured_runs_text(report, culprit.commit)}; "

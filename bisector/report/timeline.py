@@ -77,7 +77,7 @@ def rows(report: Report) -> list[Row]:
             started=_started(e, days),
             duration=format_duration(e.duration_s),
             verdict=e.verdict,
-            value=value_text(e.value) if e.value is not None else "",
+            value=value_text(e.value, report.metric),
             why=e.why,
             window=window_text(e),
             notes=_notes(e, parallel),

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bisector.errors import BisectorError
+from bisector.numbers import format_number as _n
 
 
 @dataclass(frozen=True)
@@ -46,33 +47,33 @@ class MajorityRule:
         good = len(valid) - bad
         need = self.repeats // 2 + 1
         if bad >= need:
-            return Decision("bad", f"{bad} of {len(values)} runs at or above {threshold:g}")
+            return Decision("bad", f"{bad} of {len(values)} runs at or above {_n(threshold)}")
         if good >= need:
-            return Decision("good", f"{good} of {len(values)} runs below {threshold:g}")
+            return Decision("good", f"{good} of {len(values)} runs below {_n(threshold)}")
         if len(values) < self.repeats:
             return Decision(None)
         if not valid:
             return Decision("skip", "no run produced data")
         median = statistics.median(valid)
         verdict = "bad" if median >= threshold else "good"
-        return Decision(verdict, f"no majority; median {median:g} vs {threshold:g}")
+        return Decision(verdict, f"no majority; median {_n(median)} vs {_n(threshold)}")
 
 
 def calibrate_threshold(good: float, bad: float) -> tuple[float, str]:
     """A threshold between the endpoints' values, and a sentence saying how it was set."""
     if bad <= good:
         raise BisectorError(
-            f"the bad endpoint does not score worse than the good one (good {good:g}, "
-            f"bad {bad:g}); check the range and the metric"
+            f"the bad endpoint does not score worse than the good one (good {_n(good)}, "
+            f"bad {_n(bad)}); check the range and the metric"
         )
     if good > 0 and bad / good >= 10:
         value = math.sqrt(good * bad)
         return value, (
-            f"calibrated: geometric mean of good {good:g} and bad {bad:g} "
+            f"calibrated: geometric mean of good {_n(good)} and bad {_n(bad)} "
             f"(they differ {bad / good:.0f}x)"
         )
     value = (good + bad) / 2
-    return value, f"calibrated: midpoint of good {good:g} and bad {bad:g}"
+    return value, f"calibrated: midpoint of good {_n(good)} and bad {_n(bad)}"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,6 @@ class ConfirmRule:
                 return Decision(
                     verdict,
                     f"1 run {'at or above' if verdict == 'bad' else 'below'} "
-                    f"{threshold:g}, as the search found",
+                    f"{_n(threshold)}, as the search found",
                 )
         return MajorityRule(self.repeats).decide(values, threshold)

@@ -44,7 +44,7 @@ def test_culprit_and_evidence(page: str) -> None:
     html = page
     assert BRANCH[1] in html and "Optimize selector for single-matching items" in html
     assert "wojtek-t &lt;wojtek-t@users.noreply.github.com&gt;" in html
-    assert "2 runs: 10, 12" in html and "2300 (bisect), 2350 (confirm)" in html
+    assert "2 runs: 10, 12" in html and "2,300 (bisect), 2,350 (confirm)" in html
     assert "came in with merge" in html and "PR #46588" in html
 
 
