@@ -38,6 +38,7 @@ from bisector.bisection.layout import RunLayout
 from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
+from bisector.numbers import NO_VALUE, format_value
 from bisector.search.base import Job
 from bisector.search.decide import Decision, DecisionRule
 from bisector.search.early import (
@@ -123,6 +124,8 @@ class Evaluator:
         self._tearing_down: set[int] = set()
         self._slot_runs: Counter[int] = Counter()
         self._steps_left: int | None = None
+        self._started_since_expect = 0
+        self.runs_after_search = 0  # descent, confirmation, safety net: set by the pipeline
         self._begun = len(journal.of_kind(Begin))
         self.growing_scorer = growing_scorer or rescoring(scorer)
         self._upcoming: list[str] = []
@@ -139,8 +142,18 @@ class Evaluator:
     # -- what the searches call ---------------------------------------------------
 
     def expect(self, steps_left: int | None) -> None:
-        """The search's estimate of the steps left, for the progress line."""
+        """The search's estimate of the steps left (this one included), for the progress
+        line; the runs planned after the search (`runs_after_search`) are added to it."""
         self._steps_left = steps_left
+        self._started_since_expect = 0
+
+    def _runs_left(self) -> int | None:
+        """Runs left, the one starting now included: the search's, counted down until it
+        says again, then what comes after it (the ETA counts confirmation runs too)."""
+        if self._steps_left is None:
+            return None
+        search = max(self._steps_left - self._started_since_expect, 1)
+        return search + self.runs_after_search
 
     def upcoming(self, commits: Sequence[str]) -> None:
         """Commits the search may measure next, likeliest first: builds to prefetch."""
@@ -245,7 +258,8 @@ class Evaluator:
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self._in_flight[slot] = candidate
             self._slot_runs[slot] += 1
-            self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
+            self.progress.status(f"{job.phase}: evaluating", job.commit, self._runs_left())
+            self._started_since_expect += 1
         early = self.early_stop(early_threshold, job.phase)
         try:
             m = self._evaluate(candidate, job, tree, early)
@@ -263,12 +277,14 @@ class Evaluator:
                     self.journal.write(Cleaned(str(eval_dir)))
                 raise KeyboardInterrupt
             self.journal.add(m)
-            shown = "no value" if m.value is None else f"{self.settings.metric}={m.value:g}"
+            metric = self.settings.metric
+            shown = NO_VALUE if m.value is None else f"{metric}={format_value(m.value, metric)}"
             why = f" ({m.reason})" if m.reason else ""
             if m.stopped_early:
                 why += f"; stopped early: {m.stopped_early}"
             self.progress.note(
-                f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in {m.duration_s:g}s"
+                f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in "
+                f"{format_duration(m.duration_s)}"
             )
         return m
 
