@@ -158,11 +158,13 @@ def cleanup_cmd(
     name="doctor",
     help=_help("Check tools, credentials and config; say what to install or set.", DoctorExit),
 )
-def doctor_cmd(
+def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
     backend: Annotated[
         str | None,
         typer.Option(
-            metavar="NAME", help=f"Check only what this backend needs: {backend_names()}."
+            metavar="NAME",
+            help=f"The backend to check: {backend_names()} (default: the config's [run] "
+            "backend, else sim; the others are listed as available).",
         ),
     ] = None,
     config: Annotated[
@@ -194,10 +196,13 @@ def doctor_cmd(
             "scripts' checkout) and print where; it is removed otherwise.",
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (schema: docs/json.md) instead of text.")
+    ] = False,
 ) -> int:
     from bisector.commands.doctor import doctor
 
-    return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep)
+    return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep, as_json=as_json)
 
 
 @app.command(
@@ -275,6 +280,14 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="End with the summary as JSON on stdout (schema: docs/json.md); progress "
+            "stays on stderr.",
+        ),
+    ] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
     from bisector.settings import RunFlags
@@ -297,7 +310,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )
-    return run(settings, is_dry_run=dry_run)
+    return run(settings, is_dry_run=dry_run, as_json=as_json)
 
 
 @app.command(
@@ -343,10 +356,13 @@ def status_cmd(
     run_dir: Annotated[
         Path | None, typer.Option(metavar="DIR", help="Show only this run directory.")
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (schema: docs/json.md) instead of text.")
+    ] = False,
 ) -> int:
     from bisector.commands.status import status
 
-    return status(repo, run_dir)
+    return status(repo, run_dir, as_json=as_json)
 
 
 @app.command(
@@ -463,7 +479,11 @@ def mark_cmd(
 
 
 @app.command(
-    cls=Command, name="runs", help=_help("List a repository's runs; remove old ones.", RunsExit)
+    cls=Command,
+    name="runs",
+    help=_help(
+        "List a repository's runs and the disk they use; prune or remove old ones.", RunsExit
+    ),
 )
 def runs_cmd(
     repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
@@ -473,10 +493,20 @@ def runs_cmd(
     remove_finished: Annotated[
         bool, typer.Option("--remove-finished", help="Remove every finished run.")
     ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Drop the logs of every finished run; keep its journal, reports and command logs.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (schema: docs/json.md) instead of text.")
+    ] = False,
 ) -> int:
     from bisector.commands.runs import runs
 
-    return runs(repo, remove=remove, remove_finished=remove_finished)
+    return runs(repo, remove=remove, remove_finished=remove_finished, prune=prune, as_json=as_json)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -86,4 +86,19 @@ def summary_lines(report: Report) -> list[str]:
         lines += cost_summary_lines(report.cost)
     run_dir = Path(report.run_dir)
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
+    if run_dir.is_dir():
+        lines.append(f"disk: {disk_line(run_dir)}")
     return lines
+
+
+def disk_line(run_dir: Path) -> str:
+    """What the run directory holds, and what `runs --prune` would free."""
+    from bisector.runfiles import disk_use, size_text
+
+    use = disk_use(run_dir)
+    if not use.logs_bytes:
+        return f"{size_text(use.total_bytes)} in {run_dir}"
+    return (
+        f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
+        "(gzipped; `bisector runs --prune` keeps the reports and drops them)"
+    )

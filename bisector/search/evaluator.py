@@ -39,6 +39,7 @@ from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
 from bisector.numbers import NO_VALUE, format_value
+from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
 from bisector.search.decide import Decision, DecisionRule
 from bisector.search.early import (
@@ -263,6 +264,7 @@ class Evaluator:
         early = self.early_stop(early_threshold, job.phase)
         try:
             m = self._evaluate(candidate, job, tree, early)
+            m.logs = gzip_logs(m.logs)  # scored: kept gzipped at rest (bisector.runfiles)
             self._finish_prefetches()
         except BaseException:
             self._stop_prefetches()

@@ -72,6 +72,26 @@ def test_run_prints_the_culprit_and_status_shows_it(tmp_path: Path) -> None:
     assert "finished" in status.stdout and built.mainline[6] in status.stdout
 
 
+def test_json_is_the_final_summary_and_status_json_agrees(tmp_path: Path) -> None:
+    """Issue 22, point 4: `run --json` (stdout: JSON only), `status --json`."""
+    built = build_repo(tmp_path / "repo", _values(10, 6))
+    driver = write_local_config(tmp_path)
+    result = _cli(*_args(built, driver, "--json"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)  # nothing else on stdout
+    assert summary["exit_code"] == 0 and summary["report"]["culprit"]["commit"] == built.mainline[6]
+    assert summary["report"]["culprit"]["confirmed"] is True
+    assert Path(summary["report_html"]).is_file() and summary["disk_bytes"] > 0
+    assert "threshold" in result.stderr  # progress stays on stderr
+    status = _cli("status", "--repo", str(built.path), "--json")
+    runs = json.loads(status.stdout)
+    assert status.returncode == 0 and len(runs) == 1
+    assert runs[0]["state"] == "finished" and runs[0]["culprit"] == built.mainline[6]
+    assert runs[0]["run_dir"] == str(Path(summary["report_json"]).parent)
+    refused = _cli(*_args(built, driver, "--json", "--dry-run"))
+    _assert_one_line_exit_2(refused, "--json is the final summary of a run")
+
+
 def test_relative_run_dir_from_another_directory(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(6, 2))
     driver = write_local_config(tmp_path)
@@ -82,7 +102,7 @@ def test_relative_run_dir_from_another_directory(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "myrun" / "report.json").is_file()
-    assert len(list((tmp_path / "myrun" / "evals").glob("*/logs/kube-apiserver.log"))) >= 4
+    assert len(list((tmp_path / "myrun" / "evals").glob("*/logs/kube-apiserver.log.gz"))) >= 4
 
 
 def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
