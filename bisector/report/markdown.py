@@ -192,11 +192,13 @@ def _timeline(report: Report) -> list[str]:
                 esc(r.why),
                 r.window,
                 esc(notes),
-                " ".join(f"[{name.rsplit('/', 1)[-1]}]({name})" for name in r.command_logs),
+                " ".join(
+                    f"[{name.rsplit('/', 1)[-1]}]({name})" for name in [*r.logs, *r.command_logs]
+                ),
             ]
         )
     header = ["#", "started", "phase", "commit", "verdict", "value", "took", "why there"]
-    header += ["log window", "notes", "command logs"]
+    header += ["log window", "notes", "logs"]
     header, rows = drop_empty_columns(header, rows, OPTIONAL_COLUMNS)
     return ["## Timeline", "", *table(header, rows), ""]
 

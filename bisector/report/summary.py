@@ -14,6 +14,7 @@ from bisector.report.facts import (
     split_reason,
     threshold_how,
     threshold_text,
+    twin_text,
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
@@ -72,6 +73,8 @@ def summary_lines(report: Report) -> list[str]:
             f"    every run: culprit {measured_runs_text(report, culprit.commit)}; "
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
+        if twin := twin_text(report, culprit.commit):
+            lines.append(f"    the culprit's search verdict: {twin}")
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")
@@ -85,9 +88,9 @@ def summary_lines(report: Report) -> list[str]:
     if report.cost is not None:
         lines += cost_summary_lines(report.cost)
     run_dir = Path(report.run_dir)
-    lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     if run_dir.is_dir():
         lines.append(f"disk: {disk_line(run_dir)}")
+    lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return lines
 
 

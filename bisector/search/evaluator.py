@@ -88,6 +88,16 @@ class MeasureSettings:
     early_good: bool = False  # search runs may end early as good (see bisector.search.measure)
 
 
+def _twin_said(commit: str, found: list[Measurement], decision: Decision, metric: str) -> Decision:
+    """A verdict from runs of other commits with the same tree (a merge and its branch's
+    last commit) says so: there is no measurement line of `commit` itself to point to."""
+    if not found or any(m.commit == commit for m in found):
+        return decision
+    twins = ", ".join(dict.fromkeys(m.commit[:12] for m in found))
+    values = ", ".join(format_value(m.value, metric) for m in found)
+    return Decision(decision.verdict, f"same tree as {twins}, measured there: {values}")
+
+
 class Evaluator:
     """Measures commits: journal first; nothing here decides what they mean."""
 
@@ -410,7 +420,7 @@ class Evaluator:
             if decision.verdict is not None:
                 if decision.verdict == "skip" and found:
                     return Decision("skip", found[-1].reason or decision.reason)
-                return decision
+                return _twin_said(commit, found, decision, self.settings.metric)
             # Journaled; the next pass sees it. Search runs past the endpoints may end their
             # warmup early (see `early_stop`); endpoints and the confirmation run full length.
             self.measure(Job(commit, phase, why), slot, early_threshold=threshold)

@@ -96,7 +96,9 @@ class GitBisectSearch:
                 self.reasons[commit] = decision.reason
                 session.mark(commit, verdict)
                 self.evaluator.journal.write(Verdict(commit, verdict))
-                self.evaluator.progress.note(f"{commit[:12]} is {verdict}")
+                twin = decision.reason.startswith("same tree as")
+                said = f" ({decision.reason})" if twin else ""
+                self.evaluator.progress.note(f"{commit[:12]} is {verdict}{said}")
                 if verdict == "good":
                     goods.append(commit)
                 elif verdict == "bad":

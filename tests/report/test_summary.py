@@ -38,3 +38,4 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
     ]
     assert f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot)" in lines
     assert lines[-1] == f"report: {tmp_path / 'report.md'} and {tmp_path / 'report.html'}"
+    assert lines[-2].startswith("disk: ") and f" in {tmp_path}, of which logs " in lines[-2]
