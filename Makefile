@@ -32,7 +32,8 @@ test-fast: setup
 	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
 docs: setup
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@# not --quiet: with it mkdocs 1.6 does not count a broken anchor as a warning
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The gce backend with the REAL 2017 scripts of a kubernetes checkout, on the GCE twin
 # (bisector/twin): make contract KUBE=/path/to/kubernetes. Without KUBE the tests skip,
