@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bisector.numbers import NO_VALUE
 from bisector.report.facts import (
     Reason,
     measured_runs_text,
@@ -47,7 +48,7 @@ def evidence_rows(report: Report) -> list[EvidenceRow]:
                 _subject(report, parent.commit),
                 value_text(parent.value, report.metric),
                 measured_runs_text(report, parent.commit),
-                f"confirmation: {parent.verdict or 'none'}",
+                f"confirmation: {parent.verdict or NO_VALUE}",
             )
         )
         rows.append(
@@ -57,7 +58,7 @@ def evidence_rows(report: Report) -> list[EvidenceRow]:
                 culprit.subject,
                 value_text(culprit.value, report.metric),
                 measured_runs_text(report, culprit.commit),
-                f"confirmation: {culprit.confirmation.get(culprit.commit, 'none')}",
+                f"confirmation: {culprit.confirmation.get(culprit.commit, NO_VALUE)}",
             )
         )
     rows.append(
