@@ -335,6 +335,7 @@ def _bisect_repo(tmp_path: Path) -> tuple[Path, list[str]]:
     return repo, hashes
 
 
+@pytest.mark.slow
 def test_git_bisect_run_skips_a_truncated_log_and_names_the_first_bad_commit(
     tmp_path: Path,
 ) -> None:

@@ -222,6 +222,7 @@ def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
     assert data["bisection"]["evaluations"] == []
 
 
+@pytest.mark.slow
 def test_a_user_metric_drives_the_nightly(gcs_client: Any, tmp_path: Path) -> None:
     # `[nightly.jobs.metrics.NAME]` is read by the one metric registry: the CI runs are
     # scored with it and the step found in it, as `run` and `history` would (issue 11).
