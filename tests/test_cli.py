@@ -15,7 +15,7 @@ from bisector.exitcodes import TABLES
 def test_an_os_error_nothing_checked_first_is_still_one_line_exit_2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def unreadable(*_args: object) -> int:
+    def unreadable(*_args: object, **_kwargs: object) -> int:
         raise PermissionError(13, "Permission denied", "/srv/runs/journal.jsonl")
 
     monkeypatch.setattr(status_command, "status", unreadable)
@@ -141,10 +141,11 @@ def test_one_word_for_no_value_in_the_score_table() -> None:
 
 
 def test_shell_completion_is_installable() -> None:
-    shown = _run("--show-completion", "bash", env={"SHELL": "/bin/bash"})
-    assert shown.returncode == 0 and "complete -o default -F _bisector_completion bisector" in (
-        shown.stdout
-    )
+    # typer detects the shell from the parent process: run it from bash, as a user would.
+    command = f"{sys.executable} -m bisector --show-completion"
+    shown = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
+    assert shown.returncode == 0, shown.stderr
+    assert "complete -o default -F _bisector_completion bisector" in shown.stdout
     words = _run(
         env={"COMP_WORDS": "bisector ru", "COMP_CWORD": "1", "_BISECTOR_COMPLETE": "complete_bash"}
     )
