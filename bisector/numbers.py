@@ -72,14 +72,17 @@ def seconds(value: float) -> str:
     return f"{format_number(value)} s"
 
 
-def format_value(value: float | None, metric: str, *, threshold: bool = False) -> str:
-    """One value of `metric` for a person. `threshold`: a count's threshold is rounded up."""
+def format_value(
+    value: float | None, metric: str, *, threshold: bool = False, worse: str = "higher"
+) -> str:
+    """One value of `metric` for a person. `threshold`: a count's threshold is rounded to
+    the whole count that decides the same (up when higher is worse, down when lower is)."""
     if value is None:
         return NO_VALUE
     unit = unit_of(metric)
     if unit is Unit.COUNT:
-        if threshold:  # whole counts compare with a threshold as with its ceiling
-            return f"{math.ceil(value):,}"
+        if threshold:  # whole counts: >= t iff >= ceil(t); <= t iff <= floor(t)
+            return f"{(math.floor(value) if worse == 'lower' else math.ceil(value)):,}"
         return format_number(value)  # whole, or a median of two runs (12.5)
     if unit is Unit.SECONDS:
         return seconds(value)
@@ -92,5 +95,5 @@ def format_value(value: float | None, metric: str, *, threshold: bool = False) -
     return format_number(value)
 
 
-def format_threshold(value: float, metric: str) -> str:
-    return format_value(value, metric, threshold=True)
+def format_threshold(value: float, metric: str, worse: str = "higher") -> str:
+    return format_value(value, metric, threshold=True, worse=worse)

@@ -84,7 +84,7 @@ def whole_range(b: Bisection) -> SearchRange:
 def _likelihood(settings: RunSettings, ends: Endpoints) -> Likelihood:
     if settings.search.likelihood == "metric":
         return MetricLikelihood.fit(ends.good_runs, ends.bad_runs)
-    return VerdictLikelihood(settings.search.error_rate, ends.threshold)
+    return VerdictLikelihood(settings.search.error_rate, ends.threshold, settings.worse)
 
 
 class _Searches:
@@ -124,7 +124,8 @@ def find_culprit(b: Bisection) -> Report:
         else searches.make(0.0, None)
     )
     ends = EndpointCheck(b.evaluator, s, planner, whole, b.rule).check()
-    b.progress.note(f"threshold {format_threshold(ends.threshold, s.metric)} ({ends.how})")
+    shown = format_threshold(ends.threshold, s.metric, s.worse)
+    b.progress.note(f"threshold {shown} ({ends.how})")
     b.journal.write(ThresholdSet(ends.threshold, ends.how))
     likelihood = _likelihood(s, ends) if s.noise_aware else None
     if likelihood is not None:
@@ -243,8 +244,8 @@ def _confirm(b: Bisection, found: Found, threshold: float) -> dict[str, str]:
     # again, so one flipped run does not undo a culprit the posterior is sure of.
     rules: list[DecisionRule] = (
         [
-            ConfirmRule("bad", max(3, b.settings.repeats)),
-            ConfirmRule("good", max(3, b.settings.repeats)),
+            ConfirmRule("bad", max(3, b.settings.repeats), b.settings.worse),
+            ConfirmRule("good", max(3, b.settings.repeats), b.settings.worse),
         ]
         if b.settings.noise_aware
         else [b.rule, b.rule]

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE, format_threshold, format_value
 from bisector.report.model import Endpoint, Evaluation, Report
 
@@ -24,7 +25,7 @@ def value_text(value: float | None, metric: str = "") -> str:
 
 
 def threshold_text(report: Report) -> str:
-    return format_threshold(report.threshold.value, report.metric)
+    return format_threshold(report.threshold.value, report.metric, report.threshold.worse)
 
 
 def runs_text(runs: list[float], metric: str = "") -> str:
@@ -69,10 +70,18 @@ def why_culprit(report: Report) -> str:
     parent = short(culprit.parent.commit)
     below = _count(report, culprit.parent.commit, above=False)
     above = _count(report, culprit.commit, above=True)
+    good_side, bad_side = (
+        ("above", "at or below")
+        if report.threshold.worse == "lower"
+        else (
+            "below",
+            "at or above",
+        )
+    )
     text = (
         f"Its parent {parent} measured {values_of(report, culprit.parent.commit)} "
-        f"({below} below the threshold {threshold}) and this commit measured "
-        f"{values_of(report, culprit.commit)} ({above} at or above it): the regression "
+        f"({below} {good_side} the threshold {threshold}) and this commit measured "
+        f"{values_of(report, culprit.commit)} ({above} {bad_side} it): the regression "
         "came in with this commit"
     )
     if culprit.merges:
@@ -95,7 +104,8 @@ def twin_text(report: Report, commit: str) -> str | None:
 
 def _count(report: Report, commit: str, *, above: bool) -> str:
     values = [e.value for e in runs_of(report, commit) if e.value is not None]
-    hits = sum((v >= report.threshold.value) == above for v in values)
+    worse: Worse = "lower" if report.threshold.worse == "lower" else "higher"
+    hits = sum(is_bad(v, report.threshold.value, worse) == above for v in values)
     return f"{hits} of {len(values)} runs" if len(values) != 1 else f"{hits} of 1 run"
 
 
