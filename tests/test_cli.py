@@ -91,7 +91,8 @@ def test_help_writes_real_metavars(command: str, capsys: pytest.CaptureFixture[s
 
 
 def test_usage_lines_read_like_man_pages(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _help("score", capsys).splitlines()[0] == "Usage: bisector score [OPTIONS] LOG..."
+    # LOG is optional since `score` also reads a CL2 directory or metrics snapshots.
+    assert _help("score", capsys).splitlines()[0] == "Usage: bisector score [OPTIONS] [LOG...]"
     run = _help("run", capsys)
     assert run.splitlines()[0] == "Usage: bisector run [OPTIONS] [-- PATH...]"
     assert "  [-- PATH...]  Only commits touching these paths." in run
