@@ -1,6 +1,9 @@
 # Two entry points, each doing its own set-up on a fresh machine:
 #   make demo   - bisect a synthetic Kubernetes history with the built-in kubemark simulator
-#   make test   - lint, type-check and run the whole test suite
+#   make test   - lint, type-check, build the docs and run the whole test suite (what CI runs)
+# and for the inner loop:
+#   make test-fast - the test suite without the tests marked slow
+#   make docs      - the docs/ site into .site/, --strict: a broken link fails
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -11,7 +14,7 @@ $(BIN)/bisector: pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-.PHONY: setup demo test lint
+.PHONY: setup demo test test-fast docs lint
 setup: $(BIN)/bisector
 
 demo: setup
@@ -22,8 +25,15 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint
+test: lint docs
 	$(BIN)/python -m pytest -n 2 -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+
+docs: setup
+	@# not --quiet: with it mkdocs 1.6 does not count a broken anchor as a warning
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The gce backend with the REAL 2017 scripts of a kubernetes checkout, on the GCE twin
 # (bisector/twin): make contract KUBE=/path/to/kubernetes. Without KUBE the tests skip,

@@ -16,6 +16,7 @@ from typer.exceptions import TyperException
 
 from bisector import output, signals
 from bisector.backends.registry import backend_names
+from bisector.clihelp import CONTEXT_SETTINGS, Command
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 from bisector.exitcodes import (
     CleanupExit,
@@ -41,7 +42,9 @@ app = typer.Typer(
     help="Find the commit that made a Kubernetes cluster slower.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    # --install-completion / --show-completion: bash, zsh, fish, PowerShell (typer's own).
+    add_completion=True,
+    context_settings=CONTEXT_SETTINGS,
 )
 
 
@@ -79,17 +82,23 @@ _SCORE_HELP = (
 )
 
 
-@app.command("score", help=_help(_SCORE_HELP, ScoreExit))
+@app.command(cls=Command, name="score", help=_help(_SCORE_HELP, ScoreExit))
 def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
         list[str] | None,
         typer.Argument(
+            metavar="LOG",
             help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://; or "
-            "one directory: a CL2 report dir, or a run's logs with metrics-before/after.prom"
+            "one directory: a CL2 report dir, or a run's logs with metrics-before/after.prom",
         ),
     ] = None,
     metric: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Metric the verdict is about.")
+        str | None,
+        typer.Option(
+            metavar="NAME",
+            help="Metric the verdict is about (default with --threshold: conflicts, as for "
+            "run and history; without --threshold every metric is printed).",
+        ),
     ] = None,
     threshold: Annotated[
         float | None, typer.Option(metavar="VALUE", help="Bad at or above this value.")
@@ -143,7 +152,9 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
 
 
 @app.command(
-    "cleanup", help=_help("Tear down the clusters a crashed or killed run left up.", CleanupExit)
+    cls=Command,
+    name="cleanup",
+    help=_help("Tear down the clusters a crashed or killed run left up.", CleanupExit),
 )
 def cleanup_cmd(
     run_dir: Annotated[
@@ -161,14 +172,17 @@ def cleanup_cmd(
 
 
 @app.command(
-    "doctor",
+    cls=Command,
+    name="doctor",
     help=_help("Check tools, credentials and config; say what to install or set.", DoctorExit),
 )
-def doctor_cmd(
+def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
     backend: Annotated[
         str | None,
         typer.Option(
-            metavar="NAME", help=f"Check only what this backend needs: {backend_names()}."
+            metavar="NAME",
+            help=f"The backend to check: {backend_names()} (default: the config's [run] "
+            "backend, else sim; the others are listed as available).",
         ),
     ] = None,
     config: Annotated[
@@ -200,14 +214,18 @@ def doctor_cmd(
             "scripts' checkout) and print where; it is removed otherwise.",
         ),
     ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (schema: docs/json.md) instead of text.")
+    ] = False,
 ) -> int:
     from bisector.commands.doctor import doctor
 
-    return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep)
+    return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep, as_json=as_json)
 
 
 @app.command(
-    "run",
+    cls=Command,
+    name="run",
     help=_help(
         "Bisect GOOD..BAD: find the commit that made the metric worse. Every termination "
         "signal (Ctrl-C, SIGTERM, SIGHUP from a closed terminal, SIGQUIT, ...) tears down "
@@ -224,7 +242,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     paths: Annotated[
         list[str] | None,
         typer.Argument(
-            metavar="[-- PATH...]", help="Only commits touching these paths.", show_default=False
+            metavar="-- PATH", help="Only commits touching these paths.", show_default=False
         ),
     ] = None,
     config: Annotated[
@@ -295,6 +313,14 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
             help="Start the run directory over (its earlier run is kept in DIR/earlier/).",
         ),
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="End with the summary as JSON on stdout (schema: docs/json.md); progress "
+            "stays on stderr.",
+        ),
+    ] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
     from bisector.settings import RunFlags
@@ -317,11 +343,12 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )
-    return run(settings, is_dry_run=dry_run, fresh=fresh)
+    return run(settings, is_dry_run=dry_run, fresh=fresh, as_json=as_json)
 
 
 @app.command(
-    "demo",
+    cls=Command,
+    name="demo",
     help=_help(
         "Bisect a synthetic June-2017 Kubernetes history on the built-in simulator.", DemoExit
     ),
@@ -350,7 +377,11 @@ def demo_cmd(
     return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs)
 
 
-@app.command("status", help=_help("Progress of the bisections of a repository.", StatusExit))
+@app.command(
+    cls=Command,
+    name="status",
+    help=_help("Progress of the bisections of a repository.", StatusExit),
+)
 def status_cmd(
     repo: Annotated[
         Path, typer.Option(metavar="DIR", help="The repository whose runs to show.")
@@ -358,14 +389,18 @@ def status_cmd(
     run_dir: Annotated[
         Path | None, typer.Option(metavar="DIR", help="Show only this run directory.")
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (schema: docs/json.md) instead of text.")
+    ] = False,
 ) -> int:
     from bisector.commands.status import status
 
-    return status(repo, run_dir)
+    return status(repo, run_dir, as_json=as_json)
 
 
 @app.command(
-    "history",
+    cls=Command,
+    name="history",
     help=_help(
         "Score past CI runs from GCS; print the regression range and the bisect command.",
         HistoryExit,
@@ -442,7 +477,9 @@ def _workers(workers: int) -> int:
 
 
 @app.command(
-    "nightly", help=_help("Score new CI runs and hunt each new regression once.", NightlyExit)
+    cls=Command,
+    name="nightly",
+    help=_help("Score new CI runs and hunt each new regression once.", NightlyExit),
 )
 def nightly_cmd(
     config: Annotated[
@@ -461,7 +498,9 @@ def _command(argv: list[str] | None) -> str | None:
 
 
 @app.command(
-    "mark", help=_help("Record a person's verdict on a commit; the run takes it.", MarkExit)
+    cls=Command,
+    name="mark",
+    help=_help("Record a person's verdict on a commit; the run takes it.", MarkExit),
 )
 def mark_cmd(
     commit: Annotated[str, typer.Argument(metavar="COMMIT", help="The commit to mark.")],
@@ -478,7 +517,13 @@ def mark_cmd(
     return mark(commit, verdict, note=note, repo=repo, run_dir=run_dir)
 
 
-@app.command("runs", help=_help("List a repository's runs; remove old ones.", RunsExit))
+@app.command(
+    cls=Command,
+    name="runs",
+    help=_help(
+        "List a repository's runs and the disk they use; prune or remove old ones.", RunsExit
+    ),
+)
 def runs_cmd(
     repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
     remove: Annotated[
@@ -487,10 +532,20 @@ def runs_cmd(
     remove_finished: Annotated[
         bool, typer.Option("--remove-finished", help="Remove every finished run.")
     ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Drop the logs of every finished run; keep its journal, reports and command logs.",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON (schema: docs/json.md) instead of text.")
+    ] = False,
 ) -> int:
     from bisector.commands.runs import runs
 
-    return runs(repo, remove=remove, remove_finished=remove_finished)
+    return runs(repo, remove=remove, remove_finished=remove_finished, prune=prune, as_json=as_json)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -550,6 +605,10 @@ def _invoke(argv: list[str] | None, codes: type[IntEnum]) -> int:
 def _call(argv: list[str] | None, codes: type[IntEnum]) -> int:
     usage = int(codes["USAGE"])
     try:
+        if "_BISECTOR_COMPLETE" in os.environ:
+            # A shell asking for completions (--install-completion's script): click's own
+            # main() answers it and exits; no run happens on this path.
+            return int(app(args=argv, prog_name="bisector") or 0)
         # click's own main() is bypassed: it turns EPIPE from anywhere into exit 1, which
         # `git bisect run` reads as *bad*, and Ctrl-C into a silent 130.
         command = typer.main.get_command(app)

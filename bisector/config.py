@@ -21,6 +21,9 @@ from bisector.errors import BisectorError, ConfigError
 
 T = TypeVar("T")
 _MISSING: object = object()
+DEFAULTS = "<defaults>"  # the file of a Section read from no file: no --config was given
+# The shipped example configs, in a checkout (and an editable install); absent in a wheel.
+EXAMPLES = Path(__file__).resolve().parents[1] / "configs"
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class Section:
     """One TOML table and where it came from (for error messages)."""
 
     data: Mapping[str, object] = field(default_factory=dict)
-    file: str = "<defaults>"
+    file: str = DEFAULTS
     path: str = ""
     # Keys whose value came from a command-line flag (`with_overrides`): an error about
     # one names the flag the user typed, not a file that does not hold it.
@@ -42,7 +45,23 @@ class Section:
         if key in self.from_flags:
             return "--" + key.replace("_", "-")
         dotted = f"{self.path}.{key}" if self.path else key
+        if self.file == DEFAULTS:
+            return f"no --config FILE given: key `{dotted}`"
         return f"{self.file}: key `{dotted}`"
+
+    def missing(self, key: str, expected: str) -> ConfigError:
+        """`key` is needed and absent: say which file was read and which example sets it."""
+        return ConfigError(f"{self._where(key)} is missing; expected {expected}" + self.hint(key))
+
+    def hint(self, key: str) -> str:
+        """`; configs/X.toml sets it, ...`: where to see `key` set (empty if no example has it)."""
+        dotted = f"{self.path}.{key}" if self.path else key
+        example = example_setting(dotted)
+        if example is None:
+            return "" if self.file != DEFAULTS else "; write a config file and pass --config FILE"
+        if self.file == DEFAULTS:
+            return f"; {example} sets it: pass a config like it with --config FILE"
+        return f"; {example} sets it"
 
     def __contains__(self, key: str) -> bool:
         return key in self.data
@@ -55,7 +74,7 @@ class Section:
     ) -> object:
         if key not in self.data:
             if default is _MISSING:
-                raise ConfigError(f"{self._where(key)} is missing; expected {expected}")
+                raise self.missing(key, expected)
             return default
         value = self.data[key]
         if isinstance(value, bool) and bool not in (
@@ -173,6 +192,34 @@ def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{what} {file} is not valid TOML ({exc}); fix the file") from None
+
+
+def example_setting(dotted: str, examples: Path = EXAMPLES) -> str | None:
+    """`configs/NAME.toml` of the first shipped example that sets `dotted` (`run.warmup`,
+    `backends.local.launch`; `nightly.jobs[0].run.backend` looks in the first job)."""
+    if not examples.is_dir():
+        return None
+    parts = [part.split("[", 1)[0] for part in dotted.split(".")]
+    for file in sorted(examples.glob("*.toml")):
+        try:
+            node: object = tomllib.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            continue
+        for part in parts:
+            if isinstance(node, list):
+                node = node[0] if node else None
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            return _shown(file)
+    return None
+
+
+def _shown(file: Path) -> str:
+    """`configs/x.toml` from bisector's checkout, else the whole path."""
+    try:
+        return str(file.relative_to(Path.cwd()))
+    except ValueError:
+        return str(file)
 
 
 def load_config(path: Path | str) -> Section:

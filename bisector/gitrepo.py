@@ -307,11 +307,16 @@ class BisectSession:
         self.first_bad: str | None = None
         self.only_skipped_left = False
         self.possible_culprits: list[str] = []
+        self.started = False
+        self.earlier_logs: list[str] = []  # `git bisect log` of this object's earlier sessions
 
     def start(
         self, good: str, bad: str, *, first_parent: bool = False, paths: tuple[str, ...] = ()
     ) -> None:
         # A fresh session every time: after a crash the journal replays the verdicts.
+        if self.started and (earlier := self._current_log().strip()):
+            self.earlier_logs.append(earlier)  # a first-parent walk, before its descent
+        self.started = True
         self.first_bad = None
         self.only_skipped_left = False
         self.possible_culprits = []
@@ -370,11 +375,17 @@ class BisectSession:
             return []
         return out.split()
 
-    def log(self) -> str:
+    def _current_log(self) -> str:
         try:
             return self.repo.git("bisect", "log", cwd=self.worktree)
         except GitFailure:
             return ""
+
+    def log(self) -> str:
+        """`git bisect log` of every session so far, oldest first (the first-parent walk,
+        then the descent into the merge), a blank line between them."""
+        logs = [*self.earlier_logs, self._current_log().strip()]
+        return "\n\n".join(log for log in logs if log) + "\n" if any(logs) else ""
 
     def close(self) -> None:
         # Removing the worktree drops its refs/bisect and BISECT_* with it; `bisect

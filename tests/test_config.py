@@ -87,3 +87,43 @@ def test_whole_numbers_in_range_and_durations_that_must_be_positive(tmp_path: Pa
     assert run.get_duration("every") == 0.0
     with pytest.raises(ConfigError, match=r"`run\.every` must be longer than 0"):
         run.get_duration("every", positive=True)
+
+
+# Issue 22, point 1: a missing key names the file read (or that none was given) and the
+# shipped example under configs/ that sets it.
+def test_a_missing_key_names_the_file_and_the_example_that_sets_it(tmp_path: Path) -> None:
+    local = load_config(_write(tmp_path, '[run]\nbackend = "local"\n'))
+    section = local.table("backends").table("local")
+    with pytest.raises(ConfigError) as info:
+        section.get_str("launch")
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'c.toml'}: key `backends.local.launch` is missing")
+    assert message.endswith("configs/local-example.toml sets it")
+
+
+def test_with_no_config_the_missing_key_says_so_and_says_to_pass_one() -> None:
+    with pytest.raises(ConfigError) as info:
+        Section(path="backends.gce").get_str("project")
+    message = str(info.value)
+    assert message.startswith("no --config FILE given: key `backends.gce.project` is missing")
+    assert "configs/gce-kubemark-500.toml sets it: pass a config like it with --config FILE" in (
+        message
+    )
+    assert "<defaults>" not in message
+
+
+def test_a_key_no_example_sets_still_says_to_pass_a_config() -> None:
+    with pytest.raises(ConfigError, match=r"no such key anywhere.*pass --config FILE$"):
+        Section(path="no such key anywhere").get_str("x")
+
+
+def test_examples_are_found_through_arrays_and_tables(tmp_path: Path) -> None:
+    from bisector.config import example_setting
+
+    (tmp_path / "a.toml").write_text('[[nightly.jobs]]\nrepo = "/k"\n')
+    (tmp_path / "b.toml").write_text("[run]\nwarmup = '1m'\n")
+    (tmp_path / "broken.toml").write_text("[run\n")  # skipped, never an error
+    assert example_setting("nightly.jobs[3].repo", tmp_path) == str(tmp_path / "a.toml")
+    assert example_setting("run.warmup", tmp_path) == str(tmp_path / "b.toml")
+    assert example_setting("run.metric", tmp_path) is None
+    assert example_setting("run.warmup", tmp_path / "absent") is None

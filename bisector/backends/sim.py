@@ -36,6 +36,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bisector.backends.base import BackendContext, Candidate
+from bisector.config import DEFAULTS, Section, example_setting
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
 from bisector.sim import (
@@ -51,6 +52,15 @@ from bisector.sim import (
 DEFAULT_PROFILE = "hack/kubemark-sim.toml"
 KEYS = ("profile", "nodes", "duration", "noise", "seed", "ramp", "watchers", "status_period", "npd")
 LOG_NAME = "kube-apiserver.log"
+
+
+def _run_hint(section: Section) -> str:
+    """Where `[run] warmup` is set in an example, said as `Section.hint` says it."""
+    return Section(file=section.file, path="run").hint("warmup")
+
+
+def _example(dotted: str) -> str:
+    return example_setting(dotted) or "configs/local-example.toml"
 
 
 class SimBackend:
@@ -74,12 +84,15 @@ class SimBackend:
             section.get_duration("status_period") if "status_period" in section else None
         )
         self.npd = section.get_bool("npd", True)
-        where = f"{section.file}: [{section.path or 'backends.sim'}]"
+        table = f"[{section.path or 'backends.sim'}]"
+        shown = "no --config FILE given" if section.file == DEFAULTS else section.file
+        where = f"{shown}: {table}"
         if self.nodes < 1:
             raise ConfigError(f"{where} nodes must be at least 1, got {self.nodes}")
         if self.duration_s <= 0:
             raise ConfigError(
-                f"{where} needs a simulated duration: set `duration` there or `warmup` in [run]"
+                f"{where} needs a simulated duration: set `duration` there or `warmup` in "
+                f"[run]{_run_hint(section)}"
             )
         if self.watchers < 0:
             raise ConfigError(f"{where} watchers must be zero or more, got {self.watchers}")
@@ -119,8 +132,16 @@ class SimBackend:
         """Nothing is shared between candidates."""
 
     def _load(self, worktree: Path) -> SimProfile:
+        path = worktree / self.profile_path
+        if not path.is_file():
+            raise BuildError(
+                f"no simulator profile {self.profile_path} in this commit: the sim backend (the "
+                "default without --config) runs only histories made by `bisector demo`; for "
+                "your own repository pass --config FILE naming a backend "
+                f"({_example('backends.local.launch')} is one)"
+            )
         try:
-            return load_profile(worktree / self.profile_path)
+            return load_profile(path)
         except ProfileError as exc:
             raise BuildError(f"{exc} (the sim backend's build)") from None
 

@@ -82,7 +82,9 @@ def confirm(b: Bisection, found: Found, descended: Sequence[str], threshold: flo
     # The culprit and its first parent always; the rest when their verdict was not a
     # full-length one.
     todo = [c for i, c in enumerate(claim) if i < 2 or basis[c.commit]]
-    b.evaluator.expect(0)
+    b.evaluator.runs_after_search = 0
+    per_commit = 1 if b.settings.noise_aware else b.settings.repeats // 2 + 1
+    b.evaluator.expect(len(todo) * per_commit)
     rules = [_rule(b, c) for c in todo]
     why = "confirming the culprit against its parent"
     decided: list[str] = []

@@ -7,6 +7,8 @@ and started again with the same command repeats no finished measurement.
 
 from __future__ import annotations
 
+import math
+
 from bisector.backends.base import Backend
 from bisector.bisection.confirm import confirm
 from bisector.bisection.descent import descend, merge_path
@@ -21,6 +23,7 @@ from bisector.bisection.start import (
     prepare_bisection,
 )
 from bisector.gitrepo import BisectSession, GitRepo
+from bisector.numbers import format_threshold
 from bisector.report import Report, write_reports
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
@@ -121,7 +124,8 @@ def find_culprit(b: Bisection) -> Report:
         else searches.make(0.0, None)
     )
     ends = EndpointCheck(b.evaluator, s, planner, whole, b.rule).check()
-    b.progress.note(f"threshold {ends.threshold:g} ({ends.how})")
+    shown = format_threshold(ends.threshold, s.metric, s.worse)
+    b.progress.note(f"threshold {shown} ({ends.how})")
     b.journal.write(ThresholdSet(ends.threshold, ends.how))
     likelihood = _likelihood(s, ends) if s.noise_aware else None
     if likelihood is not None:
@@ -132,6 +136,7 @@ def find_culprit(b: Bisection) -> Report:
     if s.search.measure_ahead and not s.noise_aware:
         fresh = 2 * endpoint_runs(s)  # what the endpoint rounds left idle
         ahead = [j.commit for j in search.first_picks(whole, (-fresh) % b.evaluator.slots)]
+    b.evaluator.runs_after_search = _descent_runs(b, whole) + _confirm_runs(b)
     found, descended, merges = _search(b, search, whole, ahead)
     bisect_log = b.session.log()
     confirmation = confirm(b, found, descended, ends.threshold)
@@ -169,6 +174,7 @@ def _search(
     (for the report: the plain search bisects a branch as a whole DAG)."""
     s = b.settings
     found = search.find(whole, ahead)
+    b.evaluator.runs_after_search = _confirm_runs(b)  # the descent's steps are its own now
     found, descended = descend(
         search, b.repo, found, whole, progress=b.progress, confidence=s.search.confidence
     )
@@ -176,3 +182,20 @@ def _search(
     if descended and found.culprit is not None and found.culprit not in descended:
         merges = merge_path(b.repo, descended[0], found.culprit)
     return found, descended, merges
+
+
+def _descent_runs(b: Bisection, whole: SearchRange) -> int:
+    """The descent into a merged branch, expected as the cost model does: git's steps
+    over an average branch (the range's commits per first-parent commit)."""
+    if not b.settings.first_parent or len(whole.commits) < 1:
+        return 0
+    every = len(b.repo.rev_list(b.good, b.bad, paths=b.settings.paths))
+    return math.ceil(math.log2(max(every / len(whole.commits), 1.0)))
+
+
+def _confirm_runs(b: Bisection) -> int:
+    """The culprit and its parent measured again, and the safety net of early good
+    verdicts: the culprit merge's first parent at full length (when it can be needed)."""
+    s = b.settings
+    runs = 2 if s.noise_aware else 2 * (s.repeats // 2 + 1)
+    return runs + (1 if s.early_good and s.first_parent else 0)

@@ -1,23 +1,36 @@
-"""`bisector doctor [--backend NAME] [--config FILE]`: is this machine ready to bisect?
+"""`bisector doctor [--backend NAME] [--config FILE] [--json]`: is this machine ready?
 
-Checks the tools a backend runs (each with its own version command, through
-the one subprocess choke point), the credentials the gce backend needs, and the
-config file, and says for each problem what to install or set. Exit 0 when
-everything a backend needs is there, 1 otherwise. With `--rehearse` (gce only)
-it then runs one whole evaluation of the config on the GCE twin with a
-kubernetes checkout's real scripts (bisector.commands.doctor_rehearse); 3 when
-that rehearsal does not pass.
+Checks one backend: `--backend`, else the config's `[run] backend`, else the default
+(sim, as `bisector run` without --config): the tools it runs (each with its own version
+command, through the one subprocess choke point), its own checks (the registry's
+`checks` hook: credentials, quota, commands) and the config file, and says for each
+problem what to install or set. The other backends are listed as available, with what
+they would check, not as problems: every backend describes itself once in
+bisector.backends.registry, so a new one appears here with nothing added to this file.
+Exit 0 when everything the backend needs is there, 1 otherwise. With `--rehearse` (gce
+only) it then runs one whole evaluation of the config on the GCE twin with a kubernetes
+checkout's real scripts (bisector.commands.doctor_rehearse); 3 when that rehearsal does
+not pass. `--json` prints `DoctorResult` (docs/json.md) instead of lines.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import typer
 
 from bisector import proc
 from bisector.backends.base import BackendContext
-from bisector.backends.registry import TOOLS, BackendInfo, Tool, backend_info
+from bisector.backends.registry import (
+    BACKENDS,
+    DEFAULT_BACKEND,
+    TOOLS,
+    BackendInfo,
+    Tool,
+    backend_info,
+)
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.exitcodes import DoctorExit
@@ -25,16 +38,72 @@ from bisector.exitcodes import DoctorExit
 _TIMEOUT_S = 30.0
 
 
+@dataclass(frozen=True)
+class Check:
+    """One line: ok with what was found, or a problem with what to do."""
+
+    ok: bool
+    what: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Available:
+    """A backend not checked this time, and what checking it would look at."""
+
+    backend: str
+    summary: str
+    tools: list[str]
+    own_checks: bool  # the backend has checks of its own beyond its tools
+    command: str  # the doctor command that checks it
+
+
+@dataclass(frozen=True)
+class Rehearsal:
+    passed: bool
+    lines: list[str]
+
+
+@dataclass
+class DoctorResult:
+    """What `bisector doctor --json` prints (docs/json.md)."""
+
+    backend: str  # the backend checked
+    chosen_by: str  # "--backend", "config" ([run] backend) or "default"
+    config: str | None  # the config file read, if any
+    checks: list[Check] = field(default_factory=list)
+    available: list[Available] = field(default_factory=list)  # the others, not checked
+    rehearsal: Rehearsal | None = None
+
+    @property
+    def problems(self) -> int:
+        return sum(not c.ok for c in self.checks)
+
+    def to_json(self) -> dict[str, object]:
+        return {**asdict(self), "problems": self.problems, "ready": not self.problems}
+
+
 class Report:
-    def __init__(self) -> None:
-        self.problems = 0
+    """The checks as they are found: printed at once (text) or kept for --json."""
+
+    def __init__(self, result: DoctorResult, *, as_json: bool) -> None:
+        self.result = result
+        self.as_json = as_json
+
+    @property
+    def problems(self) -> int:
+        return self.result.problems
 
     def ok(self, what: str, detail: str) -> None:
-        typer.echo(f"ok       {what}: {detail}")
+        self._add(Check(True, what, detail))
 
     def bad(self, what: str, advice: str) -> None:
-        self.problems += 1
-        typer.echo(f"MISSING  {what}: {advice}")
+        self._add(Check(False, what, advice))
+
+    def _add(self, check: Check) -> None:
+        self.result.checks.append(check)
+        if not self.as_json:
+            typer.echo(f"{'ok      ' if check.ok else 'MISSING '} {check.what}: {check.detail}")
 
 
 def doctor(
@@ -44,44 +113,85 @@ def doctor(
     rehearse: bool = False,
     repo: Path | None = None,
     keep: bool = False,
+    as_json: bool = False,
 ) -> int:
     root = load_config(config) if config is not None else None
+    chosen_by = "--backend" if backend is not None else "default"
     if backend is None and root is not None and "backend" in root.table("run"):
         backend = root.table("run").get_str("backend")
-    info = backend_info(backend) if backend is not None else None
+        chosen_by = "config"
+    info = backend_info(backend or DEFAULT_BACKEND)
     if rehearse:
         _can_rehearse(info, config)
     elif repo is not None or keep:
         raise BisectorError("--repo and --keep are options of --rehearse; add --rehearse")
-    report = Report()
+    result = DoctorResult(info.name, chosen_by, None if config is None else str(config))
+    report = Report(result, as_json=as_json)
+    if not as_json:
+        typer.echo(_heading(info, chosen_by))
     config_ok = True
-    names = info.tools if info else tuple(TOOLS)
-    for name in names:
+    for name in info.tools:
         _check_tool(TOOLS[name], report)
     if root is not None:
         _check_run_config(root, report)
-    if info is not None and info.name != "sim":
+    if info.name != "sim":
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
             config_ok = _check_backend_config(info, section, report)
         if root is not None or info.name == "gce":
             for finding in info.doctor(section):
                 (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
-    typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
+    if chosen_by == "default":
+        result.available = [_available(other) for other in BACKENDS.values() if other != info]
+    if not as_json:
+        typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
+        _print_available(result.available)
     # (_can_rehearse made sure a rehearsal has its config)
-    if (
-        rehearse
-        and root is not None
-        and not _rehearsal_passed(root, repo or Path(), keep=keep, ok=config_ok)
-    ):
+    if rehearse and root is not None:
+        result.rehearsal = _rehearse(root, repo or Path(), keep=keep, ok=config_ok)
+        if not as_json:
+            for line in result.rehearsal.lines:
+                typer.echo(line)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    if result.rehearsal is not None and not result.rehearsal.passed:
         return int(DoctorExit.REHEARSAL_FAILED)
     return int(DoctorExit.READY if not report.problems else DoctorExit.PROBLEMS)
 
 
-def _can_rehearse(info: BackendInfo | None, config: Path | None) -> None:
+def _heading(info: BackendInfo, chosen_by: str) -> str:
+    why = {
+        "--backend": "--backend",
+        "config": "the config's [run] backend",
+        "default": "the default without --config; --backend NAME or --config FILE checks another",
+    }[chosen_by]
+    return f"checking the {info.name} backend ({why})"
+
+
+def _available(info: BackendInfo) -> Available:
+    return Available(
+        info.name,
+        info.summary,
+        list(info.tools),
+        info.checks is not None,
+        f"bisector doctor --backend {info.name}",
+    )
+
+
+def _print_available(available: list[Available]) -> None:
+    if not available:
+        return
+    typer.echo("other backends, not checked (not problems): bisector doctor --backend NAME")
+    width = max(len(a.backend) for a in available)
+    for a in available:
+        own = ", and its own checks" if a.own_checks else ""
+        typer.echo(f"  {a.backend:<{width}}  {a.summary}: {', '.join(a.tools)}{own}")
+
+
+def _can_rehearse(info: BackendInfo, config: Path | None) -> None:
     """One line and exit 2 for a rehearsal that cannot be: not gce, or no config."""
-    if info is None or info.name != "gce":
-        name = info.name if info else "sim (the default)"
+    if info.name != "gce":
+        name = info.name if info.name != DEFAULT_BACKEND else f"{info.name} (the default)"
         raise BisectorError(
             f"--rehearse exists for the gce backend only (the backend here is {name}); "
             'drop --rehearse or rehearse a config with backend = "gce"'
@@ -90,16 +200,13 @@ def _can_rehearse(info: BackendInfo | None, config: Path | None) -> None:
         raise BisectorError("--rehearse needs --config FILE: the gce config to rehearse")
 
 
-def _rehearsal_passed(root: Section, repo: Path, *, keep: bool, ok: bool) -> bool:
+def _rehearse(root: Section, repo: Path, *, keep: bool, ok: bool) -> Rehearsal:
     from bisector.commands.doctor_rehearse import run_rehearsal
 
     if not ok:
-        typer.echo("rehearsal not run: fix the config problem above first")
-        return False
+        return Rehearsal(False, ["rehearsal not run: fix the config problem above first"])
     outcome = run_rehearsal(root.table("backends").table("gce"), repo, keep=keep)
-    for line in outcome.lines:
-        typer.echo(line)
-    return outcome.passed
+    return Rehearsal(outcome.passed, list(outcome.lines))
 
 
 def _check_tool(tool: Tool, report: Report) -> None:

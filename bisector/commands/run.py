@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import typer
@@ -107,8 +109,12 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
     return lines
 
 
-def run(settings: RunSettings, *, is_dry_run: bool = False, fresh: bool = False) -> int:
+def run(
+    settings: RunSettings, *, is_dry_run: bool = False, fresh: bool = False, as_json: bool = False
+) -> int:
     if is_dry_run:
+        if as_json:
+            raise BisectorError("--json is the final summary of a run; --dry-run prints a plan")
         return dry_run(settings)
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
@@ -126,6 +132,8 @@ def run(settings: RunSettings, *, is_dry_run: bool = False, fresh: bool = False)
         )
         return RunExit.INTERRUPTED
     upload_report(settings, Path(report.run_dir))
+    if as_json:
+        return print_json(report)
     return print_outcome(report)
 
 
@@ -147,6 +155,45 @@ def outcome_code(report: Report) -> RunExit:
     if report.teardown_failures:
         return RunExit.LEFT_UP
     return RunExit.FOUND if report.confirmed else RunExit.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What `bisector run --json` prints (docs/json.md): the exit code, where the reports
+    are, the disk the run uses, and the report itself (report.json's schema)."""
+
+    exit_code: int
+    report_json: str
+    report_md: str
+    report_html: str
+    disk_bytes: int
+    logs_bytes: int
+    report: dict[str, object]
+
+
+def print_json(report: Report) -> int:
+    from bisector.runfiles import disk_use
+
+    code = outcome_code(report)
+    run_dir = Path(report.run_dir)
+    use = disk_use(run_dir)
+    result = RunResult(
+        exit_code=int(code),
+        report_json=str(run_dir / "report.json"),
+        report_md=str(run_dir / "report.md"),
+        report_html=str(run_dir / "report.html"),
+        disk_bytes=use.total_bytes,
+        logs_bytes=use.logs_bytes,
+        report=report.to_json(),
+    )
+    typer.echo(json.dumps(asdict(result), indent=2, default=str))
+    if code == RunExit.LEFT_UP:
+        print(
+            f"bisector: error: {len(report.teardown_failures)} teardown(s) failed; clusters may "
+            f"still be running: bisector cleanup --run-dir {report.run_dir}",
+            file=sys.stderr,
+        )
+    return code
 
 
 def print_outcome(report: Report) -> int:

@@ -1,7 +1,9 @@
-"""`bisector runs [--remove DIR | --remove-finished]`: list a repository's runs, remove old ones."""
+"""`bisector runs [--remove DIR | --remove-finished | --prune] [--json]`: a repository's
+runs with the disk they use; remove old ones, or keep only their reports."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -10,15 +12,20 @@ import typer
 from bisector.backends.resources import ResourceRecord
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
-from bisector.commands.status import FINISHED, describe, lock_held, run_state
+from bisector.commands.status import (
+    FINISHED,
+    RunStatus,
+    disk_text,
+    lock_held,
+    run_state,
+    run_status,
+    status_lines,
+)
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
 from bisector.gitrepo import GitRepo
+from bisector.runfiles import prune_logs, size_text
 from bisector.search.journal import Journal, read_journal
-
-
-def _size(path: Path) -> int:
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
 
 
 def _live(run_dir: Path, repo: GitRepo) -> bool:
@@ -42,6 +49,10 @@ def _finished_and_down(run_dir: Path) -> bool:
     return run_state(records) == FINISHED and not _left_up(run_dir)
 
 
+def _finished(run_dir: Path) -> bool:
+    return run_state(read_journal(RunLayout(run_dir).journal)) == FINISHED
+
+
 def _remove(run_dir: Path, repo: GitRepo) -> None:
     check_run_dir(run_dir)
     if _live(run_dir, repo):
@@ -56,7 +67,27 @@ def _remove(run_dir: Path, repo: GitRepo) -> None:
     typer.echo(f"removed {run_dir}")
 
 
-def runs(repo: Path, *, remove: Path | None, remove_finished: bool) -> int:
+def _prune(repo: GitRepo, found: list[Path]) -> None:
+    """Every finished run keeps its journal, reports and command logs; its logs go."""
+    freed = 0
+    for run_dir in found:
+        if _live(run_dir, repo) or not _finished(run_dir):
+            continue  # a running or resumable run still needs its logs
+        gone = prune_logs(run_dir)
+        if gone:
+            typer.echo(f"pruned {run_dir}: {size_text(gone)} of logs dropped, reports kept")
+        freed += gone
+    typer.echo(f"freed {size_text(freed)}")
+
+
+def runs(
+    repo: Path,
+    *,
+    remove: Path | None,
+    remove_finished: bool,
+    prune: bool = False,
+    as_json: bool = False,
+) -> int:
     git_repo = GitRepo(repo)
     if remove is not None:
         _remove(remove, git_repo)
@@ -67,12 +98,20 @@ def runs(repo: Path, *, remove: Path | None, remove_finished: bool) -> int:
             if _finished_and_down(run_dir) and not _live(run_dir, git_repo):
                 _remove(run_dir, git_repo)
         return RunsExit.OK
-    if not found:
+    if prune:
+        _prune(git_repo, found)
+        return RunsExit.OK
+    listed: list[RunStatus] = [run_status(d, running=_live(d, git_repo)) for d in found]
+    if as_json:
+        typer.echo(json.dumps([run.to_json() for run in listed], indent=2))
+        return RunsExit.OK
+    if not listed:
         typer.echo("no bisector runs in this repository")
         return RunsExit.OK
-    for run_dir in found:
-        lines = describe(run_dir, running=_live(run_dir, git_repo))
-        lines.insert(1, f"  size: {_size(run_dir) / 1e6:.1f} MB")
-        for line in lines:
+    for run in listed:
+        for line in status_lines(run):
             typer.echo(line)
+    total = sum(run.disk_bytes for run in listed)
+    logs = sum(run.logs_bytes for run in listed)
+    typer.echo(f"{len(listed)} run(s), disk: {disk_text(total, logs)}")
     return RunsExit.OK

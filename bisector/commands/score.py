@@ -43,6 +43,7 @@ from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import Evidence, Reading, Worse, read_metric
 from bisector.metrics.direction import is_bad
+from bisector.numbers import NO_VALUE
 from bisector.output import stdin_closed, stdout_failure
 
 APISERVER_LOG_GLOB = "kube-apiserver.log*"
@@ -156,7 +157,9 @@ def _check(
     if len(sources) > 1 and "-" in sources:
         raise BisectorError("stdin (-) cannot be combined with other logs; pass files instead")
     if threshold is not None and metric is None:
-        raise BisectorError("--threshold needs --metric NAME (the metric it applies to)")
+        from bisector.metric_registry import DEFAULT_METRIC  # (only here: a quick start)
+
+        metric = DEFAULT_METRIC  # as `run` and `history` default to it
     if threshold is not None and not math.isfinite(threshold):
         # nan compares false with every value: the log would always score good.
         raise BisectorError(f"--threshold must be a finite number, got {threshold}")
@@ -279,17 +282,20 @@ def _bisect_in_progress() -> bool:
     return (git_dir / "BISECT_START").exists()
 
 
-def _shown(value: object) -> str:
-    if value is None:
-        return "-"
+def _shown(value: object, metric: str = "") -> str:
+    """A score as people read it (bisector.numbers): each part of a table on its own line,
+    so a narrow terminal wraps between them; `no data` for no value, whichever kind."""
+    from bisector.numbers import NO_VALUE, format_value
+
+    if value is None or value == {}:
+        return NO_VALUE
     if isinstance(value, dict):
-        if not value:
-            return "none"
-        return ", ".join(f"{k}={_shown(v)}" for k, v in value.items())
-    if isinstance(value, float):
-        return f"{value:,.3f}".rstrip("0").rstrip(".")
-    if isinstance(value, int):
-        return f"{value:,}"
+        if {"first", "last", "seconds"} <= value.keys():  # seen, window
+            span = format_duration(float(value["seconds"]))
+            return f"{span}\nfrom {value['first']}\nto   {value['last']}"
+        return "\n".join(f"{k}={_shown(v, metric)}" for k, v in value.items())
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_value(float(value), metric)
     return str(value)
 
 
@@ -302,16 +308,27 @@ def _print_table(
     verdict: str | None,
     reason: str | None,
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    table = Table(show_header=True, header_style="bold", box=None)
-    table.add_column("metric")
-    table.add_column("value", overflow="fold")
-    for name, shown in scores.metrics.items():
-        table.add_row(f"[bold]{name}[/]" if name == metric else name, _shown(shown))
-    console = Console(soft_wrap=False)
-    console.print(table)
+    from bisector.terminal import make_console
+
+    console = make_console()
+    rows = [(name, _shown(shown, name)) for name, shown in scores.metrics.items()]
+    widest = max((len(name) for name, _ in rows), default=6)
+    longest = max((len(line) for _, text in rows for line in text.splitlines()), default=8)
+    if console.width < widest + longest + 4:
+        # Narrow: each name whole on its line, its value under it (nothing cut or folded).
+        for name, text in rows:
+            console.print(f"[bold]{name}[/]" if name == metric else name, highlight=False)
+            for line in text.splitlines():
+                console.print(f"  {line}", highlight=False, markup=False)
+    else:
+        table = Table(show_header=True, header_style="bold", box=None)
+        table.add_column("metric", no_wrap=True)
+        table.add_column("value", overflow="fold")
+        for name, text in rows:
+            table.add_row(f"[bold]{name}[/]" if name == metric else name, text)
+        console.print(table)
     _print_verdict(metric, value, threshold=threshold, verdict=verdict, reason=reason)
 
 
@@ -329,9 +346,11 @@ def _print_verdict(
     elif verdict:
         relations = {"higher": (">=", "<"), "lower": ("<=", ">")}[worse]
         relation = relations[0] if verdict == "bad" else relations[1]
-        typer.echo(
-            f"verdict: {verdict} ({metric} = {_shown(value)} {relation} {_shown(threshold)})"
-        )
+        from bisector.numbers import format_threshold
+
+        shown = _shown(value, metric or "")
+        limit = "" if threshold is None else format_threshold(threshold, metric or "", worse)
+        typer.echo(f"verdict: {verdict} ({metric} = {shown} {relation} {limit})")
 
 
 # -- a directory or snapshots: metrics read from beside the log -----------------------------
@@ -441,8 +460,9 @@ def _print_evidence_json(request: ScoreRequest, found: EvidenceScores, verdict: 
 def _print_evidence_table(
     request: ScoreRequest, found: EvidenceScores, verdict: str | None
 ) -> None:
-    from rich.console import Console
     from rich.table import Table
+
+    from bisector.terminal import make_console
 
     metric = request.metric
     values, _sources = _values_and_sources(found)
@@ -452,14 +472,14 @@ def _print_evidence_table(
     table.add_column("source")
     for name, shown in values.items():
         label = f"[bold]{name}[/]" if name == metric else name
-        table.add_row(label, _shown(shown), request.registry.source_of(name))
+        table.add_row(label, _shown(shown, name), request.registry.source_of(name))
     if values:
-        Console(soft_wrap=False).print(table)
+        make_console().print(table)
     for name, reading in found.readings.items():  # whole lines, never wrapped: scripts grep them
         typer.echo(f"{name}: {reading.source} {reading.where}")
     for name, why in found.unavailable.items():
         if metric is None or name == metric:
-            typer.echo(f"{name}: no value ({why})")
+            typer.echo(f"{name}: {NO_VALUE} ({why})")
     _print_verdict(
         metric,
         found.value,

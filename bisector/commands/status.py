@@ -1,10 +1,16 @@
-"""`bisector status`: progress of the runs of a repository (or of one run directory)."""
+"""`bisector status`: progress of the runs of a repository (or of one run directory).
+
+Each run is read into a `RunStatus` (typed; `--json` prints a list of them, docs/json.md)
+and written as lines for a person.
+"""
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 from collections import Counter
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import typer
@@ -12,6 +18,8 @@ import typer
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.gitrepo import GitRepo
+from bisector.numbers import format_number
+from bisector.runfiles import disk_use, size_text
 from bisector.search.journal import (
     Done,
     EarlyGoodWithdrawn,
@@ -67,7 +75,36 @@ def run_state(records: list[Record]) -> str:
     return "stopped (killed?)"
 
 
-def describe(run_dir: Path, *, running: bool = False) -> list[str]:
+@dataclass(frozen=True)
+class Threshold:
+    value: float
+    how: str
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """One run directory as `status` and `runs` show it (`--json`: docs/json.md)."""
+
+    run_dir: str
+    good: str
+    bad: str
+    state: str  # finished, running, interrupted, failed: WHY, stopped (killed?)
+    measurements: int
+    verdicts: dict[str, int]  # verdict -> how many were given
+    threshold: Threshold | None
+    early_good_withdrawn: str | None  # why, when they were
+    teardown_failures: int
+    culprit: str | None  # when finished: the culprit, or None (inconclusive)
+    finished: bool
+    command: str  # the command that started (or resumes) it
+    disk_bytes: int  # what the run directory holds
+    logs_bytes: int  # of which logs, what `bisector runs --prune` drops
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
     layout = RunLayout(run_dir)
     records = read_journal(layout.journal)
     start = next((r for r in records if isinstance(r, Start)), Start("?", "?"))
@@ -79,46 +116,89 @@ def describe(run_dir: Path, *, running: bool = False) -> list[str]:
     if running and state != FINISHED:
         state = "running"
     threshold = next((r for r in reversed(records) if isinstance(r, ThresholdSet)), None)
-    lines = [
-        f"{run_dir}",
-        f"  range {start.good[:12]}..{start.bad[:12]}: {state}",
-        f"  measurements: {measured}; verdicts: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())) or "none"),
-    ]
-    if threshold:
-        lines.append(f"  threshold {threshold.value:g} ({threshold.how})")
     withdrawn = next((r for r in records if isinstance(r, EarlyGoodWithdrawn)), None)
-    if withdrawn:
-        # Verdicts above count both searches: the first one's early goods decided nothing.
-        lines.append(f"  early good verdicts withdrawn: {withdrawn.why}; searched again")
     failed = [r for r in records if isinstance(r, TeardownFailed)]
-    if failed:
-        lines.append(
-            f"  TEARDOWN FAILED {len(failed)} time(s): bisector cleanup --run-dir {run_dir}"
-        )
     done = next((r for r in reversed(records) if isinstance(r, Done)), None)
-    if done:
-        lines.append(f"  culprit: {done.culprit or 'none (inconclusive)'}")
     command = next(
         (r.command for r in reversed(records) if isinstance(r, (Start, Resume)) and r.command),
         "",
     )
-    if command:
-        verb = "command" if state in (FINISHED, "running") else "resume with"
-        lines.append(f"  {verb}: {command}")
+    disk = disk_use(run_dir)
+    return RunStatus(
+        run_dir=str(run_dir),
+        good=start.good,
+        bad=start.bad,
+        state=state,
+        measurements=measured,
+        verdicts=dict(sorted(verdicts.items())),
+        threshold=Threshold(threshold.value, threshold.how) if threshold else None,
+        early_good_withdrawn=withdrawn.why if withdrawn else None,
+        teardown_failures=len(failed),
+        culprit=done.culprit if done else None,
+        finished=state.startswith(FINISHED),
+        command=command,
+        disk_bytes=disk.total_bytes,
+        logs_bytes=disk.logs_bytes,
+    )
+
+
+def status_lines(run: RunStatus) -> list[str]:
+    lines = [
+        run.run_dir,
+        f"  range {run.good[:12]}..{run.bad[:12]}: {run.state}",
+        f"  measurements: {run.measurements}; verdicts: "
+        + (", ".join(f"{k} {v}" for k, v in run.verdicts.items()) or "none yet"),
+    ]
+    if run.threshold:
+        lines.append(f"  threshold {format_number(run.threshold.value)} ({run.threshold.how})")
+    if run.early_good_withdrawn:
+        # Verdicts above count both searches: the first one's early goods decided nothing.
+        lines.append(f"  early good verdicts withdrawn: {run.early_good_withdrawn}; searched again")
+    if run.teardown_failures:
+        lines.append(
+            f"  TEARDOWN FAILED {run.teardown_failures} time(s): "
+            f"bisector cleanup --run-dir {run.run_dir}"
+        )
+    if run.finished:
+        lines.append(f"  culprit: {run.culprit or 'none (inconclusive)'}")
+    if run.command:
+        verb = "command" if run.state.startswith((FINISHED, "running")) else "resume with"
+        lines.append(f"  {verb}: {run.command}")
+    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes)}")
     return lines
 
 
-def status(repo: Path, run_dir: Path | None) -> int:
+def disk_text(total: int, logs: int) -> str:
+    """`338 MB, of which logs 335 MB (bisector runs --prune drops them)`."""
+    if not logs:
+        return size_text(total)
+    return f"{size_text(total)}, of which logs {size_text(logs)} (bisector runs --prune drops them)"
+
+
+def describe(run_dir: Path, *, running: bool = False) -> list[str]:
+    return status_lines(run_status(run_dir, running=running))
+
+
+def statuses(repo: Path, run_dir: Path | None) -> list[RunStatus]:
     git_repo = GitRepo(repo)
     running = lock_held(git_repo.common_dir / "bisector.lock")
     dirs = [check_run_dir(run_dir)] if run_dir is not None else run_dirs(git_repo)
-    if not dirs:
+    # The lock is per repository: only the most recently active run can be the live one.
+    return [
+        run_status(d, running=lock_held(RunLayout(d).lock) or (running and d == dirs[-1]))
+        for d in dirs
+    ]
+
+
+def status(repo: Path, run_dir: Path | None, *, as_json: bool = False) -> int:
+    found = statuses(repo, run_dir)
+    if as_json:
+        typer.echo(json.dumps([run.to_json() for run in found], indent=2))
+        return 0
+    if not found:
         typer.echo("no bisector runs in this repository")
         return 0
-    for directory in dirs:
-        # The lock is per repository: only the most recently active run can be the live one.
-        live = lock_held(RunLayout(directory).lock) or (running and directory == dirs[-1])
-        for line in describe(directory, running=live):
+    for run in found:
+        for line in status_lines(run):
             typer.echo(line)
     return 0

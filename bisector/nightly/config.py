@@ -104,7 +104,10 @@ def load_nightly_config(path: Path) -> NightlyConfig:
     base = Path(path).resolve().parent
     nightly = root.table("nightly")
     if "nightly" not in root:
-        raise ConfigError(f"{path}: key `nightly` is missing; expected a [nightly] table")
+        raise ConfigError(
+            f"{path}: key `nightly` is missing; expected a [nightly] table"
+            + Section(file=str(path)).hint("nightly")
+        )
     nightly.check_keys(NIGHTLY_KEYS)
     state = _path(base, nightly.get_str("state", "nightly-state"))
     database = _path(state, nightly.get_str("database", "nightly.db"))
@@ -117,7 +120,10 @@ def load_nightly_config(path: Path) -> NightlyConfig:
         raise ConfigError(f"{path}: key `nightly.window` must be at least 3, got {window}")
     raw_jobs = nightly.data.get("jobs")
     if not isinstance(raw_jobs, list) or not raw_jobs:
-        raise ConfigError(f"{path}: key `nightly.jobs` is missing; add a [[nightly.jobs]] table")
+        raise ConfigError(
+            f"{path}: key `nightly.jobs` is missing; add a [[nightly.jobs]] table"
+            + nightly.hint("jobs")
+        )
     jobs = tuple(_job(path, base, k, raw) for k, raw in enumerate(raw_jobs))
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
@@ -163,7 +169,9 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
     bisect_config = None
     if "run" in job:
         if repo_text is None:
-            raise ConfigError(f"{path}: key `{where}.repo` is missing; the bisection needs one")
+            raise ConfigError(
+                f"{path}: key `{where}.repo` is missing; the bisection needs one" + job.hint("repo")
+            )
         tables = {k: raw[k] for k in ("run", "backends", "metrics") if k in raw}
         bisect_config = Section(tables, str(path), where)
         bisect_config.table("run")  # type check now, not at 3 a.m. after scoring

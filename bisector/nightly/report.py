@@ -125,9 +125,9 @@ def _change_points(regression: Regression) -> list[dict[str, Any]]:
 
 
 def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.0f}" if value == int(value) else f"{value:.4g}"
+    from bisector.numbers import NO_VALUE, format_number
+
+    return NO_VALUE if value is None else format_number(value)
 
 
 def _summary(data: dict[str, Any]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bisector.numbers import NO_VALUE
 from bisector.report.facts import (
     Reason,
     measured_runs_text,
@@ -32,8 +33,8 @@ def evidence_rows(report: Report) -> list[EvidenceRow]:
             "good endpoint",
             report.good.commit,
             report.good.subject,
-            value_text(report.good.value),
-            runs_text(report.good.runs),
+            value_text(report.good.value, report.metric),
+            runs_text(report.good.runs, report.metric),
             "good",
         )
     ]
@@ -45,9 +46,9 @@ def evidence_rows(report: Report) -> list[EvidenceRow]:
                 "parent of the culprit",
                 parent.commit,
                 _subject(report, parent.commit),
-                value_text(parent.value),
+                value_text(parent.value, report.metric),
                 measured_runs_text(report, parent.commit),
-                f"confirmation: {parent.verdict or 'none'}",
+                f"confirmation: {parent.verdict or NO_VALUE}",
             )
         )
         rows.append(
@@ -55,9 +56,9 @@ def evidence_rows(report: Report) -> list[EvidenceRow]:
                 "culprit",
                 culprit.commit,
                 culprit.subject,
-                value_text(culprit.value),
+                value_text(culprit.value, report.metric),
                 measured_runs_text(report, culprit.commit),
-                f"confirmation: {culprit.confirmation.get(culprit.commit, 'none')}",
+                f"confirmation: {culprit.confirmation.get(culprit.commit, NO_VALUE)}",
             )
         )
     rows.append(
@@ -65,8 +66,8 @@ def evidence_rows(report: Report) -> list[EvidenceRow]:
             "bad endpoint",
             report.bad.commit,
             report.bad.subject,
-            value_text(report.bad.value),
-            runs_text(report.bad.runs),
+            value_text(report.bad.value, report.metric),
+            runs_text(report.bad.runs, report.metric),
             "bad",
         )
     )

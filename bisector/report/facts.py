@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.metrics.direction import Worse, is_bad
+from bisector.numbers import NO_VALUE, format_threshold, format_value
 from bisector.report.model import Endpoint, Evaluation, Report
 
 
@@ -18,22 +19,27 @@ def short(commit: str) -> str:
     return commit[:12]
 
 
-def value_text(value: float | None) -> str:
-    return "no data" if value is None else f"{value:g}"
+def value_text(value: float | None, metric: str = "") -> str:
+    """A value of `metric` as people read it (bisector.numbers); `no data` for none."""
+    return format_value(value, metric)
 
 
-def runs_text(runs: list[float]) -> str:
+def threshold_text(report: Report) -> str:
+    return format_threshold(report.threshold.value, report.metric, report.threshold.worse)
+
+
+def runs_text(runs: list[float], metric: str = "") -> str:
     """Every run's value, so a reader sees the spread and not only the summary value."""
     if not runs:
         return "no run"
-    values = ", ".join(f"{v:g}" for v in runs)
+    values = ", ".join(format_value(v, metric) for v in runs)
     return f"1 run: {values}" if len(runs) == 1 else f"{len(runs)} runs: {values}"
 
 
 def endpoint_text(report: Report, which: str, end: Endpoint) -> str:
     return (
-        f"{report.metric} at {which} {short(end.commit)}: {value_text(end.value)} "
-        f"({runs_text(end.runs)})"
+        f"{report.metric} at {which} {short(end.commit)}: "
+        f"{value_text(end.value, report.metric)} ({runs_text(end.runs, report.metric)})"
     )
 
 
@@ -60,7 +66,7 @@ def why_culprit(report: Report) -> str:
     culprit = report.culprit
     if culprit is None:
         return ""
-    threshold = f"{report.threshold.value:g}"
+    threshold = threshold_text(report)
     parent = short(culprit.parent.commit)
     below = _count(report, culprit.parent.commit, above=False)
     above = _count(report, culprit.commit, above=True)
@@ -82,9 +88,18 @@ def why_culprit(report: Report) -> str:
         text += (
             f", which entered the first-parent history with merge {short(culprit.merges[0].commit)}"
         )
+    if twin := twin_text(report, culprit.commit):
+        text += f" (its search verdict: {twin})"
     if culprit.confirmed:
         return text + "; measuring both again agreed."
     return text + "; measuring both again did NOT agree, so treat it as a suspect only."
+
+
+def twin_text(report: Report, commit: str) -> str | None:
+    """`same tree as 45a9d215875d, measured there: 4,715` when the search's verdict on
+    `commit` came from runs of another commit with its tree (a merge's twin)."""
+    reason = report.verdict_reasons.get(commit, "")
+    return reason if reason.startswith("same tree as") else None
 
 
 def _count(report: Report, commit: str, *, above: bool) -> str:
@@ -95,9 +110,11 @@ def _count(report: Report, commit: str, *, above: bool) -> str:
 
 
 def values_of(report: Report, commit: str) -> str:
-    values = [value_text(e.value) for e in runs_of(report, commit) if e.value is not None]
+    values = [
+        value_text(e.value, report.metric) for e in runs_of(report, commit) if e.value is not None
+    ]
     if not values:
-        return "nothing (no run of it had data)"
+        return f"nothing ({NO_VALUE} in any run of it)"
     return values[0] if len(values) == 1 else ", ".join(values[:-1]) + " and " + values[-1]
 
 
@@ -135,7 +152,7 @@ def measured_runs_text(report: Report, commit: str) -> str:
     runs = runs_of(report, commit)
     if not runs:
         return "not measured"
-    return ", ".join(f"{value_text(e.value)} ({e.phase})" for e in runs)
+    return ", ".join(f"{value_text(e.value, report.metric)} ({e.phase})" for e in runs)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from bisector.report.facts import (
     search_text,
     short,
     threshold_how,
+    threshold_text,
     why_culprit,
 )
 from bisector.report.links import commit_url, pr_url
@@ -45,6 +46,8 @@ th,td{text-align:left;vertical-align:top;padding:3px 7px;border-bottom:1px solid
 th{background:#f6f6f6;font-weight:600}td.num{text-align:right;white-space:nowrap}
 tr.culprit td{background:#fdecea}tr.parent td{background:#eef7ee}
 table.cost{width:auto;min-width:34em}table.cost th+th{text-align:right}
+table.gun{width:auto;min-width:40em}table.gun th+th{text-align:right;padding-left:2.5em}
+.nw{white-space:nowrap}
 .good{color:#2e7d32;font-weight:600}.bad{color:#c62828;font-weight:600}
 .skip{color:#616161;font-weight:600}.muted{color:#666}.small{font-size:12px}
 pre.out{background:#f6f6f6;border-left:3px solid #9e9e9e;padding:.4em .7em;margin:.3em 0;
@@ -140,7 +143,8 @@ def _evidence(report: Report) -> str:
         for r in evidence_rows(report)
     )
     facts = [
-        f"threshold <strong>{report.threshold.value:g}</strong>: {escape(threshold_how(report))}"
+        f"threshold <strong>{escape(threshold_text(report))}</strong>: "
+        f"{escape(threshold_how(report))}"
     ]
     if report.culprit is not None:
         ok = report.culprit.confirmed
@@ -214,7 +218,7 @@ def _gun(report: Report, gun: SmokingGun) -> str:
             + "</tr>"
             for row in rows
         )
-        parts.append(f"<table><tr>{head}</tr>{body}</table>")
+        parts.append(f'<table class="gun"><tr>{head}</tr>{body}</table>')
     return "".join(parts)
 
 
@@ -247,9 +251,10 @@ def _timeline(report: Report) -> str:
     rows: list[list[str]] = []
     culprit = report.culprit.commit if report.culprit else ""
     for r in timeline_rows(report):
+        # The apiserver log the value was read from first, then each command's output.
         logs = " ".join(
-            f'<a href="{escape(path)}">{escape(path.rsplit("/", 1)[-1])}</a>'
-            for path in r.command_logs
+            f'<a class="nw" href="{escape(path)}">{escape(path.rsplit("/", 1)[-1])}</a>'
+            for path in [*r.logs, *r.command_logs]
         )
         notes = "".join(f"<div>{escape(n)}</div>" for n in r.notes)
         if r.reason.summary:
@@ -267,13 +272,13 @@ def _timeline(report: Report) -> str:
                 f'<td class="num">{escape(r.value)}</td>',
                 f'<td class="num">{escape(r.duration)}</td>',
                 f"<td>{escape(r.why)}</td>",
-                f'<td class="small">{escape(r.window)}</td>' if r.window else " ",
+                f'<td class="small">{_window(r.window)}</td>' if r.window else " ",
                 f'<td class="small">{notes}</td>' if notes else " ",
                 f"<td>{logs}</td>" if logs else " ",
             ]
         )
     header = ["", "#", "started (UTC)", "phase", "commit", "verdict", "value", "took"]
-    header += ["why there", "log window", "notes", "command logs"]
+    header += ["why there", "log window", "notes", "logs"]
     header, rows = drop_empty_columns(header, rows, OPTIONAL_COLUMNS)
     head = "".join(f"<th>{escape(h)}</th>" for h in header[1:])
     body = "".join(
@@ -283,6 +288,15 @@ def _timeline(report: Report) -> str:
         for row in rows
     )
     return f"<h2>Timeline of the search</h2><table><tr>{head}</tr>{body}</table>"
+
+
+def _window(text: str) -> str:
+    """`2m00s from 06-02 05:51:00` with the date and time kept on one line (it wrapped
+    as `06-` / `02`)."""
+    span, sep, start = text.partition(" from ")
+    if not sep:
+        return escape(text)
+    return f'{escape(span)} from <span class="nw">{escape(start)}</span>'
 
 
 def _details(report: Report) -> str:

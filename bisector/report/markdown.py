@@ -10,6 +10,7 @@ from bisector.report.facts import (
     search_text,
     short,
     threshold_how,
+    threshold_text,
     why_culprit,
 )
 from bisector.report.links import commit_url, pr_url
@@ -118,7 +119,7 @@ def _evidence(report: Report) -> list[str]:
         "",
         *table(["", "commit", "subject", report.metric, "every run", "verdict"], rows),
         "",
-        f"- threshold: {report.threshold.value:g}, {esc(threshold_how(report))}",
+        f"- threshold: {threshold_text(report)}, {esc(threshold_how(report))}",
     ]
     if report.culprit is not None:
         lines.append(
@@ -191,11 +192,13 @@ def _timeline(report: Report) -> list[str]:
                 esc(r.why),
                 r.window,
                 esc(notes),
-                " ".join(f"[{name.rsplit('/', 1)[-1]}]({name})" for name in r.command_logs),
+                " ".join(
+                    f"[{name.rsplit('/', 1)[-1]}]({name})" for name in [*r.logs, *r.command_logs]
+                ),
             ]
         )
     header = ["#", "started", "phase", "commit", "verdict", "value", "took", "why there"]
-    header += ["log window", "notes", "command logs"]
+    header += ["log window", "notes", "logs"]
     header, rows = drop_empty_columns(header, rows, OPTIONAL_COLUMNS)
     return ["## Timeline", "", *table(header, rows), ""]
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from bisector.report.facts import short
+from bisector.report.facts import threshold_text
 from bisector.report.model import Evaluation, Report
 from bisector.report.svg import svg_of
 
@@ -60,9 +60,11 @@ def panels(report: Report) -> list[Panel]:
 
 
 def _merge_title(report: Report, merge: str) -> str:
+    """Short lines: the panel is narrow, and a long title ran off the figure."""
     refs = report.culprit.merges if report.culprit else []
     pr = next((m.pr for m in refs if m.commit == merge and m.pr), None)
-    return f"inside merge {short(merge)}" + (f"\n(PR #{pr})" if pr else "")
+    inside = f"inside PR #{pr}" if pr else "inside merge"
+    return f"{inside}\n(merge {merge[:LABEL_CHARS]})"
 
 
 @dataclass(frozen=True)
@@ -127,13 +129,17 @@ def _draw_panel(ax: Any, report: Report, panel: Panel, mine: list[Point], log: b
             ax.axvline(pt.x, color=COLOURS["skip"], lw=1, ls=":", alpha=0.7)
             ax.scatter([pt.x], [0.04], transform=skip_y, marker="x", color=COLOURS["skip"], s=40)
             continue
+        colour = COLOURS.get(e.verdict, "black")
+        # A run stopped early holds the value of a shorter log: hollow, so it is not read
+        # beside whole runs on the same axis as if it were one of them.
+        early = bool(e.stopped_early)
         ax.scatter(
             [pt.x],
             [e.value],
             marker=PHASE_MARKERS.get(e.phase, "o"),
-            color=COLOURS.get(e.verdict, "black"),
-            edgecolor="white",
-            linewidth=0.6,
+            facecolor="none" if early else colour,
+            edgecolor=colour if early else "white",
+            linewidth=1.4 if early else 0.6,
             s=42,
             zorder=3,
         )
@@ -161,7 +167,9 @@ def _draw_panel(ax: Any, report: Report, panel: Panel, mine: list[Point], log: b
     ax.set_title(panel.title, fontsize=9, loc="left")
 
 
-def _legend(fig: Any, report: Report, has_skip: bool, has_culprit: bool) -> None:
+def _legend(
+    fig: Any, report: Report, has_skip: bool, has_culprit: bool, has_early: bool = False
+) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -176,11 +184,16 @@ def _legend(fig: Any, report: Report, has_skip: bool, has_culprit: bool) -> None
     ]
     if has_skip:
         handles.append(dot(COLOURS["skip"], "x", "skipped (no value)"))
+    if has_early:
+        handles.append(
+            Line2D([], [], ls="", marker="o", markerfacecolor="none", markeredgecolor="#555",
+                   markersize=6, label="stopped early (value so far)")
+        )  # fmt: skip
     handles += [
         dot("#555", PHASE_MARKERS["endpoint"], "endpoint run"),
         dot("#555", PHASE_MARKERS["bisect"], "search run"),
         dot("#555", PHASE_MARKERS["confirm"], "confirmation run"),
-        Line2D([], [], color="#ef6c00", ls="--", label=f"threshold {report.threshold.value:g}"),
+        Line2D([], [], color="#ef6c00", ls="--", label=f"threshold {threshold_text(report)}"),
     ]
     if has_culprit:
         handles.append(Patch(color=COLOURS["bad"], alpha=0.15, label="culprit"))
@@ -194,7 +207,7 @@ def range_svg(report: Report) -> str:
     placed = points(report, layout)
     values = [pt.evaluation.value for pt in placed if pt.evaluation.value is not None]
     log = _log_scale(values)
-    widths = [max(len(p.commits), 6) for p in layout]
+    widths = [max(len(p.commits), 8) for p in layout]  # room for a branch panel's title
     widths[0] = max(widths[0], 2 * sum(widths[1:]))
 
     def draw(fig: Any) -> None:
@@ -204,7 +217,8 @@ def range_svg(report: Report) -> str:
             _draw_panel(ax, report, panel, [pt for pt in placed if pt.panel == k], log)
         axes[0].set_ylabel(report.metric + (" (log scale)" if log else ""))
         has_skip = any(pt.evaluation.value is None for pt in placed)
-        _legend(fig, report, has_skip, report.culprit is not None)
+        has_early = any(pt.evaluation.stopped_early for pt in placed)
+        _legend(fig, report, has_skip, report.culprit is not None, has_early)
 
     height = 3.6 + 0.2 * math.ceil(len(layout) / 2)
     return svg_of(draw, 10, height)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from bisector.errors import BisectorError
+from bisector.numbers import NO_VALUE, format_value
 from bisector.report.facts import short
 from bisector.report.model import Evaluation, Report
 from bisector.report.series import SATURATED, RunSeries, read_series
@@ -177,35 +178,39 @@ def _node(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _fmt(value: float | None, unit: str = "") -> str:
-    if value is None:
-        return "-"
-    return (f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}") + unit
-
-
-# (label, how to read it from an evaluation's metrics) - the scorer's own numbers.
+# (label, how to read it from an evaluation's metrics) - the scorer's own numbers, each
+# written as its metric's unit asks (bisector.numbers).
 _ROWS: list[tuple[str, Any]] = [
-    ("node PATCH 409 conflicts", lambda m: _fmt(_node(m.get("conflicts")))),
-    ("conflicts per minute", lambda m: _fmt(_node(m.get("conflicts_per_min")))),
-    ("successful node writes", lambda m: _fmt(_node(m.get("node_writes")))),
-    ("node cacher high-water mark", lambda m: _fmt(_node(m.get("cacher_hwm")))),
+    ("node PATCH 409 conflicts", lambda m: format_value(_node(m.get("conflicts")), "conflicts")),
+    (
+        "conflicts per minute",
+        lambda m: format_value(_node(m.get("conflicts_per_min")), "conflicts_per_min"),
+    ),
+    ("successful node writes", lambda m: format_value(_node(m.get("node_writes")), "node_writes")),
+    (
+        "node cacher high-water mark",
+        lambda m: format_value(_node(m.get("cacher_hwm")), "cacher_hwm"),
+    ),
     (
         "node cacher saturated after",
         lambda m: (
             "never"
             if isinstance(m.get("cacher_saturated_after_s"), dict)
             and _node(m["cacher_saturated_after_s"]) is None
-            else _fmt(_node(m.get("cacher_saturated_after_s")), " s")
+            else format_value(_node(m.get("cacher_saturated_after_s")), "cacher_saturated_after_s")
         ),
     ),
     (
         "dispatch lag (max)",
-        lambda m: _fmt(
+        lambda m: format_value(
             m["dispatch_lag_s"].get("max") if isinstance(m.get("dispatch_lag_s"), dict) else None,
-            " s",
+            "dispatch_lag_s",
         ),
     ),
-    ("forced watcher closes (nodes)", lambda m: _fmt(_node(m.get("forced_watcher_closes")))),
+    (
+        "forced watcher closes (nodes)",
+        lambda m: format_value(_node(m.get("forced_watcher_closes")), "forced_watcher_closes"),
+    ),
 ]
 
 
@@ -215,6 +220,6 @@ def comparison(gun: SmokingGun) -> tuple[list[str], list[list[str]]]:
     rows = []
     for label, read in _ROWS:
         cells = [read(side.evaluation.metrics) for side in gun.sides]
-        if any(cell not in ("-", "never") for cell in cells):
+        if any(cell not in (NO_VALUE, "never") for cell in cells):
             rows.append([label, *cells])
     return header, rows

@@ -13,6 +13,8 @@ from bisector.report.facts import (
     short,
     split_reason,
     threshold_how,
+    threshold_text,
+    twin_text,
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
@@ -51,25 +53,29 @@ def summary_lines(report: Report) -> list[str]:
     lines.append("evidence:")
     good, bad = report.good, report.bad
     lines.append(
-        f"  {metric} at good {short(good.commit)}: {_value(good.value)} ({runs_text(good.runs)})"
+        f"  {metric} at good {short(good.commit)}: {_value(good.value, metric)} "
+        f"({runs_text(good.runs, metric)})"
     )
     lines.append(
-        f"  {metric} at bad  {short(bad.commit)}: {_value(bad.value)} ({runs_text(bad.runs)})"
+        f"  {metric} at bad  {short(bad.commit)}: {_value(bad.value, metric)} "
+        f"({runs_text(bad.runs, metric)})"
     )
-    lines.append(f"  threshold {report.threshold.value:g} ({report.threshold.how})")
+    lines.append(f"  threshold {threshold_text(report)} ({report.threshold.how})")
     if report.threshold.how == "given":
         lines.append(f"    the threshold was {threshold_how(report)}")
     if culprit is not None:
         lines.append(
-            f"  culprit {_value(culprit.value)} vs its parent {culprit.parent.commit[:12]} "
-            f"{_value(culprit.parent.value)}; confirmed by measuring both again: "
-            + ("yes" if culprit.confirmed else "NO")
+            f"  culprit {_value(culprit.value, metric)} vs its parent "
+            f"{culprit.parent.commit[:12]} {_value(culprit.parent.value, metric)}; confirmed by "
+            "measuring both again: " + ("yes" if culprit.confirmed else "NO")
         )
         lines += [f"    not confirmed: {why}" for why in culprit.unconfirmed]
         lines.append(
             f"    every run: culprit {measured_runs_text(report, culprit.commit)}; "
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
+        if twin := twin_text(report, culprit.commit):
+            lines.append(f"    the culprit's search verdict: {twin}")
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")
@@ -83,5 +89,20 @@ def summary_lines(report: Report) -> list[str]:
     if report.cost is not None:
         lines += cost_summary_lines(report.cost)
     run_dir = Path(report.run_dir)
+    if run_dir.is_dir():
+        lines.append(f"disk: {disk_line(run_dir)}")
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return lines
+
+
+def disk_line(run_dir: Path) -> str:
+    """What the run directory holds, and what `runs --prune` would free."""
+    from bisector.runfiles import disk_use, size_text
+
+    use = disk_use(run_dir)
+    if not use.logs_bytes:
+        return f"{size_text(use.total_bytes)} in {run_dir}"
+    return (
+        f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
+        "(gzipped; `bisector runs --prune` keeps the reports and drops them)"
+    )

@@ -23,6 +23,7 @@ class Row:
     why: str
     window: str  # the log span the value was read from
     notes: list[str]  # stopped early, cached, launch retries, teardown errors
+    logs: list[str]  # the apiserver log(s) the value was read from, relative to the run dir
     command_logs: list[str]  # relative to the run directory
     reason: Reason
 
@@ -77,10 +78,11 @@ def rows(report: Report) -> list[Row]:
             started=_started(e, days),
             duration=format_duration(e.duration_s),
             verdict=e.verdict,
-            value=value_text(e.value) if e.value is not None else "",
+            value=value_text(e.value, report.metric),
             why=e.why,
             window=window_text(e),
             notes=_notes(e, parallel),
+            logs=[relative_path(report, p) for p in e.logs if "://" not in p],
             command_logs=[relative_path(report, p) for p in e.command_logs],
             reason=split_reason(e.reason),
         )
@@ -89,7 +91,7 @@ def rows(report: Report) -> list[Row]:
 
 
 # Columns left out when no evaluation has anything in them (a short run has no notes).
-OPTIONAL_COLUMNS = ("log window", "notes", "command logs")
+OPTIONAL_COLUMNS = ("log window", "notes", "logs")
 
 
 def drop_empty_columns(

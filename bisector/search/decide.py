@@ -10,6 +10,7 @@ from typing import Protocol
 
 from bisector.errors import BisectorError
 from bisector.metrics.direction import Worse, is_bad
+from bisector.numbers import format_number as _n
 
 
 @dataclass(frozen=True)
@@ -49,16 +50,16 @@ class MajorityRule:
         need = self.repeats // 2 + 1
         at_or, past = _sides(self.worse)
         if bad >= need:
-            return Decision("bad", f"{bad} of {len(values)} runs {at_or} {threshold:g}")
+            return Decision("bad", f"{bad} of {len(values)} runs {at_or} {_n(threshold)}")
         if good >= need:
-            return Decision("good", f"{good} of {len(values)} runs {past} {threshold:g}")
+            return Decision("good", f"{good} of {len(values)} runs {past} {_n(threshold)}")
         if len(values) < self.repeats:
             return Decision(None)
         if not valid:
             return Decision("skip", "no run produced data")
         median = statistics.median(valid)
         verdict = "bad" if is_bad(median, threshold, self.worse) else "good"
-        return Decision(verdict, f"no majority; median {median:g} vs {threshold:g}")
+        return Decision(verdict, f"no majority; median {_n(median)} vs {_n(threshold)}")
 
 
 def _sides(worse: Worse) -> tuple[str, str]:
@@ -70,18 +71,18 @@ def calibrate_threshold(good: float, bad: float, worse: Worse = "higher") -> tup
     """A threshold between the endpoints' values, and a sentence saying how it was set."""
     if bad == good or is_bad(good, bad, worse):
         raise BisectorError(
-            f"the bad endpoint does not score worse than the good one (good {good:g}, "
-            f"bad {bad:g}; worse is {worse}); check the range and the metric"
+            f"the bad endpoint does not score worse than the good one (good {_n(good)}, "
+            f"bad {_n(bad)}; worse is {worse}); check the range and the metric"
         )
     low, high = min(good, bad), max(good, bad)
     if low > 0 and high / low >= 10:
         value = math.sqrt(good * bad)
         return value, (
-            f"calibrated: geometric mean of good {good:g} and bad {bad:g} "
+            f"calibrated: geometric mean of good {_n(good)} and bad {_n(bad)} "
             f"(they differ {high / low:.0f}x)"
         )
     value = (good + bad) / 2
-    return value, f"calibrated: midpoint of good {good:g} and bad {bad:g}"
+    return value, f"calibrated: midpoint of good {_n(good)} and bad {_n(bad)}"
 
 
 @dataclass(frozen=True)
@@ -106,5 +107,5 @@ class ConfirmRule:
             verdict = "bad" if is_bad(valid[0], threshold, self.worse) else "good"
             if verdict == self.expected:
                 side = _sides(self.worse)[0 if verdict == "bad" else 1]
-                return Decision(verdict, f"1 run {side} {threshold:g}, as the search found")
+                return Decision(verdict, f"1 run {side} {_n(threshold)}, as the search found")
         return MajorityRule(self.repeats, self.worse).decide(values, threshold)

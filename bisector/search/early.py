@@ -33,6 +33,7 @@ from pathlib import Path
 from bisector.backends.base import Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.logs import METRIC_NAMES, Scores, metric_value
+from bisector.numbers import format_threshold, format_value
 
 Scorer = Callable[[list[str]], Scores]
 # A scorer of one evaluation's growing log: called again each time the log has grown,
@@ -143,7 +144,8 @@ def early_good_problem(
     if not early.good_so_far(value, ended.elapsed_s):
         return (
             f"stopped early as good after {format_duration(ended.elapsed_s)}, but the "
-            f"collected log ({value:g}) is not on course to stay below the threshold"
+            f"collected log ({format_value(value, early.metric)}) is not on course to stay below "
+            "the threshold"
         )
     # One look's worth of slack: the last look may have read a log a little behind.
     scale = max(1.0, whole_s / max(early.warmup_s, 1e-9))
@@ -175,6 +177,10 @@ def warm_up_watching(
     scorer = early.scorers()
     steps = partial.warmup_steps(candidate, early.every_s)
     whole = format_duration(early.warmup_s) if early.warmup_s else "the warmup"
+
+    def shown(value: float) -> str:
+        return format_value(value, early.metric)
+
     try:
         for elapsed in steps:
             if on_step is not None:
@@ -187,17 +193,16 @@ def warm_up_watching(
             if early.threshold is None or (elapsed >= early.warmup_s > 0):
                 continue  # only watching, or the warmup's end anyway: nothing ends early
             after = f"after {format_duration(elapsed)} of {whole}"
+            limit = format_threshold(early.threshold, early.metric)
             if value >= early.threshold:
-                return EarlyEnd(
-                    "bad", elapsed, f"{early.metric} {value:g} >= {early.threshold:g} {after}"
-                )
+                return EarlyEnd("bad", elapsed, f"{early.metric} {shown(value)} >= {limit} {after}")
             if early.good_so_far(value, elapsed):
                 onset_s = format_duration(early.onset_s or 0.0)
                 return EarlyEnd(
                     "good",
                     elapsed,
-                    f"{early.metric} {value:g} < {early.threshold:g} {after}, on course for "
-                    f"{early.projected(value, elapsed):.4g} at the end; the bad endpoint "
+                    f"{early.metric} {shown(value)} < {limit} {after}, on course for "
+                    f"{shown(round(early.projected(value, elapsed)))} at the end; the bad endpoint "
                     f"passed the threshold after {onset_s}",
                 )
         return None

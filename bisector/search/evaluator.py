@@ -39,6 +39,8 @@ from bisector.bisection.layout import RunLayout
 from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
+from bisector.numbers import NO_VALUE, format_value
+from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
 from bisector.search.decide import Decision, DecisionRule
 from bisector.search.early import (
@@ -87,6 +89,16 @@ class MeasureSettings:
     early_good: bool = False  # search runs may end early as good (see bisector.search.measure)
 
 
+def _twin_said(commit: str, found: list[Measurement], decision: Decision, metric: str) -> Decision:
+    """A verdict from runs of other commits with the same tree (a merge and its branch's
+    last commit) says so: there is no measurement line of `commit` itself to point to."""
+    if not found or any(m.commit == commit for m in found):
+        return decision
+    twins = ", ".join(dict.fromkeys(m.commit[:12] for m in found))
+    values = ", ".join(format_value(m.value, metric) for m in found)
+    return Decision(decision.verdict, f"same tree as {twins}, measured there: {values}")
+
+
 class Evaluator:
     """Measures commits: journal first; nothing here decides what they mean."""
 
@@ -124,6 +136,8 @@ class Evaluator:
         self._tearing_down: set[int] = set()
         self._slot_runs: Counter[int] = Counter()
         self._steps_left: int | None = None
+        self._started_since_expect = 0
+        self.runs_after_search = 0  # descent, confirmation, safety net: set by the pipeline
         self._begun = len(journal.of_kind(Begin))
         self.growing_scorer = growing_scorer or rescoring(scorer)
         self._upcoming: list[str] = []
@@ -140,8 +154,18 @@ class Evaluator:
     # -- what the searches call ---------------------------------------------------
 
     def expect(self, steps_left: int | None) -> None:
-        """The search's estimate of the steps left, for the progress line."""
+        """The search's estimate of the steps left (this one included), for the progress
+        line; the runs planned after the search (`runs_after_search`) are added to it."""
         self._steps_left = steps_left
+        self._started_since_expect = 0
+
+    def _runs_left(self) -> int | None:
+        """Runs left, the one starting now included: the search's, counted down until it
+        says again, then what comes after it (the ETA counts confirmation runs too)."""
+        if self._steps_left is None:
+            return None
+        search = max(self._steps_left - self._started_since_expect, 1)
+        return search + self.runs_after_search
 
     def upcoming(self, commits: Sequence[str]) -> None:
         """Commits the search may measure next, likeliest first: builds to prefetch."""
@@ -247,11 +271,13 @@ class Evaluator:
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self._in_flight[slot] = candidate
             self._slot_runs[slot] += 1
-            self.progress.status(f"{job.phase}: evaluating", job.commit, self._steps_left)
+            self.progress.status(f"{job.phase}: evaluating", job.commit, self._runs_left())
+            self._started_since_expect += 1
         early = self.early_stop(early_threshold, job.phase)
         nothing_up = threading.Event()
         try:
             m = self._evaluate(candidate, job, tree, early, nothing_up.set)
+            m.logs = gzip_logs(m.logs)  # scored: kept gzipped at rest (bisector.runfiles)
             self._finish_prefetches()
         except BaseException:
             # An interrupt (Ctrl-C, SIGTERM) that reached here after the teardown: said
@@ -273,12 +299,14 @@ class Evaluator:
                     self.journal.write(Cleaned(str(eval_dir)))
                 raise KeyboardInterrupt
             self.journal.add(m)
-            shown = "no value" if m.value is None else f"{self.settings.metric}={m.value:g}"
+            metric = self.settings.metric
+            shown = NO_VALUE if m.value is None else f"{metric}={format_value(m.value, metric)}"
             why = f" ({m.reason})" if m.reason else ""
             if m.stopped_early:
                 why += f"; stopped early: {m.stopped_early}"
             self.progress.note(
-                f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in {m.duration_s:g}s"
+                f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in "
+                f"{format_duration(m.duration_s)}"
             )
         return m
 
@@ -408,7 +436,7 @@ class Evaluator:
             if decision.verdict is not None:
                 if decision.verdict == "skip" and found:
                     return Decision("skip", found[-1].reason or decision.reason)
-                return decision
+                return _twin_said(commit, found, decision, self.settings.metric)
             # Journaled; the next pass sees it. Search runs past the endpoints may end their
             # warmup early (see `early_stop`); endpoints and the confirmation run full length.
             self.measure(Job(commit, phase, why), slot, early_threshold=threshold)

@@ -29,6 +29,7 @@ from bisector.errors import BisectorError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
 from bisector.logs.sources import open_source, resolve
 from bisector.metrics import ReadsLogDir
+from bisector.numbers import format_value
 from bisector.search.early import (
     EarlyEnd,
     EarlyStop,
@@ -220,7 +221,8 @@ def _score(
         rule = rule.coverage_waived()
         m.early_verdict = "bad"
         if ended.verdict == "good":
-            m.stopped_early = f"{ended.reason}; the collected log has {value:g}: bad"
+            shown = format_value(value, metric)
+            m.stopped_early = f"{ended.reason}; the collected log has {shown}: bad"
     elif ended is not None and ended.verdict == "good" and early is not None:
         why_not = early_good_problem(early, ended, value, m.span_s, rule.expected_s)
         if why_not is not None:
@@ -234,7 +236,8 @@ def _score(
         # The look passed the threshold, this run's later log did not: the look read
         # another file. The log is short on purpose and says nothing either way.
         why_not = (
-            f"stopped early as bad ({ended.reason}), but the collected log has {value:g}: "
+            f"stopped early as bad ({ended.reason}), but the collected log has "
+            f"{format_value(value, metric)}: "
             "the look read another file than this run's log"
         )
     if why_not is not None:

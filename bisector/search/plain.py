@@ -66,9 +66,13 @@ class GitBisectSearch:
         session.start(within.good, within.bad, first_parent=within.first_parent, paths=self.paths)
         state = SearchState(session, within.good, within.bad, self.threshold)
         goods, bad_end = [within.good], within.bad  # git's bounds, for the next picks
+        walked = set(within.commits) if within.first_parent else set()
         while not session.done:
             remaining = session.remaining()
-            steps = math.ceil(math.log2(len(remaining))) if len(remaining) > 1 else 0
+            # What a person counts: on a first-parent walk git's list holds the merged
+            # branches' commits too (119 "left" of a walk over 39 merges).
+            count = len(walked & set(remaining)) if walked else len(remaining)
+            steps = math.ceil(math.log2(count)) if count > 1 else 0
             self.evaluator.expect(steps)
             picks = [c for c in ahead or [] if c in remaining and self._decided(c)]
             ahead = None
@@ -81,7 +85,8 @@ class GitBisectSearch:
             else:  # SplitStrategy's picks on git's remaining list (newest first)
                 left = [c for c in reversed(remaining[1:]) if state.verdicts.get(c) != "skip"]
                 self.evaluator.upcoming(next_candidates(left, picks, self.evaluator.slots))
-            why = f"git bisect midpoint, {len(remaining)} commits left"
+            kind = "first-parent commits" if walked else "commits"
+            why = f"git bisect midpoint, {count} {kind} left"
             decisions = self.evaluator.decide_all(picks, self.threshold, self.rule, "bisect", why)
             verdicts = [d.verdict or "skip" for d in decisions]
             for commit, verdict, decision in _mark_order(picks, verdicts, decisions):
@@ -90,7 +95,9 @@ class GitBisectSearch:
                 self.reasons[commit] = decision.reason
                 session.mark(commit, verdict)
                 self.evaluator.journal.verdict(commit, verdict)
-                self.evaluator.progress.note(f"{commit[:12]} is {verdict}")
+                twin = decision.reason.startswith("same tree as")
+                said = f" ({decision.reason})" if twin else ""
+                self.evaluator.progress.note(f"{commit[:12]} is {verdict}{said}")
                 if verdict == "good":
                     goods.append(commit)
                 elif verdict == "bad":

@@ -1,4 +1,10 @@
-"""Progress: a live line on a terminal (rich), plain log lines otherwise."""
+"""Progress: a live line on a terminal (rich), plain log lines otherwise.
+
+`steps_left` counts the runs still to come, the one starting now included: the
+search's own estimate, then the descent into a merge, the confirmation runs and the
+safety net of early good verdicts (bisector.bisection.pipeline). The ETA is that many
+evaluations of the cost model's length.
+"""
 
 from __future__ import annotations
 
@@ -38,9 +44,9 @@ class LiveProgress:
     """A rich status line (phase, candidate, steps left, ETA) with events printed above it."""
 
     def __init__(self, estimate_s: float | None = None) -> None:
-        from rich.console import Console
+        from bisector.terminal import make_console
 
-        self.console = Console(stderr=True)
+        self.console = make_console(stderr=True)
         self.estimate_s = estimate_s
         self.started = time.monotonic()
         self.live = self.console.status("starting")
@@ -63,8 +69,8 @@ def _describe(phase: str, candidate: str, steps_left: int | None, estimate_s: fl
     if candidate:
         parts.append(candidate[:12])
     if steps_left is not None:
-        parts.append(f"~{steps_left} steps left")
-        if estimate_s:
+        parts.append(f"~{steps_left} run{'' if steps_left == 1 else 's'} left")
+        if estimate_s and steps_left > 0:
             parts.append(f"ETA {format_duration(steps_left * estimate_s)}")
     return " | ".join(parts)
 

@@ -63,6 +63,7 @@ def nested_history(repo: Path) -> dict[str, str]:
     return c
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error_rate", [0.0, 0.05], ids=["git-bisect", "posterior"])
 def test_a_merge_inside_the_pr_branch_is_descended_into(tmp_path: Path, error_rate: float) -> None:
     c = nested_history(tmp_path / "repo")

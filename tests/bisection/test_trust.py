@@ -92,6 +92,7 @@ def _run(built: BuiltRepo, backend: Any, tmp: Path, **flags: Any) -> Report:
     return run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
 
 
+@pytest.mark.slow
 def test_a_log_cut_short_mid_warmup_is_a_skip_not_good(tmp_path: Path) -> None:
     # Commit 11 is bad (culprit 9), but its apiserver restarted: its log covers 1 minute
     # of the 30-minute warmup, so it counts few conflicts and would read *good*, sending
@@ -131,6 +132,7 @@ def test_a_log_that_ended_seconds_before_the_evaluation_is_a_skip(tmp_path: Path
     assert report.culprit is not None and report.culprit.commit == built.mainline[9]
 
 
+@pytest.mark.slow
 def test_a_stale_log_from_before_the_launch_is_a_skip(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(16, 9))
     stale = built.mainline[11]
@@ -153,6 +155,7 @@ class OutageBackend(FileValueBackend):
             raise LaunchError("quota exceeded (simulated outage)")
 
 
+@pytest.mark.slow
 def test_an_infrastructure_skip_is_not_cached_and_a_later_run_retries_it(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(16, 9))
     culprit = built.mainline[9]
@@ -252,6 +255,7 @@ def test_a_regression_inside_a_hunted_range_is_not_hunted_again(tmp_path: Path) 
     store.close()
 
 
+@pytest.mark.slow
 def test_a_finished_run_is_never_extended_by_a_differently_configured_one(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(32, 20))
     first = _run(built, FileValueBackend(), tmp_path)

@@ -76,6 +76,7 @@ def test_cli_offline_says_one_line(tmp_path: Path, args: list[str], exit_code: i
     assert seconds < CEILING_S
 
 
+@pytest.mark.slow
 def test_history_behind_a_dropping_firewall_times_out_in_one_line(tmp_path: Path) -> None:
     with blackhole_endpoint() as host:
         code, lines, seconds = _cli(host, tmp_path, *HISTORY)

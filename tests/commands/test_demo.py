@@ -13,6 +13,7 @@ import pytest
 from bisector.commands.demo import MARKER, prepare_dir
 from bisector.demo_repo import create_demo_repo
 from bisector.errors import BisectorError
+from bisector.numbers import format_threshold, format_value
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,12 +50,19 @@ def test_demo_names_the_planted_commit_not_its_merge_nor_the_prs_first(tmp_path:
     assert f"PR #46588, merged as {expected.culprit_merge[:12]}" in out
     good, bad = report["good"]["value"], report["bad"]["value"]
     assert bad > 100 * max(good, 1)  # the regression shows by orders of magnitude
-    assert f"conflicts at good {expected.good[:12]}: {good:g}" in out
-    assert f"conflicts at bad  {expected.bad[:12]}: {bad:g}" in out
-    assert f"threshold {report['threshold']['value']:g} (calibrated: " in out
+    assert f"conflicts at good {expected.good[:12]}: {format_value(good, 'conflicts')}" in out
+    assert f"conflicts at bad  {expected.bad[:12]}: {format_value(bad, 'conflicts')}" in out
+    threshold = format_threshold(report["threshold"]["value"], "conflicts")
+    assert f"threshold {threshold} (calibrated: " in out
     parent = culprit["parent"]
     assert parent["commit"] == expected.culprit_pr_first
-    assert f"culprit {culprit['value']:g} vs its parent {parent['commit'][:12]}" in out
+    value = format_value(culprit["value"], "conflicts")
+    assert f"culprit {value} vs its parent {parent['commit'][:12]}" in out
+    # The culprit is its merge's twin (same tree): its verdict says where it came from.
+    if any(e["commit"] == expected.culprit_merge for e in report["evaluations"]):
+        said = f"{expected.culprit[:12]} is bad (same tree as {expected.culprit_merge[:12]}, "
+        assert said in result.stderr
+    assert "disk: " in out and list((where / "run").glob("evals/*/logs/kube-apiserver.log.gz"))
     assert f"{len(report['evaluations'])} evaluations over 15 first-parent commits" in out
     assert "skipped" in out
     assert str(where / "run" / "report.md") in out

@@ -190,3 +190,64 @@ def test_local_commands_that_cannot_start_are_problems(
     assert f"MISSING  [backends.local] teardown: {script} is not executable" in out
     assert "ok       [backends.local] build: ./hack/build.sh (relative to each" in out
     assert "2 problem(s) found" in out
+
+
+# Issue 22, point 3: `doctor` with no arguments exited 1 on a machine that just ran the
+# sim demo (no docker, no kind): it checked every backend's tools.
+def test_no_arguments_checks_the_default_backend_and_lists_the_others(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = FakeProc.install(monkeypatch)
+    fake.on("git --version", stdout="git version 2.43.0\n")
+    missing = proc.CommandError(["x"], None, "", "", "could not start: not found")
+    for tool in ("docker", "kind", "kubectl", "gcloud", "gsutil", "make", "python"):
+        fake.on(tool, raises=missing)  # a machine with git only
+    assert doctor(None, None) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("checking the sim backend (the default without --config;")
+    assert "ok       git: git version 2.43.0" in out and "MISSING" not in out
+    assert [c.argv[0] for c in fake.calls] == ["git"]  # nothing else was run
+    listed = out.split("other backends, not checked (not problems):")[1]
+    from bisector.backends.registry import BACKENDS
+
+    for name in BACKENDS:  # every other backend of the registry, with what it would check
+        if name != "sim":
+            assert f"\n  {name} " in listed
+    assert "docker, kind, kubectl, and its own checks" in listed
+
+
+def test_a_backend_added_to_the_registry_is_listed_with_nothing_in_doctor(
+    fake: FakeProc, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bisector.backends import registry
+
+    extra = registry.BackendInfo(
+        "procs", "a real control plane", "local", "LocalBackend", ("git", "make"),
+        "bisector.backends.local_doctor:check",
+    )  # fmt: skip
+    monkeypatch.setitem(registry.BACKENDS, "procs", extra)
+    assert doctor(None, None, as_json=True) == 0
+    import json
+
+    result = json.loads(capsys.readouterr().out)
+    assert result["backend"] == "sim" and result["chosen_by"] == "default"
+    assert {
+        "backend": "procs", "summary": "a real control plane", "tools": ["git", "make"],
+        "own_checks": True, "command": "bisector doctor --backend procs",
+    } in result["available"]  # fmt: skip
+
+
+def test_json_says_each_check_and_whether_ready(
+    fake: FakeProc, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    fake.on("docker version", code=1, stderr="Cannot connect to the Docker daemon", first=True)
+    assert doctor("kind", None, as_json=True) == 1
+    result = json.loads(capsys.readouterr().out)  # nothing but the JSON on stdout
+    assert result["backend"] == "kind" and result["chosen_by"] == "--backend"
+    assert result["ready"] is False and result["problems"] == 1
+    assert result["available"] == [] and result["rehearsal"] is None
+    docker = next(c for c in result["checks"] if c["what"] == "docker")
+    assert docker["ok"] is False and "start the daemon" in docker["detail"]
+    assert {"ok", "what", "detail"} == set(docker)

@@ -48,6 +48,7 @@ def _rows(out: str) -> dict[int, list[str]]:
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("incident")
 def test_table_range_and_command(capsys: pytest.CaptureFixture[str], shared_cache: Path) -> None:
     code, out, _ = _history(capsys, shared_cache, "--runs", "427..447")

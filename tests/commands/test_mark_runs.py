@@ -92,9 +92,69 @@ def test_runs_lists_and_removes_finished_runs(
     )
     run_dir = Path(report.run_dir)
     code, out, _ = _cli(capsys, "runs", "--repo", str(built.path))
-    assert code == 0 and str(run_dir) in out and "finished" in out and "size:" in out
+    assert code == 0 and str(run_dir) in out and "finished" in out and "  disk: " in out
     code, out, _ = _cli(capsys, "runs", "--repo", str(built.path), "--remove-finished")
     assert code == 0 and f"removed {run_dir}" in out
     assert not run_dir.exists()
     code, _, err = _cli(capsys, "runs", "--repo", str(built.path), "--remove", str(tmp_path))
     assert code == 2 and "not a bisector run directory" in err
+
+
+# Issue 22, point 7: logs gzipped at rest, the disk a run uses said, `runs --prune`.
+def _finished_run(tmp_path: Path) -> tuple[Path, Path]:
+    built = build_repo(tmp_path / "repo", [GOOD] * 4 + [BAD] * 4)
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=10.0,
+    )
+    report = run_bisection(
+        settings, backend=FileValueBackend(), progress=PlainProgress(io.StringIO())
+    )
+    return built.path, Path(report.run_dir)
+
+
+def test_logs_are_gzipped_once_scored_and_the_journal_names_the_gz(tmp_path: Path) -> None:
+    from bisector.search.journal import Measured, read_journal
+
+    _repo, run_dir = _finished_run(tmp_path)
+    logs = [log for r in read_journal(run_dir / "journal.jsonl") if isinstance(r, Measured)
+            for log in r.measurement.logs]  # fmt: skip
+    assert logs and all(log.endswith("kube-apiserver.log.gz") for log in logs)
+    assert all(Path(log).is_file() and Path(log).read_bytes()[:2] == b"\x1f\x8b" for log in logs)
+    assert not list(run_dir.glob("evals/*/logs/*.log"))  # no plain copy left beside
+
+
+def test_runs_says_the_disk_used_and_prune_keeps_reports_and_drops_logs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    repo, run_dir = _finished_run(tmp_path)
+    code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--json")
+    listed = json.loads(out)
+    assert code == 0 and [r["run_dir"] for r in listed] == [str(run_dir)]
+    assert listed[0]["state"] == "finished" and listed[0]["logs_bytes"] > 0
+    assert listed[0]["disk_bytes"] > listed[0]["logs_bytes"]
+    code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--prune")
+    assert code == 0 and f"pruned {run_dir}" in out and "freed " in out
+    assert not list(run_dir.glob("evals/*/logs"))
+    for kept in ("journal.jsonl", "report.json", "report.md", "report.html"):
+        assert (run_dir / kept).is_file(), kept
+    code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--json")
+    assert json.loads(out)[0]["logs_bytes"] == 0
+    code, out, _ = _cli(capsys, "status", "--repo", str(repo), "--json")
+    assert code == 0 and json.loads(out)[0]["culprit"] is not None
+
+
+def test_prune_leaves_a_run_that_is_not_finished(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    repo, run_dir = _finished_run(tmp_path)
+    journal = run_dir / "journal.jsonl"
+    journal.write_text("".join(line + "\n" for line in journal.read_text().splitlines()
+                               if '"done"' not in line))  # fmt: skip
+    code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--prune")
+    assert code == 0 and "pruned" not in out and list(run_dir.glob("evals/*/logs"))

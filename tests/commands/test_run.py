@@ -60,6 +60,7 @@ def _assert_one_line_exit_2(result: subprocess.CompletedProcess[str], needle: st
     assert needle in result.stderr
 
 
+@pytest.mark.slow
 def test_run_prints_the_culprit_and_status_shows_it(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(10, 6))
     driver = write_local_config(tmp_path)
@@ -72,6 +73,28 @@ def test_run_prints_the_culprit_and_status_shows_it(tmp_path: Path) -> None:
     assert "finished" in status.stdout and built.mainline[6] in status.stdout
 
 
+@pytest.mark.slow
+def test_json_is_the_final_summary_and_status_json_agrees(tmp_path: Path) -> None:
+    """Issue 22, point 4: `run --json` (stdout: JSON only), `status --json`."""
+    built = build_repo(tmp_path / "repo", _values(10, 6))
+    driver = write_local_config(tmp_path)
+    result = _cli(*_args(built, driver, "--json"))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)  # nothing else on stdout
+    assert summary["exit_code"] == 0 and summary["report"]["culprit"]["commit"] == built.mainline[6]
+    assert summary["report"]["culprit"]["confirmed"] is True
+    assert Path(summary["report_html"]).is_file() and summary["disk_bytes"] > 0
+    assert "threshold" in result.stderr  # progress stays on stderr
+    status = _cli("status", "--repo", str(built.path), "--json")
+    runs = json.loads(status.stdout)
+    assert status.returncode == 0 and len(runs) == 1
+    assert runs[0]["state"] == "finished" and runs[0]["culprit"] == built.mainline[6]
+    assert runs[0]["run_dir"] == str(Path(summary["report_json"]).parent)
+    refused = _cli(*_args(built, driver, "--json", "--dry-run"))
+    _assert_one_line_exit_2(refused, "--json is the final summary of a run")
+
+
+@pytest.mark.slow
 def test_relative_run_dir_from_another_directory(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(6, 2))
     driver = write_local_config(tmp_path)
@@ -82,9 +105,10 @@ def test_relative_run_dir_from_another_directory(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "myrun" / "report.json").is_file()
-    assert len(list((tmp_path / "myrun" / "evals").glob("*/logs/kube-apiserver.log"))) >= 4
+    assert len(list((tmp_path / "myrun" / "evals").glob("*/logs/kube-apiserver.log.gz"))) >= 4
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(6, 3))
     driver = write_local_config(tmp_path)
@@ -138,6 +162,7 @@ def test_config_errors_name_file_and_key(tmp_path: Path, config: str, needle: st
         assert str(path) in result.stderr
 
 
+@pytest.mark.slow
 def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(65, 30))
     driver = write_local_config(tmp_path, run={"estimate": "30m"})
@@ -154,6 +179,7 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     assert "expected evaluations: 8" in paths.stdout  # flag beats file: (2 + 0 + 2) x 2 runs
 
 
+@pytest.mark.slow
 def test_first_parent_flag_counts_merges_only(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(6, 3), prs=[PR(at=3, values=[2, 40, 40])])
     driver = write_local_config(tmp_path)
@@ -168,6 +194,7 @@ def _journal(built: BuiltRepo) -> list[dict[str, object]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
+@pytest.mark.slow
 def test_kill_9_then_same_command_resumes_without_repeating(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(64, 41))
     driver = write_local_config(tmp_path)
@@ -192,6 +219,7 @@ def test_kill_9_then_same_command_resumes_without_repeating(tmp_path: Path) -> N
     assert len(driver.calls("collected")) <= len(measurements) + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_tears_down_prints_resume_and_resumes(tmp_path: Path, signum: int) -> None:
     built = build_repo(tmp_path / "repo", _values(8, 5))
@@ -214,6 +242,7 @@ def test_interrupt_tears_down_prints_resume_and_resumes(tmp_path: Path, signum: 
     assert f"culprit: {built.mainline[5]}" in result.stdout
 
 
+@pytest.mark.slow
 def test_cluster_left_up_by_kill_9_is_torn_down_on_resume(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(8, 5))
     driver = write_local_config(tmp_path)
@@ -238,6 +267,7 @@ def _two_slot_args(built: BuiltRepo, driver: LocalDriver, *extra: str) -> list[s
     return _args(built, driver, "--parallel", "2", *extra)
 
 
+@pytest.mark.slow
 def test_parallel_2_kill_9_then_resume_repeats_nothing(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(64, 41))
     driver = write_local_config(tmp_path)
@@ -262,6 +292,7 @@ def test_parallel_2_kill_9_then_resume_repeats_nothing(tmp_path: Path) -> None:
     assert len(driver.calls("collected")) <= len(measurements) + 2
 
 
+@pytest.mark.slow
 def test_parallel_2_sigterm_tears_down_every_slot_then_resumes(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(12, 7))
     driver = write_local_config(tmp_path)
@@ -313,6 +344,7 @@ def test_parallel_2_sigterm_waits_for_the_slot_slowest_to_tear_down(tmp_path: Pa
     assert begun and begun <= cleaned  # each evaluation journaled as torn down
 
 
+@pytest.mark.slow
 def test_error_rate_flag_reports_confidence(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(24, 9))
     driver = write_local_config(tmp_path)
@@ -327,6 +359,7 @@ def test_error_rate_flag_reports_confidence(tmp_path: Path) -> None:
     assert "confidence: 0.99" in (run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_search_option_errors_are_one_line(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(6, 3))
     driver = write_local_config(tmp_path)
@@ -336,6 +369,7 @@ def test_search_option_errors_are_one_line(tmp_path: Path) -> None:
     _assert_one_line_exit_2(_cli(*_args(built, driver, "--likelihood", "vibes")), "--likelihood")
 
 
+@pytest.mark.slow
 def test_user_defined_metric_from_the_config_drives_the_verdicts(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _values(8, 5))
     driver = write_local_config(tmp_path)
@@ -351,6 +385,7 @@ def test_user_defined_metric_from_the_config_drives_the_verdicts(tmp_path: Path)
     _assert_one_line_exit_2(unknown, "--metric: unknown metric 'hollow2_conflicts'")
 
 
+@pytest.mark.slow
 def test_upload_copies_the_run_directory_to_gcs(tmp_path: Path, gcs_client: Any) -> None:
     ensure_bucket(gcs_client, "bisections")
     built = build_repo(tmp_path / "repo", _values(6, 3))
@@ -366,6 +401,7 @@ def test_upload_copies_the_run_directory_to_gcs(tmp_path: Path, gcs_client: Any)
     assert "uploaded" in result.stdout
 
 
+@pytest.mark.slow
 def test_cleanup_after_kill_9_tears_down_a_local_cluster_from_the_journal(tmp_path: Path) -> None:
     # The local backend records no resources: `bisector cleanup` rebuilds it from the
     # run's config named in the journal and runs its teardown (issue 12: every backend).
@@ -394,3 +430,49 @@ def test_cleanup_after_kill_9_tears_down_a_local_cluster_from_the_journal(tmp_pa
     again = subprocess.run(bisector_argv("cleanup", "--run-dir", str(run_dir)),
                            capture_output=True, text=True, check=False)  # fmt: skip
     assert again.returncode == 0 and "nothing left up" in again.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (
+            ["--backend", "local"],
+            "no --config FILE given: key `backends.local.launch` is missing; expected a "
+            "string; configs/local-example.toml sets it: pass a config like it with --config FILE",
+        ),
+        (
+            [],  # the sim backend with nothing: no duration
+            "no --config FILE given: [backends.sim] needs a simulated duration: set `duration` "
+            "there or `warmup` in [run]; configs/default.toml sets it: pass a config like it "
+            "with --config FILE",
+        ),
+    ],
+)
+def test_forgetting_config_says_so_and_names_an_example(
+    tmp_path: Path, flags: list[str], needle: str
+) -> None:
+    """Issue 22, point 1: run from bisector's checkout, as the README's examples are."""
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    argv = bisector_argv(
+        "run", "--repo", str(built.path), "--good", built.mainline[0],
+        "--bad", built.mainline[-1], *flags,
+    )  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=root)
+    _assert_one_line_exit_2(result, needle)
+
+
+def test_the_sim_default_on_a_repository_without_a_profile_says_to_pass_config(
+    tmp_path: Path,
+) -> None:
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    result = _cli(
+        "run", "--repo", str(built.path), "--good", built.mainline[0],
+        "--bad", built.mainline[-1], "--warmup", "1s",
+    )  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("bisector: error: the good endpoint")
+    assert "the sim backend (the default without --config)" in last
+    assert "pass --config FILE naming a backend" in last
+    assert "local-example.toml is one" in result.stderr

@@ -65,7 +65,6 @@ def test_no_data_is_skip_never_good(
     ("args", "message"),
     [
         (["--metric", "conflictz", "--threshold", "1"], "unknown metric"),
-        (["--threshold", "1"], "--threshold needs --metric"),
         (["--metric", "conflicts", "--threshold", "nan"], "must be a finite number"),
         (["--since", "five minutes"], "--since: cannot read"),
         (["--since", "10m", "--until", "5m"], "must be later"),
@@ -80,6 +79,20 @@ def test_bad_arguments_exit_128_with_one_line(
     assert message in err
     assert err.count("\n") == 1
     assert err.startswith("bisector: error: ")
+
+
+def test_threshold_alone_is_about_conflicts_as_for_run_and_history(
+    capsys: pytest.CaptureFixture[str], log: Path
+) -> None:
+    """Issue 22, point 2: `score --threshold 5` alone was exit 128 "needs --metric"."""
+    code, out, err = _run(capsys, str(log), "--threshold", "3")
+    assert (code, err) == (1, "")
+    assert "verdict: bad (conflicts = 3 >= 3)" in out
+    code, out, _ = _run(capsys, str(log), "--threshold", "4", "--json")
+    assert code == 0
+    assert json.loads(out)["metric"] == "conflicts" and json.loads(out)["verdict"] == "good"
+    code, out, _ = _run(capsys, str(log), "--json")  # no threshold: every metric, no verdict
+    assert code == 0 and json.loads(out)["metric"] is None
 
 
 def test_missing_log_is_no_verdict_in_a_real_process(tmp_path: Path) -> None:
@@ -322,6 +335,7 @@ def _bisect_repo(tmp_path: Path) -> tuple[Path, list[str]]:
     return repo, hashes
 
 
+@pytest.mark.slow
 def test_git_bisect_run_skips_a_truncated_log_and_names_the_first_bad_commit(
     tmp_path: Path,
 ) -> None:

@@ -30,6 +30,7 @@ VALUES = [20] * 6 + [BAD] * 2
 CULPRIT = 6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["restart", "short"])
 def test_a_collected_log_covering_less_than_the_watched_time_is_a_skip(
     tmp_path: Path, fault: str

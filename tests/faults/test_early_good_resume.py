@@ -79,6 +79,7 @@ def _check_finished(built: BuiltRepo, driver: FaultDriver, run_dir: Path, out: s
     assert driver.up() == [] and driver.live_steps() == []
 
 
+@pytest.mark.slow
 def test_the_safety_net_through_bisector_run(tmp_path: Path) -> None:
     built, driver, argv, run_dir = _setup(tmp_path)
     try:

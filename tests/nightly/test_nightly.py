@@ -225,6 +225,7 @@ def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
     assert data["bisection"]["evaluations"] == []
 
 
+@pytest.mark.slow
 def test_a_user_metric_drives_the_nightly(gcs_client: Any, tmp_path: Path) -> None:
     # `[nightly.jobs.metrics.NAME]` is read by the one metric registry: the CI runs are
     # scored with it and the step found in it, as `run` and `history` would (issue 11).
@@ -263,6 +264,27 @@ statuses = [409]
     config.write_text(config.read_text().split("[nightly.jobs.metrics")[0], encoding="utf-8")
     with pytest.raises(ConfigError, match=r"nightly\.jobs\[0\]\.metric.*unknown metric"):
         run_nightly(config, log=quiet)
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("a = 1\n", "`nightly` is missing"),
+        ('[nightly]\nstate = "x"\n', "`nightly.jobs` is missing"),
+        ('[[nightly.jobs]]\njob = "j"\n[nightly.jobs.run]\nbackend = "sim"\n', ".repo` is missing"),
+    ],
+)
+def test_a_missing_nightly_key_names_the_example_that_sets_it(
+    tmp_path: Path, text: str, key: str
+) -> None:
+    """Issue 22, point 1: configs/nightly.toml is the example with every nightly key."""
+    from bisector.nightly.config import load_nightly_config
+
+    path = tmp_path / "n.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_nightly_config(path)
+    assert key in str(info.value) and str(info.value).endswith("configs/nightly.toml sets it")
 
 
 @pytest.mark.slow

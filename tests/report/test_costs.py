@@ -63,12 +63,12 @@ def test_without_phase_durations_the_model_says_no_estimate(tmp_path: Path) -> N
     assert "10 of 10 evaluations have no launch command log (the sim backend" in section
     assert "set [run] price_per_cluster_hour" in section
     lines = summary_lines(report)
-    assert lines[-3] == (
+    assert lines[-4] == (
         "cost, model (expected): 8 evaluations in 8 rounds; no estimate of time or "
         "cluster-hours (no phase durations for the sim backend: set [run] estimate to one "
         "evaluation's time)"
     )
-    assert lines[-2] == (
+    assert lines[-3] == (
         "cost, measured (this run): 10 evaluations (+1 reused), wall 8h25m, 5.5 cluster-hours "
         "(10 counted with their build: no launch log)"
     )
@@ -92,11 +92,11 @@ def test_html_shows_both_columns_labelled(tmp_path: Path) -> None:
 
 def test_summary_says_which_figures_are_the_models(tmp_path: Path) -> None:
     lines = summary_lines(sample_report(tmp_path))
-    assert lines[-3] == (
+    assert lines[-4] == (
         "cost, model (expected): 8 evaluations in 8 rounds, wall 10h47m, 6.53 cluster-hours, "
         "money 26.13"
     )
-    assert lines[-2] == (
+    assert lines[-3] == (
         "cost, measured (this run): 10 evaluations (+1 reused), wall 8h25m, 5.5 cluster-hours, "
         "money 22.00"
     )

@@ -51,7 +51,7 @@ def test_why_names_both_sides_runs_and_the_confirmation(tmp_path: Path) -> None:
     report = sample_report(tmp_path)
     why = why_culprit(report)
     assert why.startswith(f"Its parent {BRANCH[0][:12]} measured 13 and 12.5 (2 of 2 runs below")
-    assert "this commit measured 2300 and 2350 (2 of 2 runs at or above it)" in why
+    assert "this commit measured 2,300 and 2,350 (2 of 2 runs at or above it)" in why
     assert f"merge {MAINLINE[4][:12]}" in why and why.endswith("measuring both again agreed.")
     assert report.culprit is not None
     report.culprit = replace(report.culprit, confirmed=False)

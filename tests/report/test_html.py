@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bisector.report.render import render_html
-from tests.report.sample import BRANCH, sample_report
+from bisector.report.summary import summary_lines
+from bisector.report.timeline import rows as timeline_rows
+from tests.report.sample import BRANCH, MAINLINE, sample_report
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +47,7 @@ def test_culprit_and_evidence(page: str) -> None:
     html = page
     assert BRANCH[1] in html and "Optimize selector for single-matching items" in html
     assert "wojtek-t &lt;wojtek-t@users.noreply.github.com&gt;" in html
-    assert "2 runs: 10, 12" in html and "2300 (bisect), 2350 (confirm)" in html
+    assert "2 runs: 10, 12" in html and "2,300 (bisect), 2,350 (confirm)" in html
     assert "came in with merge" in html and "PR #46588" in html
 
 
@@ -52,4 +55,38 @@ def test_skip_output_and_command_logs(page: str) -> None:
     html = page
     assert "`make quick-release KUBE_FASTBUILD=true` exited with code 2" in html
     assert '<pre class="out">compiling k8s.io/apiserver\n' in html
-    assert '<a href="evals/005/build.log">build.log</a>' in html
+    assert '<a class="nw" href="evals/005/build.log">build.log</a>' in html
+
+
+# Issue 22, point 6: the report fixes, as rendered.
+def test_every_evaluation_links_its_apiserver_log(page: str, tmp_path: Path) -> None:
+    assert '<a class="nw" href="evals/010/logs/kube-apiserver.log">kube-apiserver.log</a>' in page
+    report = sample_report(tmp_path)
+    gz = replace(
+        report,
+        evaluations=[
+            replace(e, logs=[f"{report.run_dir}/evals/{e.n:03d}/logs/kube-apiserver.log.gz"])
+            for e in report.evaluations
+        ],
+    )
+    rows = timeline_rows(gz)  # what report.html and report.md link, one per evaluation
+    assert [r.logs for r in rows] == [
+        [f"evals/{e.n:03d}/logs/kube-apiserver.log.gz"] for e in report.evaluations
+    ]
+    assert "<th>logs</th>" in page
+
+
+def test_log_window_dates_do_not_wrap_and_gun_table_is_compact(page: str) -> None:
+    assert 'from <span class="nw">' in page and ".nw{white-space:nowrap}" in page
+    assert '<table class="gun">' in page and "table.gun th+th{text-align:right" in page
+
+
+def test_a_culprit_decided_by_its_twin_says_so(tmp_path: Path) -> None:
+    report = sample_report(tmp_path)
+    culprit = report.culprit
+    assert culprit is not None
+    twin = f"same tree as {MAINLINE[4][:12]}, measured there: 2,450"
+    said = replace(report, verdict_reasons={culprit.commit: twin})
+    html = render_html(said)
+    assert f"(its search verdict: {twin})" in html
+    assert f"    the culprit's search verdict: {twin}" in summary_lines(said)

@@ -35,8 +35,8 @@ def test_markdown_sections_in_reading_order(tmp_path: Path) -> None:
 
 def test_evidence_shows_every_run_threshold_and_confirmation(tmp_path: Path) -> None:
     md = render_markdown(sample_report(tmp_path))
-    assert "| good endpoint |" in md and "2 runs: 10, 12" in md and "2 runs: 2400, 2500" in md
-    assert "2300 (bisect), 2350 (confirm)" in md  # the culprit's runs, with their phases
+    assert "| good endpoint |" in md and "2 runs: 10, 12" in md and "2 runs: 2,400, 2,500" in md
+    assert "2,300 (bisect), 2,350 (confirm)" in md  # the culprit's runs, with their phases
     assert "13 (bisect), 12.5 (confirm)" in md  # its parent's
     assert "threshold: 100, given by the configuration" in md
     assert "confirmed by measuring the culprit and its parent again: yes" in md

@@ -69,3 +69,18 @@ def test_without_a_culprit_its_candidates_are_shaded_and_named(tmp_path: Path) -
     report.culprit, report.status, report.candidates = None, "inconclusive", MAINLINE[2:4]
     svg = range_svg(report)
     assert "could be the culprit" in svg and ">culprit<" not in svg
+
+
+# Issue 22, point 6.
+def test_early_stopped_runs_are_hollow_and_in_the_legend(tmp_path: Path) -> None:
+    report = sample_report(tmp_path)  # run 7 stopped early at 2450
+    svg = range_svg(report)
+    assert "stopped early (value so far)" in svg
+    none = replace(report, evaluations=[replace(e, stopped_early=None) for e in report.evaluations])
+    assert "stopped early" not in range_svg(none)  # no entry when no run stopped early
+
+
+def test_a_branch_panel_title_is_short_lines_that_fit(tmp_path: Path) -> None:
+    _main, branch = panels(sample_report(tmp_path))
+    assert branch.title == f"inside PR #46588\n(merge {MAINLINE[4][:LABEL_CHARS]})"
+    assert max(len(line) for line in branch.title.splitlines()) <= 16

@@ -17,14 +17,14 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
     assert f"  PR #46588, merged as {MAINLINE[4][:12]}; author wojtek-t" in text
     assert "evidence:" in lines
     assert f"  conflicts at good {MAINLINE[0][:12]}: 11 (2 runs: 10, 12)" in lines
-    assert f"  conflicts at bad  {MAINLINE[7][:12]}: 2450 (2 runs: 2400, 2500)" in lines
+    assert f"  conflicts at bad  {MAINLINE[7][:12]}: 2,450 (2 runs: 2,400, 2,500)" in lines
     assert "  threshold 100 (given)" in lines
     assert (
-        f"  culprit 2350 vs its parent {BRANCH[0][:12]} 12.5; "
+        f"  culprit 2,350 vs its parent {BRANCH[0][:12]} 12.5; "
         "confirmed by measuring both again: yes"
     ) in lines
     assert (
-        "    every run: culprit 2300 (bisect), 2350 (confirm); parent 13 (bisect), 12.5 (confirm)"
+        "    every run: culprit 2,300 (bisect), 2,350 (confirm); parent 13 (bisect), 12.5 (confirm)"
         in lines
     )
     assert "  confidence: not modelled (plain git bisect verdicts, no error rate given)" in lines
@@ -38,3 +38,4 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
     ]
     assert f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot)" in lines
     assert lines[-1] == f"report: {tmp_path / 'report.md'} and {tmp_path / 'report.html'}"
+    assert lines[-2].startswith("disk: ") and f" in {tmp_path}, of which logs " in lines[-2]

@@ -256,6 +256,7 @@ class GrowingFileValue(FileValueBackend):
         return [self._write(candidate, self._count.pop(candidate.eval_dir, 10))]
 
 
+@pytest.mark.slow
 def test_a_bisection_stops_bad_warmups_early_after_the_endpoints(tmp_path: Path) -> None:
     values = [20] * 9 + [400] * 7  # culprit: mainline 9
     built = build_repo(tmp_path / "repo", values)
@@ -290,6 +291,7 @@ def test_a_bisection_stops_bad_warmups_early_after_the_endpoints(tmp_path: Path)
     assert sum(bool(e["stopped_early"]) for e in saved["evaluations"]) == len(early)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("metric", ["conflicts_per_min"])
 def test_a_rate_metric_never_stops_early(tmp_path: Path, metric: str) -> None:
     values = [1] * 5 + [400] * 5

@@ -179,6 +179,7 @@ def _run(tmp_path: Path, values: list[int]) -> tuple[Report, ShapedFileValue, st
     return report, backend, out, built.mainline
 
 
+@pytest.mark.slow
 def test_good_search_runs_end_early_and_the_evidence_runs_full_length(tmp_path: Path) -> None:
     report, backend, out, mainline = _run(tmp_path, [20] * 9 + [400] * 7)
     assert report.culprit is not None and report.culprit.commit == mainline[9]
@@ -199,6 +200,7 @@ def test_good_search_runs_end_early_and_the_evidence_runs_full_length(tmp_path: 
     assert parent.value == 20
 
 
+@pytest.mark.slow
 def test_a_regression_showing_later_than_the_bad_endpoints_is_searched_again(
     tmp_path: Path,
 ) -> None:
@@ -226,6 +228,7 @@ def test_a_regression_showing_later_than_the_bad_endpoints_is_searched_again(
     assert later and all(m.early_verdict != "good" for m in later)
 
 
+@pytest.mark.slow
 def test_a_run_resumed_with_early_good_off_measures_its_early_goods_again(
     tmp_path: Path,
 ) -> None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bisector.report import Report
 from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
 from tests.helpers.inprocess import bisect_built
@@ -77,6 +79,7 @@ def _run(tmp_path: Path, *, early_good: bool) -> tuple[Report, BuiltRepo, list[s
     return report, built, pr, out
 
 
+@pytest.mark.slow
 def test_full_length_runs_name_the_first_bad_merge_of_the_first_parent_line(
     tmp_path: Path,
 ) -> None:
@@ -85,6 +88,7 @@ def test_full_length_runs_name_the_first_bad_merge_of_the_first_parent_line(
     assert report.confirmed
 
 
+@pytest.mark.slow
 def test_a_wrong_early_good_before_a_merged_branch_is_caught_and_searched_again(
     tmp_path: Path,
 ) -> None:
@@ -106,6 +110,7 @@ def test_a_wrong_early_good_before_a_merged_branch_is_caught_and_searched_again(
     assert checked and all(m.stopped_early is None for m in checked)
 
 
+@pytest.mark.slow
 def test_a_merge_whose_first_parent_was_good_at_full_length_costs_no_extra_run(
     tmp_path: Path,
 ) -> None:

@@ -86,6 +86,7 @@ def _early_goods_on_bad_commits(report: Report, built: BuiltRepo) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_an_honest_onset_passes_no_slow_regression_as_good(tmp_path: Path) -> None:
     report, built, out = _run(tmp_path, lie=False)
     assert "passed the threshold after 4m00s" in out
@@ -125,6 +126,7 @@ class StopAfterEndpoints(LyingPeek):
     good = ""
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["resumed", "cached"])
 def test_bad_endpoint_runs_measured_unwatched_leave_early_good_off(
     tmp_path: Path, where: str

@@ -46,6 +46,7 @@ def _journal(run_dir: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error_rate", [0.0, 0.1])
 def test_idle_endpoint_slots_measure_the_first_search_points(
     tmp_path: Path, error_rate: float

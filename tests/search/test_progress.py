@@ -13,7 +13,7 @@ def test_plain_lines_when_not_a_terminal() -> None:
     progress.note("a is good")
     progress.stop()
     assert out.getvalue().splitlines() == [
-        "bisector: bisect: evaluating | aaaaaaaaaaaa | ~3 steps left | ETA 30m00s",
+        "bisector: bisect: evaluating | aaaaaaaaaaaa | ~3 runs left | ETA 30m00s",
         "bisector: a is good",
     ]
 
@@ -23,4 +23,4 @@ def test_live_display_updates_phase_candidate_steps_and_eta() -> None:
     progress.status("confirm", "b" * 40, steps_left=2)
     status = str(progress.live.renderable.text)
     progress.stop()
-    assert "confirm | bbbbbbbbbbbb | ~2 steps left | ETA 2m00s" in status
+    assert "confirm | bbbbbbbbbbbb | ~2 runs left | ETA 2m00s" in status
