@@ -23,17 +23,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shlex
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
 from bisector import proc
-from bisector.backends import gce_steps
+from bisector.backends import gce_adapt, gce_preflight, gce_steps
 from bisector.backends.base import BackendContext, Candidate, sleep_steps
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord, cache_key
 from bisector.backends.steps import (
     Step,
+    is_transient,
     run_step,
     run_with_retries,
     start_with_retries,
@@ -42,6 +46,7 @@ from bisector.backends.steps import (
 )
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
+from bisector.report.model import Adaptation
 from bisector.signals import held_during
 
 log = logging.getLogger("bisector.gce")
@@ -84,6 +89,7 @@ class GceBackend:
             else None
         )
         self._bases: dict[int, Path] = {}  # slot -> checkout whose scripts brought it up
+        self._adapted: set[int] = set()  # slots whose adaptations ran (for the report)
 
     # -- bisection bracket ---------------------------------------------------
     def setup(self) -> None:
@@ -106,6 +112,12 @@ class GceBackend:
                 continue
             self.record.remove(gce_steps.base_id(self.cfg, slot))
         self._bases.clear()
+
+    def adaptations(self) -> list[Adaptation]:
+        """What the backend did beyond the 2017 scripts (gce_adapt), for the report."""
+        if not self._adapted:
+            return []
+        return gce_adapt.adaptations(self.cfg, sorted(self._adapted))
 
     # -- one evaluation ------------------------------------------------------
     def build(self, candidate: Candidate) -> None:
@@ -183,7 +195,24 @@ class GceBackend:
         if base is None:
             lines.append("# (base_checkout unset: the run's good-endpoint worktree)")
             base = Path("<good-endpoint-worktree>")
-        lines.append(gce_steps.kube_up(cfg, base, slot).render())
+        lines.append("# preflight (read-only): quotas, network, registry, images, policies, cfssl;")
+        lines.append("# a shortfall stops the run here, before anything is created")
+        lines += [
+            s.render()
+            for s in gce_preflight.steps(
+                cfg, gce_steps.network(cfg, slot), gce_steps.registry(slot),
+                gce_adapt.registry_location(slot), cfg.env.get("PATH"),
+            )
+        ]  # fmt: skip
+        lines.append(
+            "# adaptations to 2026 GCP (docs/gce-2026.md), each when what it makes is missing:"
+        )
+        for adaptation in gce_adapt.adaptations(cfg, [slot]):
+            lines.append(f"#   {adaptation.name}: {adaptation.why}")
+            lines += [c for c in adaptation.commands if not c.startswith("PATH=")]
+            if adaptation.name == "master console":
+                lines[-1] = "#   (on failure) " + lines[-1]
+        lines.append(gce_steps.kube_up(cfg, base, slot, gce_adapt.kube_up_path(cfg)).render())
         lines.append("# launch")
         lines.append(gce_steps.start_kubemark(cfg, wt, slot).render())
         lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
@@ -245,16 +274,19 @@ class GceBackend:
                 raise LaunchError(f"base checkout {checkout}: {tail(exc)}") from None
             except BuildError as exc:
                 raise LaunchError(f"base cluster release does not build: {exc.reason}") from None
+        ready = self._preflight(slot)
         config = gce_steps.kubeconfig(self.cfg, slot)
         _create_private(config)
-        up = gce_steps.kube_up(self.cfg, checkout, slot)
+        gce_adapt.write_wrapper(self.cfg)
+        up = gce_steps.kube_up(self.cfg, checkout, slot, gce_adapt.kube_up_path(self.cfg))
         down = gce_steps.kube_down(self.cfg, checkout, slot)
         resource_id = gce_steps.base_id(self.cfg, slot)
         what = f"base cluster {gce_steps.base_prefix(self.cfg, slot)} (kube-up.sh)"
         fallback = tuple(gce_steps.base_fallback(self.cfg, slot))
         self.record.add(Resource(resource_id, self.name, what, (down,), fallback))
         try:
-            self._start(up, down, "kube-up.sh")
+            self._adapt(slot, ready)
+            self._kube_up(up, down, slot)
             _private(config)
         except BaseException:
             # Failed, or interrupted (Ctrl-C, SIGTERM) mid kube-up: take the half-built base
@@ -267,11 +299,100 @@ class GceBackend:
             raise
         self._bases[slot] = checkout
 
+    def _preflight(self, slot: int) -> gce_preflight.Ready:
+        """The project's quotas, network, registry, images and policies, read before this
+        slot creates anything; a known shortfall refuses the run (one line each)."""
+        ready = gce_preflight.check(
+            self.cfg,
+            gce_steps.network(self.cfg, slot),
+            gce_steps.registry(slot),
+            gce_adapt.registry_location(slot),
+            path=self.cfg.env.get("PATH"),
+        )
+        for finding in ready.findings:
+            if not finding.known:
+                log.warning("preflight: %s %s", finding.what, finding.detail)
+        short = [f for f in ready.findings if not f.ok and f.known]
+        if short:
+            lines = "; ".join(f"{f.what}: {f.detail}" for f in short)
+            raise ConfigError(
+                f"project {self.cfg.project} cannot run this config (nothing was created): {lines}"
+            )
+        return ready
+
+    def _adapt(self, slot: int, ready: gce_preflight.Ready) -> None:
+        """The 2017 scripts made to fit 2026 GCP (gce_adapt), before kube-up.sh runs."""
+        self._adapted.add(slot)
+        steps = []
+        if not ready.network:
+            steps.append(gce_adapt.network_create(self.cfg, slot))
+        if not ready.repository:
+            steps.append(gce_adapt.repository_create(self.cfg, slot))
+        if not ready.bucket:
+            steps.append(gce_adapt.bucket_create(self.cfg))
+        for adaptation in steps:
+            try:
+                run_with_retries(adaptation, self.cfg.retry, self.sleep)
+            except proc.CommandError as exc:
+                if "already exists" in f"{exc.stderr}{exc.stdout}".lower():
+                    continue  # another slot, or a racing run, made it: it exists
+                raise LaunchError(
+                    f"{shlex.join(adaptation.cmd[:4])} failed ({exc.why}): {tail(exc)}"
+                ) from None
+
+    def _kube_up(self, up: Step, down: Step, slot: int) -> None:
+        """kube-up.sh, retried when transient; a master that never answered is said as such,
+        with its console kept, and not retried."""
+        retrying = Retrying(
+            stop=stop_after_attempt(max(1, self.cfg.retry.attempts)),
+            wait=wait_exponential(multiplier=self.cfg.retry.initial_s, max=self.cfg.retry.max_s),
+            retry=retry_if_exception(lambda e: is_transient(e) and not _permanent(e)),
+            sleep=self.sleep,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    try:
+                        run_step(up)
+                    except proc.CommandError as exc:
+                        last = attempt.retry_state.attempt_number >= self.cfg.retry.attempts
+                        if is_transient(exc) and not _permanent(exc) and not last:
+                            run_step(down, check=False)
+                        raise
+        except proc.CommandError as exc:
+            output = f"{exc.stdout}\n{exc.stderr}"
+            if gce_adapt.CLUSTER_FAILED in output:
+                console = gce_adapt.console_path(self.cfg, slot)
+                run_step(gce_adapt.console_step(self.cfg, slot, console), check=False)
+                raise LaunchError(
+                    "kube-up.sh: the base cluster's master never answered (Cluster failed to "
+                    "initialize within KUBE_CLUSTER_INITIALIZATION_TIMEOUT): its VM runs but its"
+                    f" apiserver did not start; its serial console is in {console}. A 2017 "
+                    "master on today's GCE most often cannot fetch an image or file that is gone"
+                    " (docs/gce-2026.md); not retried"
+                ) from None
+            if gce_adapt.GROUP_TIMEOUT in output:
+                raise LaunchError(
+                    f"kube-up.sh: the base cluster's node group was not complete after "
+                    f"{format_duration(self.cfg.group_stable_timeout)} (quota or a zone without "
+                    f"capacity: {tail(exc)}); not retried"
+                ) from None
+            raise LaunchError(f"kube-up.sh failed ({exc.why}): {tail(exc)}") from None
+
     def _start(self, start: Step, stop: Step, what: str) -> None:
         try:
             start_with_retries(start, stop, self.cfg.retry, self.sleep)
         except proc.CommandError as exc:
             raise LaunchError(f"{what} failed ({exc.why}): {tail(exc)}") from None
+
+
+def _permanent(exc: BaseException) -> bool:
+    """A kube-up.sh failure a retry would repeat, whatever else its output says."""
+    if not isinstance(exc, proc.CommandError):
+        return False
+    output = f"{exc.stdout}\n{exc.stderr}"
+    return gce_adapt.CLUSTER_FAILED in output or gce_adapt.GROUP_TIMEOUT in output
 
 
 def _create_private(path: Path) -> None:

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bisector.backends.base import ReportsAdaptations
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary
 from bisector.report.model import (
+    Adaptation,
     Culprit,
     Endpoint,
     Evaluation,
@@ -200,4 +202,12 @@ def build_report(
         teardown_failures=failures,
         remote=remote,
         cost=costs,
+        adaptations=_adaptations(b.backend),
     )
+
+
+def _adaptations(backend: object) -> list[Adaptation]:
+    """The backend's adaptations, through the wrappers a run puts around it (nightly budget)."""
+    while not isinstance(backend, ReportsAdaptations) and hasattr(backend, "inner"):
+        backend = backend.inner
+    return backend.adaptations() if isinstance(backend, ReportsAdaptations) else []

@@ -45,8 +45,8 @@ def shim(home: Home, name: str, argv: list[str]) -> int:
         return UNMODELLED_EXIT
     except Refused as exc:
         print(str(exc), file=sys.stderr)
-        home.record(name, argv, 1, str(exc).splitlines()[-1])
-        return 1
+        home.record(name, argv, exc.code, str(exc).splitlines()[-1] if str(exc) else "")
+        return exc.code
     home.record(name, argv, code)
     return code
 
