@@ -286,10 +286,22 @@ def steps(
     ]
 
 
+# What lowers each need (the config's keys and the scripts' env it reads).
+_LOWER = {
+    "CPUS": "lower num_nodes, node_size or kubemark_master_size",
+    "CPUS_ALL_REGIONS": "lower num_nodes, node_size or kubemark_master_size",
+    "IN_USE_ADDRESSES": "lower num_nodes",
+    "STATIC_ADDRESSES": "release unused static addresses (gcloud compute addresses list)",
+    "DISKS_TOTAL_GB": "lower num_nodes or NODE_DISK_SIZE in [backends.gce.env]",
+    "SSD_TOTAL_GB": "lower MASTER_DISK_SIZE in [backends.gce.env] or drop EVENT_PD",
+    "NETWORKS": "delete an unused network, or name an existing auto-mode one in `network`",
+}
+
+
 def _quota_fix(cfg: GceSettings, metric: str, scope: str) -> str:
     return (
         f"ask for more {metric} (https://console.cloud.google.com/iam-admin/quotas?project="
-        f"{cfg.project}, {scope}), or lower num_nodes/node_size/kubemark_master_size"
+        f"{cfg.project}, {scope}), or {_LOWER.get(metric, 'lower what the config asks for')}"
     )
 
 

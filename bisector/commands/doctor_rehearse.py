@@ -335,6 +335,15 @@ def summarize(
             lines.append(f"FAILED   {stage}: {script} failed: {why}")
         else:
             lines.append(f"ok       {stage}: {doing}")
+    for adaptation in result.adaptations:
+        if adaptation.commands or adaptation.name == "cfssl":
+            lines.append(f"adapted  {adaptation.name}: {adaptation.why}")
+    refused = [c for c in result.calls if c["tool"] == "gcloud" and c["code"] == 2]
+    if refused:
+        lines.append(
+            f"REFUSED  {len(refused)} gcloud call(s) that gcloud 528 refuses as a command line "
+            "(exit 2), e.g. " + " ".join(["gcloud", *refused[0]["argv"]])[:200]
+        )
     unmodelled = Counter(f"{c['tool']} {' '.join(c['argv'])[:160]}" for c in result.unmodelled)
     if unmodelled:
         lines.append(

@@ -488,10 +488,13 @@ def test_the_real_rehearse_never_reaches_a_real_tool(
         assert not marker.exists(), marker.read_text()
         assert probe.read_text() == f"HOME={scratch / 'home'} GAC=unset\n"
         calls = Home(scratch / "twin").calls()
-        assert [c["tool"] for c in calls if c["tool"] != "make"][:3] == [
+        probe_calls = [c for c in calls if c["cwd"] == str(scratch / "kubernetes")]
+        # (the preflight's and the adaptations' gcloud/gsutil calls come first, elsewhere)
+        assert [c["tool"] for c in probe_calls if c["tool"] != "make"][-4:] == [
             "gcloud",
             "gsutil",
             "docker",
+            "kubectl",
         ]
         assert code == DoctorExit.REHEARSAL_FAILED
         assert "FAILED   setup: kube-up.sh failed (exited with code 1): " in out
