@@ -45,7 +45,7 @@ from bisector.backends.steps import (
     tree_step,
 )
 from bisector.durations import format_duration
-from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
+from bisector.errors import BuildError, CollectError, ConfigError, InfraError, LaunchError
 from bisector.report.model import Adaptation
 from bisector.signals import held_during
 
@@ -109,6 +109,12 @@ class GceBackend:
                 run_with_retries(down, self.cfg.retry, self.sleep)
             except proc.CommandError as exc:
                 log.warning("kube-down.sh failed (%s); run `bisector cleanup`", tail(exc))
+                continue
+            left = self._sweep(gce_steps.base_fallback(self.cfg, slot))
+            if left:
+                log.warning(
+                    "kube-down.sh failed to delete everything (%s); run `bisector cleanup`", left[0]
+                )
                 continue
             self.record.remove(gce_steps.base_id(self.cfg, slot))
         self._bases.clear()
@@ -175,13 +181,40 @@ class GceBackend:
         return logs
 
     def teardown(self, candidate: Candidate) -> None:
+        """stop-kubemark.sh, then its deletes again one by one: the 2017 script ignores a
+        delete that fails (`|| true`: a rate limit would leave a 64-vCPU master billing), so
+        each is checked gone ("was not found") before the record goes. A failure keeps the
+        record (for `bisector cleanup`) and raises, so the evaluation records it."""
         stop = gce_steps.stop_kubemark(self.cfg, candidate.worktree, candidate.slot)
         try:
             run_with_retries(stop, self.cfg.retry, self.sleep)
         except proc.CommandError as exc:
             log.warning("stop-kubemark.sh failed (%s); run `bisector cleanup`", tail(exc))
-            return
+            raise InfraError(
+                f"stop-kubemark.sh failed: {tail(exc)}; run `bisector cleanup`"
+            ) from None
+        left = self._sweep(gce_steps.kubemark_fallback(self.cfg, candidate.slot))
+        if left:
+            log.warning(
+                "stop-kubemark.sh failed to delete everything (%s); run `bisector cleanup`",
+                left[0],
+            )
+            raise InfraError(
+                f"stop-kubemark.sh left the kubemark master up: {left[0]}; run `bisector cleanup`"
+            )
         self.record.remove(gce_steps.kubemark_id(self.cfg, candidate.slot))
+
+    def _sweep(self, deletes: list[Step]) -> list[str]:
+        """Each delete again (retried when transient); what is not gone afterwards."""
+        left = []
+        for delete in deletes:
+            try:
+                run_with_retries(delete, self.cfg.retry, self.sleep)
+            except proc.CommandError as exc:
+                if "not found" in f"{exc.stderr}\n{exc.stdout}".lower():
+                    continue  # gone: deleted by the script
+                left.append(f"{shlex.join(delete.cmd[:5])}: {tail(exc)}")
+        return left
 
     def plan(self, candidate: Candidate) -> list[str]:
         cfg, wt, slot = self.cfg, candidate.worktree, candidate.slot
@@ -220,11 +253,17 @@ class GceBackend:
         lines.append(gce_steps.scp_logs(cfg, slot, candidate.log_dir).render())
         lines.append("# teardown")
         lines.append(gce_steps.stop_kubemark(cfg, wt, slot).render())
+        lines.append(
+            "# then each delete of stop-kubemark.sh again, checked gone (it ignores failures)"
+        )
+        lines += [s.render() for s in gce_steps.kubemark_fallback(cfg, slot)]
         if cfg.keep_base_cluster:
             lines.append("# keep_base_cluster = true: the base cluster is left running")
         else:
             lines.append("# end of bisection (close)")
             lines.append(gce_steps.kube_down(cfg, base, slot).render())
+            lines.append("# then each delete of kube-down.sh again, checked gone (set +e in it)")
+            lines += [s.render() for s in gce_steps.base_fallback(cfg, slot)]
         return lines
 
     # -- helpers -------------------------------------------------------------

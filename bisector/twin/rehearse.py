@@ -94,7 +94,9 @@ def rehearse(
                 result.status = "measured"
             finally:
                 if launched:
-                    backend.teardown(cand)
+                    # A failed teardown keeps its record; the summary reads it from there.
+                    with contextlib.suppress(InfraError):
+                        backend.teardown(cand)
         except InfraError as exc:
             result.status, result.reason = f"{stage} failed", exc.reason
         finally:

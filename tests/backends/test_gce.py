@@ -102,6 +102,11 @@ _AROUND = (
     "gcloud compute images describe", "gcloud resource-manager org-policies describe",
     "gcloud storage buckets describe", "sh -c 'command -v cfssl", "gcloud compute networks create",
     "gsutil mb",
+    # the teardown's check that each delete of the scripts happened (GceBackend._sweep)
+    "kubectl --kubeconfig", "gcloud compute instances delete", "gcloud compute disks delete",
+    "gcloud compute addresses delete", "gcloud compute firewall-rules delete",
+    "gcloud compute instance-groups managed delete", "gcloud compute instance-templates delete",
+    "gcloud compute networks delete", "bash -c 'set -o pipefail",
 )  # fmt: skip
 
 
@@ -242,7 +247,7 @@ def test_interrupt_during_warmup_tears_down_then_propagates(
     backend.setup()
     with pytest.raises(KeyboardInterrupt):
         evaluate(backend, _candidate(tmp_path))
-    assert fake.lines[-2:] == [
+    assert _scripts(fake)[-2:] == [
         "./test/kubemark/start-kubemark.sh",
         "./test/kubemark/stop-kubemark.sh",
     ]
@@ -255,7 +260,7 @@ def test_interrupt_during_launch_tears_down(fake: FakeProc, tmp_path: Path, base
     backend.setup()
     with pytest.raises(KeyboardInterrupt):
         evaluate(backend, _candidate(tmp_path))
-    assert fake.lines[-1] == "./test/kubemark/stop-kubemark.sh"
+    assert _scripts(fake)[-1] == "./test/kubemark/stop-kubemark.sh"
     assert "gcloud compute scp" not in " ".join(fake.lines)
 
 

@@ -23,7 +23,7 @@ from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce import RELEASE_OUTPUTS, SERVER_TARBALL, GceBackend
 from bisector.backends.resources import ResourceRecord
 from bisector.config import Section
-from bisector.errors import ConfigError, LaunchError
+from bisector.errors import ConfigError, InfraError, LaunchError
 from bisector.twin import TwinConfig, install
 from bisector.twin.rehearse import on_path
 from bisector.twin.state import Home
@@ -105,7 +105,7 @@ def _candidate(tmp_path: Path) -> Candidate:
 
 
 def _scripts(fake: FakeProc) -> list[str]:
-    return [line for line in fake.lines if line.startswith(("./", "bash -c"))]
+    return [line for line in fake.lines if line.startswith("./") or "serial-port" in line]
 
 
 # -- refused before anything is created ------------------------------------------------------
@@ -332,3 +332,48 @@ def test_the_wrapper_bounds_the_wait_and_stops_kube_up(tmp_path: Path) -> None:
                              "k-minion-group", *Z, *P, "--format=value(instance)"], env=env,
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert listed.stdout.split() == ["k-minion-group-0000", "k-minion-group-0001"]
+
+
+# -- a delete that fails inside a script that ignores it ----------------------------------------
+
+
+def test_a_rate_limited_delete_that_stop_kubemark_ignored_is_retried_until_gone(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    """test/kubemark/gce/util.sh delete-master-instance-and-resources: `gcloud compute
+    instances delete ... || true`; a 429 there leaves the master up and the script exits 0."""
+    said = _said(tmp_path, {"kind": "rate-limit", "status": 429, "command":
+                            "compute instances delete"}, "compute", "instances", "delete", "m",
+                 *Z, *P)  # fmt: skip
+    fake.on("gcloud compute instances delete k-kubemark-master", code=1, times=1, first=True,
+            stderr=said)  # fmt: skip
+    backend = _backend(tmp_path)
+    backend.setup()
+    assert evaluate(backend, _candidate(tmp_path)).status == "measured"
+    deletes = [line for line in fake.lines if line.startswith(
+        "gcloud compute instances delete k-kubemark-master")]  # fmt: skip
+    assert len(deletes) == 2  # after stop-kubemark.sh: refused (429), then again: gone
+    assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/k"]
+
+
+def test_a_delete_that_keeps_failing_is_a_teardown_failure_that_keeps_the_record(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    fake.on(
+        "gcloud compute disks delete k-kubemark-master-pd",
+        code=1,
+        first=True,
+        stderr="ERROR: (gcloud.compute.disks.delete) Could not fetch resource:\n - The disk "
+        "resource 'k-kubemark-master-pd' is already being used by 'k-kubemark-master'",
+    )
+    backend = _backend(tmp_path)  # fmt: skip
+    backend.setup()
+    cand = _candidate(tmp_path)
+    backend.launch(cand)
+    with pytest.raises(
+        InfraError,
+        match=r"stop-kubemark.sh left the kubemark master up: gcloud "
+        r"compute disks delete k-kubemark-master-pd: .*already being used",
+    ):
+        backend.teardown(cand)  # fmt: skip
+    assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/k", "gce/kubemark/k"]
