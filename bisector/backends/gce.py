@@ -303,6 +303,7 @@ class GceBackend:
                 f"{self.context.section.file}: set `base_checkout` in [backends.gce] to a "
                 "Kubernetes checkout whose cluster/kube-up.sh brings up the base cluster"
             )
+        ready = self._preflight(slot)  # before a build of the base release, too
         if not (checkout / SERVER_TARBALL).is_file():
             try:
                 head = run_step(
@@ -313,7 +314,6 @@ class GceBackend:
                 raise LaunchError(f"base checkout {checkout}: {tail(exc)}") from None
             except BuildError as exc:
                 raise LaunchError(f"base cluster release does not build: {exc.reason}") from None
-        ready = self._preflight(slot)
         config = gce_steps.kubeconfig(self.cfg, slot)
         _create_private(config)
         gce_adapt.write_wrapper(self.cfg)

@@ -137,13 +137,23 @@ class Home:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[TwinState]:
-        """The state, loaded under the lock and saved when the block ends without error."""
+        """The state, loaded under the lock and saved when the block ends without error.
+
+        A refused call changes nothing in the project (as a refused API request), but the
+        injected faults it fired are counted (their `times`)."""
         self.path.mkdir(parents=True, exist_ok=True)
         with (self.path / "lock").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 state = self.load()
-                yield state
+                try:
+                    yield state
+                except Refused:
+                    if state.fired:
+                        kept = self.load()
+                        kept.fired = state.fired
+                        self.save(kept)
+                    raise
                 self.save(state)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

@@ -276,3 +276,12 @@ def test_a_project_with_low_quotas_refuses_what_exceeds_them(tmp_path: Path) -> 
     quotas = {q["metric"]: q for q in json.loads(described.stdout)["quotas"]}
     assert (quotas["CPUS"]["limit"], quotas["CPUS"]["usage"]) == (8, 4.0)
     assert quotas["DISKS_TOTAL_GB"]["usage"] == 10.0  # the boot disk of `a`
+
+
+def test_an_injected_fault_strikes_as_many_times_as_it_is_told(tmp_path: Path) -> None:
+    fault = {"kind": "stockout", "command": "compute instances create", "times": 2}
+    home = install(tmp_path / "twin", TwinConfig(faults=(fault,)))
+    codes = [run(home, "gcloud", "compute", "instances", "create", f"m{i}", *Z, *P).returncode
+             for i in range(3)]  # fmt: skip
+    assert codes == [1, 1, 0]
+    assert sorted(home.load().kind("instances")) == ["m2"]
