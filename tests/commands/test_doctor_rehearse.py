@@ -149,6 +149,27 @@ def test_a_passing_rehearsal_says_each_stage_and_exits_0(
     assert f"at {_git(kube, 'rev-parse', 'HEAD')[:12]} (a scratch clone of its HEAD)" in out
 
 
+def test_a_call_gcloud_528_refuses_fails_the_rehearsal_even_when_the_script_goes_on(
+    monkeypatch: pytest.MonkeyPatch, kube: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script may ignore a failed call (`|| true`); real gcloud would have done nothing."""
+
+    def refused(home: Home, commit: str) -> Rehearsal:
+        result = _measured(home, commit)
+        argv = ["compute", "networks", "create", "k", "--mode=auto"]
+        result.calls = [*result.calls, {"tool": "gcloud", "argv": argv, "code": 2}]
+        return result
+
+    _stand_in(monkeypatch, refused)
+    assert doctor(None, config, rehearse=True, repo=kube) == DoctorExit.REHEARSAL_FAILED
+    out = capsys.readouterr().out
+    assert "REFUSED  1 gcloud call(s) that gcloud 528 refuses as a command line" in out
+    assert "e.g. gcloud compute networks create k --mode=auto" in out
+    assert (
+        out.rstrip().splitlines()[-1].startswith("rehearsal FAILED: calls gcloud 528 refuses (in ")
+    )
+
+
 def test_a_failed_stage_shows_its_last_lines_and_exits_3(
     monkeypatch: pytest.MonkeyPatch, kube: Path, config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
