@@ -165,9 +165,7 @@ def test_a_call_gcloud_528_refuses_fails_the_rehearsal_even_when_the_script_goes
     out = capsys.readouterr().out
     assert "REFUSED  1 gcloud call(s) that gcloud 528 refuses as a command line" in out
     assert "e.g. gcloud compute networks create k --mode=auto" in out
-    assert (
-        out.rstrip().splitlines()[-1].startswith("rehearsal FAILED: calls gcloud 528 refuses (in ")
-    )
+    assert "rehearsal FAILED: calls gcloud 528 refuses (in " in out
 
 
 def test_a_failed_stage_shows_its_last_lines_and_exits_3(
