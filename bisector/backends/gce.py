@@ -28,8 +28,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
-
 from bisector import proc
 from bisector.backends import gce_adapt, gce_preflight, gce_steps
 from bisector.backends.base import BackendContext, Candidate, sleep_steps
@@ -380,44 +378,55 @@ class GceBackend:
                 ) from None
 
     def _kube_up(self, up: Step, down: Step, slot: int) -> None:
-        """kube-up.sh, retried when transient; a master that never answered is said as such,
-        with its console kept, and not retried."""
-        retrying = Retrying(
-            stop=stop_after_attempt(max(1, self.cfg.retry.attempts)),
-            wait=wait_exponential(multiplier=self.cfg.retry.initial_s, max=self.cfg.retry.max_s),
-            retry=retry_if_exception(lambda e: is_transient(e) and not _permanent(e)),
-            sleep=self.sleep,
-            reraise=True,
-        )
-        try:
-            for attempt in retrying:
-                with attempt:
-                    try:
-                        run_step(up)
-                    except proc.CommandError as exc:
-                        last = attempt.retry_state.attempt_number >= self.cfg.retry.attempts
-                        if is_transient(exc) and not _permanent(exc) and not last:
-                            run_step(down, check=False)
-                        raise
-        except proc.CommandError as exc:
-            output = f"{exc.stdout}\n{exc.stderr}"
-            if gce_adapt.CLUSTER_FAILED in output:
-                console = gce_adapt.console_path(self.cfg, slot)
-                run_step(gce_adapt.console_step(self.cfg, slot, console), check=False)
-                raise LaunchError(
-                    "kube-up.sh: the base cluster's master never answered (Cluster failed to "
-                    "initialize within KUBE_CLUSTER_INITIALIZATION_TIMEOUT): its VM runs but its"
-                    f" apiserver did not start; its serial console is in {console}. A 2017 "
-                    "master on today's GCE most often cannot fetch an image or file that is gone"
-                    " (docs/gce-2026.md); not retried"
-                ) from None
-            if gce_adapt.GROUP_TIMEOUT in output:
-                raise LaunchError(
-                    f"kube-up.sh: the base cluster's node group was not complete after "
-                    f"{format_duration(self.cfg.group_stable_timeout)} (quota or a zone without "
-                    f"capacity: {tail(exc)}); not retried"
-                ) from None
-            raise LaunchError(f"kube-up.sh failed ({exc.why}): {tail(exc)}") from None
+        """kube-up.sh, retried (after kube-down.sh) when its failure is transient; each
+        failure said for what it is (`_kube_up_failure`)."""
+        attempts = max(1, self.cfg.retry.attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                run_step(up)
+                return
+            except proc.CommandError as exc:
+                reason, retryable = self._kube_up_failure(exc, slot)
+                if not retryable or attempt == attempts:
+                    raise LaunchError(reason) from None
+                log.warning("kube-up.sh: %s; taking it down and trying again", reason)
+                run_step(down, check=False)
+                self.sleep(min(self.cfg.retry.initial_s * 2 ** (attempt - 1), self.cfg.retry.max_s))
+
+    def _kube_up_failure(self, exc: proc.CommandError, slot: int) -> tuple[str, bool]:
+        """(the reason, whether a new attempt may pass) of a failed kube-up.sh.
+
+        "Cluster failed to initialize" (check-cluster: the master did not answer within
+        KUBE_CLUSTER_INITIALIZATION_TIMEOUT) is two different things: a master VM that runs
+        but whose apiserver never started (its console is kept; the same master fails the
+        same way: not retried), or a master that was never created, because kube-up.sh
+        creates it in the background and goes on when that fails (then the create's own
+        error decides, e.g. a rate limit or a stockout is retried)."""
+        output = f"{exc.stdout}\n{exc.stderr}"
+        if gce_adapt.GROUP_TIMEOUT in output:
+            return (
+                f"kube-up.sh: the base cluster's node group was not complete after "
+                f"{format_duration(self.cfg.group_stable_timeout)} (quota or a zone without "
+                f"capacity: {tail(exc)}); not retried"
+            ), False
+        if gce_adapt.CLUSTER_FAILED not in output:
+            return f"kube-up.sh failed ({exc.why}): {tail(exc)}", is_transient(exc)
+        console = gce_adapt.console_path(self.cfg, slot)
+        read = run_step(gce_adapt.console_step(self.cfg, slot, console), check=False)
+        if read.code != 0 and "not found" in read.stderr.lower():
+            console.unlink(missing_ok=True)
+            create = _gcloud_error(output, "gcloud.compute.instances.create")
+            return (
+                "kube-up.sh: the base cluster's master was never created ("
+                f"{create or 'no error from its create in the output'}), and kube-up.sh waited "
+                "for it until 'Cluster failed to initialize'"
+            ), is_transient(exc)
+        return (
+            "kube-up.sh: the base cluster's master never answered (Cluster failed to initialize"
+            " within KUBE_CLUSTER_INITIALIZATION_TIMEOUT): its VM runs but its apiserver did not"
+            f" start; its serial console is in {console}. A 2017 master on today's GCE most "
+            "often cannot fetch an image or file that is gone (docs/gce-2026.md); not retried"
+        ), False
 
     def _start(self, start: Step, stop: Step, what: str) -> None:
         try:
@@ -426,12 +435,14 @@ class GceBackend:
             raise LaunchError(f"{what} failed ({exc.why}): {tail(exc)}") from None
 
 
-def _permanent(exc: BaseException) -> bool:
-    """A kube-up.sh failure a retry would repeat, whatever else its output says."""
-    if not isinstance(exc, proc.CommandError):
-        return False
-    output = f"{exc.stdout}\n{exc.stderr}"
-    return gce_adapt.CLUSTER_FAILED in output or gce_adapt.GROUP_TIMEOUT in output
+def _gcloud_error(output: str, command: str) -> str | None:
+    """gcloud's error for `command` in a script's output, on one line."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if f"ERROR: ({command})" in line:
+            said = [line.strip(), *(x.strip() for x in lines[i + 1 : i + 3] if x.startswith(" -"))]
+            return " ".join(said)
+    return None
 
 
 def _create_private(path: Path) -> None:

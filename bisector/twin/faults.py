@@ -2,10 +2,11 @@
 
 Each fault is a table with a `kind` and where it strikes:
 
-* `stockout`: `command` (e.g. "compute instances create") fails with the zone's
-  ZONE_RESOURCE_POOL_EXHAUSTED answer, `times` times (absent: every time);
-* `rate-limit`: `command` fails with the API's 429 or 403 rateLimitExceeded
-  answer (`status`), `times` times;
+* `stockout`: `command` (e.g. "compute instances create", on resources whose
+  name matches `name`) fails with the zone's ZONE_RESOURCE_POOL_EXHAUSTED answer,
+  `times` times (absent: every time);
+* `rate-limit`: `command` (on resources whose name matches `name`) fails with
+  the API's 429 or 403 rateLimitExceeded answer (`status`), `times` times;
 * `ssh-refused`: `gcloud compute ssh`/`scp` to instances whose name matches
   `instance` (a regex) fail as ssh does when sshd does not answer yet, `times`
   times in all;
@@ -79,7 +80,7 @@ def before_api_call(state: TwinState, command: tuple[str, ...], name: str, zone:
     project = str(state.settings.get("project", "twin-project"))
     where = ".".join(("gcloud", *command))
     for fault in faults(state, "rate-limit"):
-        if fault.matches("command", words) and _take(state, fault):
+        if fault.matches("command", words) and fault.matches("name", name) and _take(state, fault):
             raise gce_api.could_not_fetch(
                 where, gce_api.rate_limit_message(int(fault.spec.get("status", 429)))
             )

@@ -377,3 +377,29 @@ def test_a_delete_that_keeps_failing_is_a_teardown_failure_that_keeps_the_record
     ):
         backend.teardown(cand)  # fmt: skip
     assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/k", "gce/kubemark/k"]
+
+
+def test_a_base_master_that_was_never_created_is_retried(fake: FakeProc, tmp_path: Path) -> None:
+    """kube-up.sh creates its master in the background and goes on when that fails (seen on
+    the twin with a rate limit on that create: check-cluster then waits out its timeout).
+    No master VM: the create's own error decides, and a rate limit is retried."""
+    said = _said(tmp_path, {"kind": "rate-limit", "status": 429}, "compute", "instances",
+                 "create", "k-master", *Z, *P)  # fmt: skip
+    fake.on("kube-up.sh", code=2, times=1, first=True,
+            stderr=f"{said}Cluster failed to initialize within 300 seconds.\n")  # fmt: skip
+    fake.on("get-serial-port-output", code=1, times=1, first=True,
+            stderr="ERROR: (gcloud.compute.instances.get-serial-port-output) Could not fetch "
+            "resource:\n - The resource 'projects/twin-project/zones/us-central1-b/instances/"
+            "k-master' was not found")  # fmt: skip
+    backend = _backend(tmp_path)
+    backend.setup()
+    assert _scripts(fake)[:4] == [
+        "./cluster/kube-up.sh",
+        "bash -c 'gcloud compute instances get-serial-port-output k-master --zone us-central1-b "
+        f"--project twin-project > {gce_adapt.console_path(backend.cfg, 0)}'",
+        "./cluster/kube-down.sh",
+        "./cluster/kube-up.sh",
+    ]
+    assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/k"]
+    backend.close()
+    assert ResourceRecord(tmp_path / "run").ids() == []

@@ -142,3 +142,17 @@ def test_a_partly_created_node_group_stops_kube_up_and_is_taken_down(tmp_path: P
     assert [c["code"] for c in waits] == [1] and waits[0]["argv"][-1].startswith("--timeout=")
     assert not [c for c in result.calls if c["tool"] == "kubectl" and "nodes" in c["argv"]]
     assert result.leftovers == {}
+
+
+@pytest.mark.timeout(1800)
+def test_a_rate_limited_base_master_create_is_retried(tmp_path: Path) -> None:
+    """kube-up.sh creates its master in the background and goes on when that fails: its
+    check-cluster then waits out KUBE_CLUSTER_INITIALIZATION_TIMEOUT for a master that does
+    not exist. The backend finds no master VM, reads the create's rate limit, and retries."""
+    fault = {"kind": "rate-limit", "status": 429, "command": "compute instances create",
+             "name": "kubemark-500-master", "times": 1}  # fmt: skip
+    result = _rehearse(tmp_path, TwinConfig(log_duration="5m", faults=(fault,)),
+                       KUBE_CLUSTER_INITIALIZATION_TIMEOUT="5")  # fmt: skip
+    assert result.status == "measured", result.reason
+    assert [c["code"] for c in _creates(result, "kubemark-500-master")] == [1, 0]
+    assert result.leftovers == {}
