@@ -10,6 +10,7 @@ proc, fast, are in tests/backends/test_gce_faults.py.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,11 +98,21 @@ def test_a_transient_failure_outlasting_the_scripts_retries_is_retried_by_the_ba
     a fault lasting 3 calls fails it, the backend runs stop-kubemark.sh and tries again."""
     result = _rehearse(tmp_path, TwinConfig(log_duration="5m", faults=(fault,)))
     assert result.status == "measured", result.reason
-    masters = _creates(result, "kubemark-500-kubemark-master")
-    assert [c["code"] for c in masters][-1] == 0
-    starts = [c for c in result.calls if c["argv"][:3] == ["compute", "addresses", "create"]
-              and c["argv"][3] == "kubemark-500-kubemark-master-ip"]  # fmt: skip
-    assert len(starts) >= 2  # start-kubemark.sh ran twice
+    words = fault["command"].split()
+    struck = [
+        i
+        for i, c in enumerate(result.calls)
+        if c["argv"][:3] == words and re.fullmatch(fault["name"], c["argv"][3])
+    ]
+    codes = [result.calls[i]["code"] for i in struck]
+    assert codes == [1, 1, 1, 0]  # the script's 3 attempts, then the backend's second start
+    # between them, stop-kubemark.sh undid the half-made kubemark master
+    undo = [
+        c
+        for c in result.calls[struck[2] : struck[3]]
+        if c["argv"][:2] == ["compute", "addresses"] and c["argv"][2] == "delete"
+    ]
+    assert undo, "no stop-kubemark.sh between the two starts"
     assert result.leftovers == {}
 
 
