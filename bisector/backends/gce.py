@@ -363,10 +363,22 @@ class GceBackend:
         steps = []
         if not ready.network:
             steps.append(gce_adapt.network_create(self.cfg, slot))
+        self._run_adaptations(steps)
+        steps = []
         if not ready.repository:
             steps.append(gce_adapt.repository_create(self.cfg, slot))
         if not ready.bucket:
             steps.append(gce_adapt.bucket_create(self.cfg))
+        self._run_adaptations(steps)
+
+    def _ensure_network(self, slot: int) -> None:
+        """The slot's auto-mode network, made again when it is missing."""
+        found = run_step(gce_preflight.network_step(self.cfg, gce_steps.network(self.cfg, slot)),
+                         check=False)  # fmt: skip
+        if found.code != 0 and "was not found" in found.stderr:
+            self._run_adaptations([gce_adapt.network_create(self.cfg, slot)])
+
+    def _run_adaptations(self, steps: list[Step]) -> None:
         for adaptation in steps:
             try:
                 run_with_retries(adaptation, self.cfg.retry, self.sleep)
@@ -389,9 +401,12 @@ class GceBackend:
                 reason, retryable = self._kube_up_failure(exc, slot)
                 if not retryable or attempt == attempts:
                     raise LaunchError(reason) from None
-                log.warning("kube-up.sh: %s; taking it down and trying again", reason)
+                log.warning("%s; taking it down and trying again", reason)
                 run_step(down, check=False)
                 self.sleep(min(self.cfg.retry.initial_s * 2 ** (attempt - 1), self.cfg.retry.max_s))
+                # kube-down.sh deleted the slot's network (KUBE_DELETE_NETWORK=true): the next
+                # kube-up.sh would create it with --mode=auto again, which gcloud refuses.
+                self._ensure_network(slot)
 
     def _kube_up_failure(self, exc: proc.CommandError, slot: int) -> tuple[str, bool]:
         """(the reason, whether a new attempt may pass) of a failed kube-up.sh.

@@ -391,7 +391,13 @@ def test_a_base_master_that_was_never_created_is_retried(fake: FakeProc, tmp_pat
             stderr="ERROR: (gcloud.compute.instances.get-serial-port-output) Could not fetch "
             "resource:\n - The resource 'projects/twin-project/zones/us-central1-b/instances/"
             "k-master' was not found")  # fmt: skip
-    backend = _backend(tmp_path)
+    fake.on(
+        "gcloud compute networks describe",
+        code=1,
+        first=True,
+        stderr=" - The resource 'projects/twin-project/global/networks/k' was not found",
+    )
+    backend = _backend(tmp_path)  # fmt: skip
     backend.setup()
     assert _scripts(fake)[:4] == [
         "./cluster/kube-up.sh",
@@ -400,6 +406,12 @@ def test_a_base_master_that_was_never_created_is_retried(fake: FakeProc, tmp_pat
         "./cluster/kube-down.sh",
         "./cluster/kube-up.sh",
     ]
+    # kube-down.sh took the network with it: made again before the second kube-up.sh (seen
+    # on the twin with the real scripts: their own create of it is the refused --mode=auto)
+    lines = fake.lines
+    between = lines[lines.index("./cluster/kube-down.sh") : len(lines) - 1 - lines[::-1].index(
+        "./cluster/kube-up.sh")]  # fmt: skip
+    assert "gcloud compute networks create k --project twin-project --subnet-mode=auto" in between
     assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/k"]
     backend.close()
     assert ResourceRecord(tmp_path / "run").ids() == []

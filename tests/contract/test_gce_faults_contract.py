@@ -117,14 +117,20 @@ def test_a_transient_failure_outlasting_the_scripts_retries_is_retried_by_the_ba
 
 
 @pytest.mark.timeout(1800)
-def test_a_slow_booting_master_is_waited_for_by_the_scripts(tmp_path: Path) -> None:
+def test_a_slow_booting_master_fails_start_kubemark_and_is_retried(tmp_path: Path) -> None:
+    """start-kubemark.sh tries ssh to its master 10 times (wait-for-master-reachability), but
+    run-gcloud-compute-with-retries (test/kubemark/gce/util.sh, 1444d25 and 7043372) keeps
+    the first failure (`|| local ret_val="$?"` is never reset), so every later attempt counts
+    as failed even when it worked (seen on the twin: 255, 255, then 0 eight times) and one
+    refused ssh fails the script. The backend's retry (stop-kubemark.sh, start again) gets
+    past it."""
     fault = {"kind": "slow-boot", "instance": ".*-kubemark-master", "attempts": 2}
     result = _rehearse(tmp_path, TwinConfig(log_duration="5m", faults=(fault,)))
     assert result.status == "measured", result.reason
-    ssh = [c for c in result.calls if c["argv"][:2] == ["compute", "ssh"]
+    ssh = [c["code"] for c in result.calls if c["argv"][:2] == ["compute", "ssh"]
            and "--command=:" in c["argv"]]  # fmt: skip
-    assert [c["code"] for c in ssh] == [255, 255, 0]  # wait-for-master-reachability retried
-    assert len(_creates(result, "kubemark-500-kubemark-master")) == 1  # no second start
+    assert ssh[:3] == [255, 255, 0] and len(ssh) == 11  # 10 tries, then the second start's one
+    assert [c["code"] for c in _creates(result, "kubemark-500-kubemark-master")] == [0, 0]
     assert result.leftovers == {}
 
 
