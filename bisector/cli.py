@@ -75,11 +75,12 @@ _SCORE_HELP = (
 @app.command("score", help=_help(_SCORE_HELP, ScoreExit))
 def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
-        list[str],
+        list[str] | None,
         typer.Argument(
-            help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://"
+            help="Log files of one run (a rotated set): paths, gzip, -, gs://, https://; or "
+            "one directory: a CL2 report dir, or a run's logs with metrics-before/after.prom"
         ),
-    ],
+    ] = None,
     metric: Annotated[
         str | None, typer.Option(metavar="NAME", help="Metric the verdict is about.")
     ] = None,
@@ -109,11 +110,19 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
         Path | None,
         typer.Option(metavar="FILE", help="TOML file whose [metrics.NAME] tables add metrics."),
     ] = None,
+    metrics_before: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="The apiserver's /metrics at the window's start."),
+    ] = None,
+    metrics_after: Annotated[
+        Path | None,
+        typer.Option(metavar="FILE", help="The apiserver's /metrics at the window's end."),
+    ] = None,
 ) -> int:
     from bisector.commands.score import score
 
     return score(
-        logs,
+        logs or [],
         metric,
         threshold,
         as_json,
@@ -121,6 +130,8 @@ def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
         until=until,
         min_window=min_window,
         config=config,
+        metrics_before=metrics_before,
+        metrics_after=metrics_after,
     )
 
 

@@ -18,6 +18,7 @@ from bisector.backends.registry import DEFAULT_BACKEND, backend_info
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
+from bisector.metrics import Worse
 
 RUN_KEYS = (
     "backend",
@@ -175,6 +176,11 @@ class RunSettings:
     @property
     def noise_aware(self) -> bool:
         return self.search.noise_aware
+
+    @property
+    def worse(self) -> Worse:
+        """Which way the metric gets worse: every verdict's comparison follows it."""
+        return self.metrics.worse(self.metric)
 
     @classmethod
     def from_config(

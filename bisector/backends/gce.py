@@ -31,6 +31,7 @@ from pathlib import Path
 from bisector import proc
 from bisector.backends import gce_adapt, gce_preflight, gce_steps
 from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord, cache_key
 from bisector.backends.steps import (
@@ -146,11 +147,26 @@ class GceBackend:
             _private(gce_steps.kubemark_kubeconfig(candidate.worktree))
 
     def warmup(self, candidate: Candidate) -> None:
+        self._snapshot(candidate, METRICS_BEFORE)
         self.sleep(self.context.warmup_s)
 
     def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
         """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        self._snapshot(candidate, METRICS_BEFORE)
         return sleep_steps(self.sleep, self.context.warmup_s, every_s)
+
+    def _snapshot(self, candidate: Candidate, name: str) -> None:
+        """The master apiserver's /metrics into the log dir as `name` (backends/collected.py).
+        Best effort: without it a prometheus metric is a skip, a log metric is unaffected."""
+        path = candidate.log_dir / name
+        path.unlink(missing_ok=True)  # never an earlier attempt's file
+        try:
+            out = run_step(gce_steps.apiserver_metrics(self.cfg, candidate.slot)).stdout
+        except proc.CommandError as exc:
+            log.warning("reading the apiserver's /metrics failed: %s", tail(exc))
+            return
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(out, encoding="utf-8")
 
     def peek(self, candidate: Candidate) -> list[Path]:
         """The apiserver log so far: one `gcloud compute scp` of the current file from the
@@ -166,6 +182,7 @@ class GceBackend:
 
     def collect(self, candidate: Candidate) -> list[Path]:
         candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        self._snapshot(candidate, METRICS_AFTER)
         scp = gce_steps.scp_logs(self.cfg, candidate.slot, candidate.log_dir)
         try:
             run_with_retries(scp, self.cfg.retry, self.sleep)
@@ -246,8 +263,11 @@ class GceBackend:
         lines.append(gce_steps.kube_up(cfg, base, slot, gce_adapt.kube_up_path(cfg)).render())
         lines.append("# launch")
         lines.append(gce_steps.start_kubemark(cfg, wt, slot).render())
+        metrics = gce_steps.apiserver_metrics(cfg, slot).render()
+        lines += [f"# the apiserver's /metrics into {candidate.log_dir / METRICS_BEFORE}", metrics]
         lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
         lines.append("# collect")
+        lines += [f"# the apiserver's /metrics into {candidate.log_dir / METRICS_AFTER}", metrics]
         lines.append(gce_steps.scp_logs(cfg, slot, candidate.log_dir).render())
         lines.append("# teardown")
         lines.append(gce_steps.stop_kubemark(cfg, wt, slot).render())

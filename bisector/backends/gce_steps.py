@@ -309,6 +309,17 @@ def scp_logs(cfg: GceSettings, slot: int, log_dir: Path) -> Step:
     )  # fmt: skip
 
 
+def apiserver_metrics(cfg: GceSettings, slot: int) -> Step:
+    """The kubemark master's apiserver /metrics, read on the master over ssh: the 2017
+    kubemark master serves the insecure port 8080 (test/kubemark/resources/
+    start-kubemark-master.sh sets --insecure-bind-address, the port is the default)."""
+    return step(
+        "gcloud", "compute", "ssh", "--project", cfg.project, "--zone", cfg.zone,
+        master_name(cfg, slot), "--command", "curl -sSf http://127.0.0.1:8080/metrics",
+        timeout=cfg.scp_timeout,
+    )  # fmt: skip
+
+
 def scp_current_log(cfg: GceSettings, slot: int, into: Path) -> Step:
     """The live log file alone (not its rotations), for a look during the warmup."""
     return step(

@@ -27,6 +27,7 @@ from pathlib import Path
 from bisector import proc
 from bisector.backends import kind_steps as ks
 from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.resources import Resource, ResourceRecord, cache_key
 from bisector.backends.steps import (
@@ -117,10 +118,44 @@ class KindBackend:
                 f"`{' '.join(exc.cmd[:3])}` failed ({exc.why}): {tail(exc)}"
             ) from None
 
+    @property
+    def waits_warmup(self) -> bool:
+        """A workload's run is the warmup: its length is the workload's, not `[run] warmup`."""
+        return self.cfg.workload is None
+
     def warmup(self, candidate: Candidate) -> None:
-        self.sleep(self.context.warmup_s)
+        self._snapshot(candidate, METRICS_BEFORE)
+        if self.cfg.workload is not None:
+            self._workload(candidate)
+        else:
+            self.sleep(self.context.warmup_s)
+
+    def _workload(self, candidate: Candidate) -> None:
+        """The workload to its end (the warmup's); a failure is a skip with its reason."""
+        report = candidate.log_dir / CL2_REPORT_DIR
+        report.mkdir(parents=True, exist_ok=True)
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        try:
+            run_step(ks.workload(self.cfg, files, candidate.worktree, report))
+        except proc.CommandError as exc:
+            raise CollectError(f"workload failed ({exc.why}): {tail(exc)}") from None
+
+    def _snapshot(self, candidate: Candidate, name: str) -> None:
+        """The apiserver's /metrics into the log dir as `name` (bisector/backends/collected.py).
+        Best effort: without it a prometheus metric is a skip, a log metric is unaffected."""
+        files = ks.EvalFiles.under(candidate.eval_dir)
+        path = candidate.log_dir / name
+        path.unlink(missing_ok=True)  # never an earlier attempt's file
+        try:
+            out = run_step(ks.apiserver_metrics(self.cfg, files)).stdout
+        except proc.CommandError as exc:
+            log.warning("reading the apiserver's /metrics failed: %s", tail(exc))
+            return
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(out, encoding="utf-8")
 
     def collect(self, candidate: Candidate) -> list[Path]:
+        self._snapshot(candidate, METRICS_AFTER)
         files = ks.EvalFiles.under(candidate.eval_dir)
         try:
             out = run_with_retries(
@@ -146,8 +181,17 @@ class KindBackend:
         return [path]
 
     def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
-        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        """The warmup in steps, so the run can read the log so far (`peek`) between them;
+        a workload runs whole (one step)."""
+        self._snapshot(candidate, METRICS_BEFORE)
+        if self.cfg.workload is not None:
+            return self._workload_step(candidate)
         return sleep_steps(self.sleep, self.context.warmup_s, every_s)
+
+    def _workload_step(self, candidate: Candidate) -> Iterator[float]:
+        started = time.monotonic()
+        self._workload(candidate)
+        yield time.monotonic() - started
 
     def peek(self, candidate: Candidate) -> list[Path]:
         """The apiserver log so far, while the warmup runs, for an early verdict.
@@ -209,11 +253,19 @@ class KindBackend:
         )
         restarts = ks.apiserver_restarts(cfg, slot, files).render()
         lines.append(f"{restarts} > {files.restarts}")
-        lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
+        metrics = ks.apiserver_metrics(cfg, files).render()
+        lines.append(f"{metrics} > {candidate.log_dir / METRICS_BEFORE}")
+        if cfg.workload is not None:
+            report = candidate.log_dir / CL2_REPORT_DIR
+            lines.append("# warmup: the workload, to its end")
+            lines.append(ks.workload(cfg, files, wt, report).render())
+        else:
+            lines.append(f"# warmup: wait {format_duration(self.context.warmup_s)}")
         peek = ks.apiserver_logs(cfg, slot, files).render()
         lines.append(f"# during the warmup, the log so far: {peek} > {files.peek_log}")
         log_file = candidate.log_dir / "kube-apiserver.log"
-        lines += ["# collect", ks.apiserver_logs(cfg, slot, files).render() + f" > {log_file}"]
+        lines += ["# collect", f"{metrics} > {candidate.log_dir / METRICS_AFTER}"]
+        lines += [ks.apiserver_logs(cfg, slot, files).render() + f" > {log_file}"]
         lines += [
             "# more apiserver restarts than at launch: the log is cut short, a skip",
             restarts,

@@ -15,7 +15,7 @@ KEYS = (
     "api_server_verbosity", "container_log_max_size", "kind_config", "instrument_patch",
     "git_timeout", "node_image_timeout", "kubemark_build_timeout", "create_timeout",
     "delete_timeout", "kubectl_timeout", "hollow_ready_timeout", "logs_timeout",
-    "retry_attempts", "retry_initial", "retry_max", "arch",
+    "retry_attempts", "retry_initial", "retry_max", "arch", "workload", "workload_timeout",
 )  # fmt: skip
 
 # The kubemark binary is built in kubernetes' own build container (build/run.sh), as
@@ -60,6 +60,8 @@ class KindSettings:
     logs_timeout: float
     retry: RetryPolicy
     arch: str = "amd64"
+    workload: str | None = None  # a command that is the warmup (e.g. clusterloader2 ...)
+    workload_timeout: float = 3 * 3600.0
 
     @classmethod
     def from_section(cls, s: Section) -> KindSettings:
@@ -99,6 +101,8 @@ class KindSettings:
                 s.get_duration("retry_max", "2m"),
             ),
             arch=arch,
+            workload=s.opt_str("workload"),
+            workload_timeout=s.get_duration("workload_timeout", "3h"),
         )
 
 
@@ -273,3 +277,19 @@ def parse_restarts(text: str) -> int | None:
     if not words or not all(w.isdigit() for w in words):
         return None
     return sum(int(w) for w in words)
+
+
+def apiserver_metrics(cfg: KindSettings, files: EvalFiles) -> Step:
+    """The apiserver's /metrics (Prometheus text), through the cluster's own kubeconfig."""
+    return step(
+        "kubectl", "--kubeconfig", files.kubeconfig, "get", "--raw", "/metrics",
+        timeout=cfg.kubectl_timeout,
+    )  # fmt: skip
+
+
+def workload(cfg: KindSettings, files: EvalFiles, worktree: Path, report_dir: Path) -> Step:
+    """The configured workload, run in the candidate's worktree against this cluster:
+    KUBECONFIG is the cluster's, BISECTOR_REPORT_DIR where its CL2 report goes."""
+    assert cfg.workload is not None
+    env = {"KUBECONFIG": str(files.kubeconfig), "BISECTOR_REPORT_DIR": str(report_dir)}
+    return step("bash", "-c", cfg.workload, cwd=worktree, env=env, timeout=cfg.workload_timeout)

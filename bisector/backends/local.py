@@ -3,12 +3,18 @@
 Config (`[backends.local]`): `launch` and `collect` are required, `build` and
 `teardown` optional, `timeout` (a duration) bounds each command. `peek`, optional,
 writes the apiserver log so far to $BISECTOR_LOG during the warmup (early verdicts:
-`[run] check_every`); without it the warmup runs its full length. Every command
-gets BISECTOR_COMMIT, BISECTOR_WORKTREE, BISECTOR_RUN_DIR, BISECTOR_SLOT and
-BISECTOR_LOG (the file `collect` must write the apiserver log to). Each command's
-line, output, exit code and duration are appended to `<eval dir>/<step>.log`
-(build.log, launch.log, collect.log, teardown.log); a failure's reason carries
-the last lines it printed.
+`[run] check_every`); without it the warmup runs its full length. `metrics`, optional,
+writes the apiserver's /metrics to $BISECTOR_METRICS; it runs at the warmup's start and
+before `collect` (metrics-before.prom, metrics-after.prom: bisector/backends/collected.py),
+for the `prometheus` metric source. `workload`, optional, is the warmup: a command (e.g.
+`clusterloader2 --testconfig=... --report-dir="$BISECTOR_REPORT_DIR" ...`) run after the
+launch; when it ends, the warmup ends (`warmup` is not waited), and what it wrote to
+$BISECTOR_REPORT_DIR (`<log dir>/cl2`) is the run's CL2 report; a workload that fails is a
+skip with its reason. Every command gets BISECTOR_COMMIT, BISECTOR_WORKTREE,
+BISECTOR_RUN_DIR, BISECTOR_SLOT, BISECTOR_REPORT_DIR and BISECTOR_LOG (the file
+`collect` must write the apiserver log to). Each command's line, output, exit code and
+duration are appended to `<eval dir>/<step>.log` (build.log, launch.log, workload.log,
+metrics.log, collect.log, teardown.log); a failure's reason carries the last lines it printed.
 """
 
 from __future__ import annotations
@@ -19,10 +25,11 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.steps import tail
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
-KEYS = ("build", "launch", "collect", "teardown", "peek", "timeout")
+KEYS = ("build", "launch", "collect", "teardown", "peek", "metrics", "workload", "timeout")
 LOG_NAME = "kube-apiserver.log"
 # A look at the log may take as long as the interval between looks (at least this long):
 # a hanging `peek` must not stretch every step of the warmup by the whole `timeout`.
@@ -47,6 +54,8 @@ class LocalBackend:
         self.collect_cmd = section.get_str("collect")
         self.teardown_cmd = section.opt_str("teardown")
         self.peek_cmd = section.opt_str("peek")
+        self.metrics_cmd = section.opt_str("metrics")
+        self.workload_cmd = section.opt_str("workload")
         self.timeout_s = section.get_duration("timeout", "1h")
         self.peek_timeout_s = self.timeout_s  # bounded by the look interval in warmup_steps
 
@@ -57,14 +66,27 @@ class LocalBackend:
             "BISECTOR_RUN_DIR": str(self.context.run_dir),
             "BISECTOR_SLOT": str(candidate.slot),
             "BISECTOR_LOG": str(candidate.log_dir / LOG_NAME),
+            "BISECTOR_REPORT_DIR": str(candidate.log_dir / CL2_REPORT_DIR),
         }
 
-    def _run(self, step: str, script: str, candidate: Candidate, error: type[InfraError]) -> None:
+    @property
+    def waits_warmup(self) -> bool:
+        """A workload's run is the warmup: its length is the workload's, not `[run] warmup`."""
+        return self.workload_cmd is None
+
+    def _run(
+        self,
+        step: str,
+        script: str,
+        candidate: Candidate,
+        error: type[InfraError],
+        env: dict[str, str] | None = None,
+    ) -> None:
         try:
             proc.run(
                 ["bash", "-c", script],
                 cwd=candidate.worktree,
-                env=self._env(candidate),
+                env={**self._env(candidate), **(env or {})},
                 timeout=self.timeout_s,
                 log=command_log(candidate, step),
             )
@@ -82,12 +104,46 @@ class LocalBackend:
         self._run("launch", self.launch_cmd, candidate, LaunchError)
 
     def warmup(self, candidate: Candidate) -> None:
-        time.sleep(self.context.warmup_s)
+        self._snapshot(candidate, METRICS_BEFORE)
+        if self.workload_cmd:
+            self._workload(candidate)
+        else:
+            time.sleep(self.context.warmup_s)
 
     def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
-        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        """The warmup in steps, so the run can read the log so far (`peek`) between them.
+
+        A workload runs whole (its end is the warmup's): one step, no look before it ends.
+        """
         self.peek_timeout_s = min(self.timeout_s, max(every_s, MIN_PEEK_TIMEOUT_S))
+        self._snapshot(candidate, METRICS_BEFORE)
+        if self.workload_cmd:
+            return self._workload_step(candidate)
         return sleep_steps(time.sleep, self.context.warmup_s, every_s)
+
+    def _workload_step(self, candidate: Candidate) -> Iterator[float]:
+        started = time.monotonic()
+        self._workload(candidate)
+        yield time.monotonic() - started
+
+    def _workload(self, candidate: Candidate) -> None:
+        """The workload, to its end; a failure (exit code, timeout) is a skip with its reason."""
+        assert self.workload_cmd is not None
+        (candidate.log_dir / CL2_REPORT_DIR).mkdir(parents=True, exist_ok=True)
+        self._run("workload", self.workload_cmd, candidate, CollectError)
+
+    def _snapshot(self, candidate: Candidate, name: str) -> None:
+        """`metrics` into the log dir as `name`; a failed or empty read is a skip."""
+        if not self.metrics_cmd:
+            return
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        path = candidate.log_dir / name
+        path.unlink(missing_ok=True)  # never an earlier attempt's file
+        self._run(
+            "metrics", self.metrics_cmd, candidate, CollectError, {"BISECTOR_METRICS": str(path)}
+        )
+        if not path.is_file() or not path.stat().st_size:
+            raise CollectError(f"`metrics` wrote nothing to $BISECTOR_METRICS ({path})")
 
     def peek(self, candidate: Candidate) -> list[Path]:
         """The `peek` command's log so far, in `<eval>/peek/` (never the final log's place)."""
@@ -105,6 +161,7 @@ class LocalBackend:
 
     def collect(self, candidate: Candidate) -> list[Path]:
         candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        self._snapshot(candidate, METRICS_AFTER)
         self._run("collect", self.collect_cmd, candidate, CollectError)
         log = candidate.log_dir / LOG_NAME
         if not log.is_file():
@@ -119,6 +176,9 @@ class LocalBackend:
         """Nothing shared across candidates."""
 
     def plan(self, candidate: Candidate) -> list[str]:
-        steps = [self.build_cmd, self.launch_cmd, f"sleep {self.context.warmup_s:g}"]
+        snapshot = f"# /metrics: {self.metrics_cmd}" if self.metrics_cmd else None
+        warmup = f"# workload: {self.workload_cmd}" if self.workload_cmd else None
+        steps = [self.build_cmd, self.launch_cmd, snapshot]
+        steps += [warmup or f"sleep {self.context.warmup_s:g}", snapshot]
         steps += [self.collect_cmd, self.teardown_cmd]
         return [s for s in steps if s]

@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from bisector.errors import BisectorError
+from bisector.metrics.direction import Worse, is_bad
 from bisector.search.base import Job, Search, SearchRange
 from bisector.search.decide import DecisionRule, calibrate_threshold
 from bisector.search.evaluator import Evaluator
@@ -54,17 +55,17 @@ def _value(runs: list[Measurement], which: str, commit: str) -> float:
     return float(statistics.median(values))
 
 
-def _separated(good: list[float], bad: list[float]) -> bool:
+def _separated(good: list[float], bad: list[float], worse: Worse = "higher") -> bool:
     """The runs tell the endpoints apart: the bad side's median is worse, and a
     threshold between the medians puts most of each side's runs on its own side."""
     if not good or not bad:
         return False
     g, b = statistics.median(good), statistics.median(bad)
-    if b <= g:
+    if b == g or is_bad(g, b, worse):
         return False
-    threshold, _ = calibrate_threshold(g, b)
-    return sum(v < threshold for v in good) * 2 > len(good) and (
-        sum(v >= threshold for v in bad) * 2 > len(bad)
+    threshold, _ = calibrate_threshold(g, b, worse)
+    return sum(not is_bad(v, threshold, worse) for v in good) * 2 > len(good) and (
+        sum(is_bad(v, threshold, worse) for v in bad) * 2 > len(bad)
     )
 
 
@@ -139,7 +140,7 @@ class EndpointCheck:
         if self.settings.threshold is not None:
             threshold, how = self.settings.threshold, "given"
         else:
-            threshold, how = calibrate_threshold(good_value, bad_value)
+            threshold, how = calibrate_threshold(good_value, bad_value, self.settings.worse)
         found = Endpoints(
             threshold, how, good_value, bad_value, _values(runs_good), _values(runs_bad)
         )
@@ -151,9 +152,10 @@ class EndpointCheck:
             return found  # single runs may be wrong: the posterior weighs the endpoints' runs
         verdicts: tuple[str | None, str | None]
         if s.noise_aware:
+            worse = self.settings.worse
             verdicts = (
-                "good" if good_value < threshold else "bad",
-                "bad" if bad_value >= threshold else "good",
+                "bad" if is_bad(good_value, threshold, worse) else "good",
+                "bad" if is_bad(bad_value, threshold, worse) else "good",
             )
         else:
             verdicts = (

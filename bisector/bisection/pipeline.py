@@ -81,7 +81,7 @@ def whole_range(b: Bisection) -> SearchRange:
 def _likelihood(settings: RunSettings, ends: Endpoints) -> Likelihood:
     if settings.search.likelihood == "metric":
         return MetricLikelihood.fit(ends.good_runs, ends.bad_runs)
-    return VerdictLikelihood(settings.search.error_rate, ends.threshold)
+    return VerdictLikelihood(settings.search.error_rate, ends.threshold, settings.worse)
 
 
 class _Searches:
@@ -220,8 +220,8 @@ def _confirm(b: Bisection, found: Found, threshold: float) -> dict[str, str]:
     # again, so one flipped run does not undo a culprit the posterior is sure of.
     rules: list[DecisionRule] = (
         [
-            ConfirmRule("bad", max(3, b.settings.repeats)),
-            ConfirmRule("good", max(3, b.settings.repeats)),
+            ConfirmRule("bad", max(3, b.settings.repeats), b.settings.worse),
+            ConfirmRule("good", max(3, b.settings.repeats), b.settings.worse),
         ]
         if b.settings.noise_aware
         else [b.rule, b.rule]

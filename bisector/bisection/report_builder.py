@@ -10,6 +10,7 @@ from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary
+from bisector.metrics.direction import Worse, is_bad
 from bisector.report.model import (
     Adaptation,
     Culprit,
@@ -38,12 +39,12 @@ def pr_number(subject: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def _verdict(value: float | None, threshold: float | None) -> str:
+def _verdict(value: float | None, threshold: float | None, worse: Worse = "higher") -> str:
     if value is None:
         return "skip"
     if threshold is None:
         return ""  # measured before any threshold was set (a bisection cut short)
-    return "bad" if value >= threshold else "good"
+    return "bad" if is_bad(value, threshold, worse) else "good"
 
 
 def _status(found: Found) -> str:
@@ -60,6 +61,7 @@ def evaluation_of(
     cached: bool,
     *,
     early_goods_withdrawn: bool = False,
+    worse: Worse = "higher",
 ) -> Evaluation:
     """One row of the report: measurement `m`, the `n`th of the run."""
     stopped_early = m.stopped_early
@@ -79,7 +81,7 @@ def evaluation_of(
         commit=m.commit,
         subject=subject,
         phase=m.phase,
-        verdict=_verdict(m.value, threshold),
+        verdict=_verdict(m.value, threshold, worse),
         value=m.value,
         metrics=m.metrics,
         duration_s=m.duration_s,
@@ -126,7 +128,13 @@ def build_report(
     withdrawn = b.evaluator.early_good_withdrawn
     evaluations = [
         evaluation_of(
-            i, m, subject(m.commit), threshold, m.id in cached, early_goods_withdrawn=withdrawn
+            i,
+            m,
+            subject(m.commit),
+            threshold,
+            m.id in cached,
+            early_goods_withdrawn=withdrawn,
+            worse=s.worse,
         )
         for i, m in enumerate(ordered, 1)
     ]
@@ -183,7 +191,7 @@ def build_report(
         search=summary,
         good=Endpoint(b.good, subject(b.good), ends.good_value, ends.good_runs),
         bad=Endpoint(b.bad, subject(b.bad), ends.bad_value, ends.bad_runs),
-        threshold=Threshold(threshold, ends.how),
+        threshold=Threshold(threshold, ends.how, s.worse),
         metric=s.metric,
         repeats=s.repeats,
         first_parent=s.first_parent,

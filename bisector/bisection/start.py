@@ -168,7 +168,8 @@ def open_bisection(
                 retry_wait_s=s.retry_wait_s,
                 warmup_s=s.warmup_s if getattr(backend, "waits_warmup", True) else 0.0,
                 real_time_logs=bool(getattr(backend, "real_time_logs", False)),
-                check_every_s=s.check_every_s,
+                # Early verdicts only for a metric a look at the growing log can decide.
+                check_every_s=s.check_every_s if s.metrics.watchable(s.metric) else None,
                 early_good=s.early_good,
                 prefetch_builds=s.prefetch_builds,
             ),
@@ -177,7 +178,7 @@ def open_bisection(
             backend=backend,
             layout=layout,
             progress=progress,
-            scorer=scorer or s.metrics.scorer(),
+            scorer=scorer or s.metrics.scorer(s.metric),
             # A scorer given as a seam (tests, benchmarks) also judges the logs so far.
             growing_scorer=rescoring(scorer) if scorer else s.metrics.growing_scorer(),
             slots=max(1, slots or 1, s.search.parallel),
@@ -200,7 +201,7 @@ def open_bisection(
                 session,
                 evaluator,
                 progress,
-                rule or MajorityRule(s.repeats),
+                rule or MajorityRule(s.repeats, s.worse),
             )
         finally:
             try:

@@ -2,9 +2,11 @@
 
 Runs with no value for the metric (no logs, a --v=2 log, unreadable) take no
 part: they are neither good nor bad, and a range that spans them still holds
-the culprit. The step itself is `changepoint.find_step`: a given threshold or
-a change point, and at least `min_bad_runs` bad runs after it, so a lone noisy
-run triggers nothing.
+the culprit. The change points are `changepoint.find_change_points` (several,
+each with its p-value and direction); the range is the newest regression among
+them, or, with a threshold given, the newest good->bad split against it. Either
+way a step needs at least `min_bad_runs` runs after it, so a lone noisy run
+triggers nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +15,42 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bisector.ci.changepoint import Step, find_step
+from bisector.ci.changepoint import ChangePoint, Step, find_change_points, step_of
 from bisector.ci.scoring import RunScore
+from bisector.metric_registry import MetricRegistry
+
+
+def metric_higher_is_worse(metrics: MetricRegistry, metric: str) -> bool:
+    """Whether a higher value of `metric` is worse: the one place `history` and `nightly` ask.
+
+    The registry answers (bisector.metrics.direction): a throughput is worse when lower.
+    """
+    return metrics.worse(metric) == "higher"
+
+
+@dataclass(frozen=True)
+class RunChange:
+    """A change point with the CI runs around it."""
+
+    point: ChangePoint
+    at: RunScore  # the first run of the new segment
+    before: RunScore  # the last run at the old level (the range starts here)
+    after: RunScore  # the first run at the new level (and ends here)
+
+    def as_json(self, hunted: bool) -> dict[str, object]:
+        return {
+            "run": self.at.run,
+            "last_before_run": self.before.run,
+            "first_after_run": self.after.run,
+            "last_before_commit": self.before.info.commit,
+            "first_after_commit": self.after.info.commit,
+            "before": self.point.before,
+            "after": self.point.after,
+            "change": self.point.change,
+            "p_value": self.point.p_value,
+            "direction": self.point.direction,
+            "hunted": hunted,
+        }
 
 
 @dataclass(frozen=True)
@@ -53,20 +89,66 @@ class RegressionRange:
         }
 
 
+@dataclass(frozen=True)
+class History:
+    """What the runs say about `metric`: every change point, and the range to bisect."""
+
+    metric: str
+    changes: list[RunChange]  # oldest first
+    found: RegressionRange | None  # the newest regression (or the threshold's step)
+
+    def hunted(self, change: RunChange) -> bool:
+        """Whether the range came from this change point (not from a given threshold)."""
+        return (
+            self.found is not None
+            and self.found.step.threshold_source == "change point"
+            and (self.found.good.run, self.found.bad.run) == (change.before.run, change.after.run)
+        )
+
+
+def analyse(
+    runs: Sequence[RunScore],
+    metric: str,
+    *,
+    threshold: float | None = None,
+    min_bad_runs: int = 2,
+    higher_is_worse: bool = True,
+) -> History:
+    """Change points of `metric` over `runs` (in run order) and the range to bisect."""
+    values = [r.value(metric) for r in runs]
+    points = find_change_points(values, higher_is_worse=higher_is_worse, min_runs=min_bad_runs)
+    step = step_of(
+        values,
+        points,
+        threshold=threshold,
+        min_bad_runs=min_bad_runs,
+        higher_is_worse=higher_is_worse,
+    )
+    changes = [
+        RunChange(p, runs[p.index], runs[p.last_before], runs[p.first_after]) for p in points
+    ]
+    found = None
+    if step is not None:
+        found = RegressionRange(metric, runs[step.last_good], runs[step.first_bad], step)
+    return History(metric, changes, found)
+
+
 def find_regression(
     runs: Sequence[RunScore],
     metric: str,
     *,
     threshold: float | None = None,
     min_bad_runs: int = 2,
-    min_ratio: float = 2.0,
+    higher_is_worse: bool = True,
 ) -> RegressionRange | None:
-    """The latest good->bad step of `metric` over `runs` (in run order), or None."""
-    values = [r.value(metric) for r in runs]
-    step = find_step(values, threshold=threshold, min_bad_runs=min_bad_runs, min_ratio=min_ratio)
-    if step is None:
-        return None
-    return RegressionRange(metric, runs[step.last_good], runs[step.first_bad], step)
+    """The newest regression of `metric` over `runs` (in run order), or None."""
+    return analyse(
+        runs,
+        metric,
+        threshold=threshold,
+        min_bad_runs=min_bad_runs,
+        higher_is_worse=higher_is_worse,
+    ).found
 
 
 def bisect_argv(found: RegressionRange, *, extra: Sequence[str] = ()) -> list[str]:

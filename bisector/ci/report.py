@@ -1,19 +1,24 @@
 """What `bisector history` prints: the run table, the range found, and the --json document.
 
-`history_json` is exactly the issue's shape: {"runs": [{"run", "commit", "result",
-"metrics"}...], "range": {"good", "bad", "good_run", "bad_run"} or null}; a run
-without logs has `"metrics": null`, one without the metric's lines has it null inside.
+`history_json` is the issue's shape: {"runs": [{"run", "commit", "result", "metrics"}...],
+"range": {"good", "bad", "good_run", "bad_run"} or null}; a run without logs has
+`"metrics": null`, one without the metric's lines has it null inside. Beside them,
+"change_points": every change point of the metric, oldest first, as
+`RunChange.as_json` (run, last_before_run, first_after_run, their commits, before,
+after, change, p_value, direction, hunted: whether "range" came from it).
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from bisector.ci.regression import RegressionRange, command_text
+from bisector.ci.changepoint import p_value_text
+from bisector.ci.regression import History, RegressionRange, command_text
 from bisector.ci.scoring import RunScore
 
 
-def history_json(scored: list[RunScore], found: RegressionRange | None) -> dict[str, object]:
+def history_json(scored: list[RunScore], analysis: History) -> dict[str, object]:
+    found = analysis.found
     return {
         "runs": [
             {
@@ -25,6 +30,7 @@ def history_json(scored: list[RunScore], found: RegressionRange | None) -> dict[
             for s in scored
         ],
         "range": found.as_json() if found is not None else None,
+        "change_points": [c.as_json(analysis.hunted(c)) for c in analysis.changes],
     }
 
 
@@ -84,6 +90,26 @@ def render_table(
     return "\n".join(lines + notes)
 
 
+def _relative(change: float | None) -> str:
+    return f" ({change:+.0%})" if change is not None else ""
+
+
+def render_changes(analysis: History) -> str:
+    """Every change point, oldest first; the one the range came from is marked."""
+    if not analysis.changes:
+        return f"change points in {analysis.metric}: none"
+    lines = [f"change points in {analysis.metric} (the newest regression is hunted first):"]
+    for c in analysis.changes:
+        point = c.point
+        mark = "  <- hunted" if analysis.hunted(c) else ""
+        lines.append(
+            f"  runs {c.before.run}..{c.after.run}: {_number(point.before)} -> "
+            f"{_number(point.after)}{_relative(point.change)}, {point.direction}, "
+            f"{p_value_text(point.p_value)}{mark}"
+        )
+    return "\n".join(lines)
+
+
 def render_range(found: RegressionRange | None, metric: str, argv: list[str] | None) -> str:
     if found is None:
         return (
@@ -93,7 +119,8 @@ def render_range(found: RegressionRange | None, metric: str, argv: list[str] | N
     step = found.step
     lines = [
         f"regression in {metric}: {_number(step.before)} -> {_number(step.after)} "
-        f"(threshold {_number(step.threshold)}, {step.threshold_source})",
+        f"(threshold {_number(step.threshold)}, {step.threshold_source}"
+        + (f", {p_value_text(step.p_value)})" if step.threshold_source != "given" else ")"),
         f"  last good: run {found.good.run}, commit {found.good_commit or '-'}",
         f"  first bad: run {found.bad.run}, commit {found.bad_commit or '-'}",
     ]

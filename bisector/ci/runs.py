@@ -4,6 +4,10 @@ Layout (shared/reference/kubernetes.md): `gs://BUCKET/logs/JOB/RUN/` with
 `started.json`, `finished.json` and `artifacts/<master-name>/kube-apiserver.log*`;
 `logs/JOB/latest-build.txt` names the newest finished run.
 
+Today's CL2 jobs (ci-kubernetes-e2e-gce-scale-performance-*, kubetest2 + kops) have CL2
+write its summaries into the build's `artifacts/` itself (`--report-dir=$ARTIFACTS`):
+`find_summary` finds one there by its file-name prefix (bisector.metrics.cl2).
+
 Which master: a kubemark job dumps two masters, the base cluster's
 (`<prefix>-master`) and the kubemark master (`<prefix>-kubemark-master`), whose
 apiserver serves the hollow nodes. Among the `artifacts/` directories holding a
@@ -26,6 +30,7 @@ from google.api_core import exceptions as gexc
 from bisector.ci.gcs import TIMEOUT, access_error, retrying
 from bisector.ci.metadata import RunInfo, parse_run
 from bisector.errors import BisectorError
+from bisector.metrics.cl2 import pick_file
 
 DEFAULT_BUCKET = "kubernetes-ci-logs"
 # The live file, numbered rotations (`.1`, `.2.gz`) and dated ones (`-20170602[-N][.gz]`);
@@ -213,3 +218,37 @@ def _read_json(client: Any, bucket: str, name: str) -> tuple[dict[str, object] |
     if not isinstance(doc, dict):
         return None, f"{short} is not a JSON object"
     return doc, None
+
+
+def find_summary(client: Any, job: JobRef, run: int, prefix: str) -> LogObject | None:
+    """The one CL2 summary `prefix`* directly under the run's `artifacts/`, None if none;
+    CollectError (from bisector.metrics.cl2) when several match."""
+    artifacts = job.run_prefix(run) + "artifacts/"
+
+    def listing() -> dict[str, LogObject]:
+        found: dict[str, LogObject] = {}
+        pages = client.list_blobs(
+            job.bucket, prefix=artifacts + prefix, delimiter="/", timeout=TIMEOUT, retry=None
+        )
+        for blob in pages:
+            found[blob.name[len(artifacts) :]] = LogObject(
+                blob.name, int(blob.generation), int(blob.size or 0)
+            )
+        return found
+
+    objects = retrying(listing)
+    if not objects:
+        return None
+    return objects[pick_file(list(objects), prefix, f"gs://{job.bucket}/{artifacts}")]
+
+
+def read_object(client: Any, bucket: str, obj: LogObject, limit: int) -> bytes:
+    """The object's bytes (at most `limit`: a bigger one is cut and then fails to parse)."""
+    blob = client.bucket(bucket).blob(obj.name)
+    try:
+        data: bytes = retrying(
+            lambda: blob.download_as_bytes(end=limit - 1, timeout=TIMEOUT, retry=None)
+        )
+    except gexc.GoogleAPIError as exc:
+        raise access_error(exc, obj.url(bucket)) from None
+    return data

@@ -10,6 +10,9 @@ daemons: Ctrl-C does not wait for a 2 GiB log to finish.
 A run that cannot be scored is never good: it carries a `problem` ("no logs",
 "unreadable: ...") and no value; a log without the lines a metric needs has
 scores but `value(metric)` is None.
+
+A `cl2` metric (ScoreSettings.source) is read from the run's CL2 summary in `artifacts/`
+instead of its logs: no summary is "no summary", a garbled one "unreadable: ...".
 """
 
 from __future__ import annotations
@@ -25,9 +28,18 @@ from google.api_core import exceptions as gexc
 from bisector.ci.cache import ScoreCache, settings_fingerprint
 from bisector.ci.gcs import retrying
 from bisector.ci.metadata import RunInfo
-from bisector.ci.runs import JobRef, LogSet, find_log_set, read_run_info
-from bisector.errors import BisectorError
+from bisector.ci.runs import (
+    JobRef,
+    LogSet,
+    find_log_set,
+    find_summary,
+    read_object,
+    read_run_info,
+)
+from bisector.errors import BisectorError, CollectError
 from bisector.logs import RequestMetric, Scores, metric_value, score_logs
+from bisector.metrics import Cl2Metric, Reading, SourceMetric, with_reading
+from bisector.metrics.cl2 import MAX_SUMMARY_BYTES, value_from
 
 DEFAULT_WORKERS = 4
 # Read size handed to the scorer (its default is 16 MiB). Several runs are scored at
@@ -36,6 +48,7 @@ DEFAULT_WORKERS = 4
 STREAM_CHUNK_BYTES = 1 << 20
 NO_LOGS = "no logs"
 NO_DATA = "no data"
+NO_SUMMARY = "no summary"
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -72,10 +85,12 @@ class ScoreSettings:
     until: float | None = None
     extra_metrics: Mapping[str, RequestMetric] | None = None
     master: str | None = None  # artifacts/ directory to read; None: chosen (see runs.py)
+    source: SourceMetric | None = None  # a metric read from beside the logs (cl2)
 
     @property
     def fingerprint(self) -> str:
-        return settings_fingerprint(self.since, self.until, self.extra_metrics)
+        base = settings_fingerprint(self.since, self.until, self.extra_metrics)
+        return base if self.source is None else f"{base} {self.source!r}"
 
 
 def score_run(
@@ -85,9 +100,11 @@ def score_run(
     info = RunInfo(run, None, None, None, None)
     try:
         info = read_run_info(client, job, run)
-        logs = find_log_set(client, job, run, settings.master)
+        logs = None if settings.source else find_log_set(client, job, run, settings.master)
     except (BisectorError, gexc.GoogleAPIError) as exc:
         return RunScore(info, None, None, problem=f"unreadable: {exc}")
+    if settings.source is not None:
+        return _score_source(client, job, info, cache, settings)
     if logs is None:
         return RunScore(info, None, None, problem=NO_LOGS)
     key = cache.key(job.bucket, logs, settings.fingerprint)
@@ -112,6 +129,40 @@ def score_run(
         return RunScore(info, logs, None, problem=f"unreadable: {type(exc).__name__}: {exc}")
     cache.put(key, scores)
     return RunScore(info, logs, scores)
+
+
+def _score_source(
+    client: Any,
+    job: JobRef,
+    info: RunInfo,
+    cache: ScoreCache,
+    settings: ScoreSettings,
+) -> RunScore:
+    """The run's value of a cl2 metric, from its summary in artifacts/ (cached by the
+    summary object's generation)."""
+    metric = settings.source
+    assert metric is not None
+    if not isinstance(metric, Cl2Metric):
+        return RunScore(info, None, None, problem=f"unreadable: {metric.source} is not in CI")
+    try:
+        summary = find_summary(client, job, info.run, metric.summary)
+        if summary is None:
+            return RunScore(info, None, None, problem=NO_SUMMARY)
+        found = LogSet("artifacts", (summary,))
+        key = cache.key(job.bucket, found, settings.fingerprint)
+        if (hit := cache.get(key)) is not None:
+            return RunScore(info, found, hit, cached=True)
+        data = read_object(client, job.bucket, summary, MAX_SUMMARY_BYTES)
+        name = summary.name.rsplit("/", 1)[-1]
+        got = value_from(data, name, dict(metric.labels), metric.key)
+    except CollectError as exc:
+        return RunScore(info, None, None, problem=f"unreadable: {exc.reason}")
+    except (BisectorError, gexc.GoogleAPIError, OSError) as exc:
+        return RunScore(info, None, None, problem=f"unreadable: {exc}")
+    reading = Reading(metric.name, got.value, "cl2", f"{summary.url(job.bucket)} {metric.key}")
+    scores = with_reading(Scores(), reading)
+    cache.put(key, scores)
+    return RunScore(info, found, scores)
 
 
 def score_runs(

@@ -1,8 +1,9 @@
 """`bisector history --job JOB`: score past CI runs from GCS and narrow the range to bisect.
 
-Prints a table (run, date, result, commit, metric), the last good and first bad
-run, and the `bisector run --good ... --bad ...` command for the commits between
-them. `--bisect` then starts that command in this process, through the CLI
+Prints a table (run, date, result, commit, metric), every change point of the
+metric (p-value, regression or improvement), the last good and first bad run of
+the newest regression, and the `bisector run --good ... --bad ...` command for the
+commits between them. `--bisect` then starts that command in this process, through the CLI
 (`start_bisection`), so its output, Ctrl-C handling and teardown are the same
 as when the user types it.
 """
@@ -18,8 +19,14 @@ import typer
 
 from bisector.ci import gcs
 from bisector.ci.cache import ScoreCache, default_cache_dir
-from bisector.ci.regression import RegressionRange, bisect_argv, command_text, find_regression
-from bisector.ci.report import history_json, render_range, render_table
+from bisector.ci.regression import (
+    RegressionRange,
+    analyse,
+    bisect_argv,
+    command_text,
+    metric_higher_is_worse,
+)
+from bisector.ci.report import history_json, render_changes, render_range, render_table
 from bisector.ci.runs import (
     DEFAULT_BUCKET,
     JobRef,
@@ -58,6 +65,11 @@ def history(options: HistoryOptions) -> int:
     config = load_config(options.config) if options.config else Section()
     metrics = MetricRegistry.from_config(config)
     metrics.check(options.metric, "--metric")
+    if metrics.source_of(options.metric) not in ("log", "cl2"):
+        raise BisectorError(
+            f"{options.metric} is a {metrics.source_of(options.metric)} metric: CI builds keep "
+            "apiserver logs and CL2 summaries only; choose a log or cl2 metric"
+        )
     if options.runs is not None and options.last is not None:
         raise BisectorError("pass either --runs A..B or --last N, not both")
     if options.last is not None and options.last < 1:
@@ -76,14 +88,24 @@ def history(options: HistoryOptions) -> int:
         job,
         chosen,
         cache,
-        ScoreSettings(master=options.master, extra_metrics=metrics.definitions or None),
+        ScoreSettings(
+            master=options.master,
+            extra_metrics=metrics.definitions or None,
+            source=metrics.source_metric(options.metric),
+        ),
         workers=options.workers,
         on_done=progress.done,
     )
-    found = find_regression(scored, options.metric, threshold=options.threshold)
+    analysis = analyse(
+        scored,
+        options.metric,
+        threshold=options.threshold,
+        higher_is_worse=metric_higher_is_worse(metrics, options.metric),
+    )
+    found = analysis.found
     argv = _bisect_argv(found, options)
     if options.as_json:
-        typer.echo(json.dumps(history_json(scored, found), indent=2))
+        typer.echo(json.dumps(history_json(scored, analysis), indent=2))
     else:
         typer.echo(
             f"{job}: {len(chosen)} runs ({chosen[0]}..{chosen[-1]}), latest build "
@@ -91,11 +113,15 @@ def history(options: HistoryOptions) -> int:
         )
         typer.echo(render_table(scored, options.metric, found, latest))
         if all(s.value(options.metric) is None for s in scored):
-            typer.echo(
-                f"no run has data for {options.metric}: logs missing, or without the lines it "
-                "needs (request lines need the apiserver at --v=3)"
+            why = (
+                "no CL2 summary in their artifacts/, or not the data item asked for"
+                if metrics.source_of(options.metric) == "cl2"
+                else "logs missing, or without the lines it needs (request lines need the "
+                "apiserver at --v=3)"
             )
+            typer.echo(f"no run has data for {options.metric}: {why}")
         else:
+            typer.echo(render_changes(analysis))
             typer.echo(render_range(found, options.metric, argv))
     if options.bisect:
         if argv is None:

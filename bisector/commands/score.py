@@ -1,5 +1,10 @@
 """`bisector score LOG...`: metrics of one run's apiserver log, and a git-bisect-run verdict.
 
+Besides logs it reads what a run leaves beside them (bisector.metrics): a directory (a CL2
+report dir such as a CI build's artifacts/, or an evaluation's log dir with its metrics
+snapshots and processes.json) or a pair of snapshots (--metrics-before/--metrics-after);
+each metric printed says its source.
+
 Exit codes (bisector.exitcodes.ScoreExit), safe under `git bisect run`, which reads 0 as
 good, 125 as skip, 1-127 as bad and 128 or more as "stop":
 
@@ -19,23 +24,21 @@ import json
 import math
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
 
-from bisector.config import load_config
+from bisector.config import Section, load_config
 from bisector.durations import format_duration, parse_duration
-from bisector.errors import BisectorError
+from bisector.errors import BisectorError, CollectError
 from bisector.exitcodes import ScoreExit
-from bisector.logs import (
-    METRIC_NAMES,
-    RequestMetric,
-    Scores,
-    load_metric_definitions,
-    metric_value,
-    score_logs,
-)
+from bisector.logs import RequestMetric, Scores, metric_value, score_logs
+from bisector.metric_registry import MetricRegistry
+from bisector.metrics import Evidence, Reading, Worse, read_metric
+from bisector.metrics.direction import is_bad
+
+APISERVER_LOG_GLOB = "kube-apiserver.log*"
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,12 @@ class ScoreRequest:
     until_s: float | None
     min_window_s: float | None
     extra: dict[str, RequestMetric]
+    registry: MetricRegistry = field(default_factory=MetricRegistry)
+    evidence: Evidence | None = None  # files beside (or instead of) a log
+
+    @property
+    def worse(self) -> Worse:
+        return "higher" if self.metric is None else self.registry.worse(self.metric)
 
 
 def score(
@@ -61,6 +70,8 @@ def score(
     until: str | None = None,
     min_window: str | None = None,
     config: Path | None = None,
+    metrics_before: Path | None = None,
+    metrics_after: Path | None = None,
 ) -> int:
     """Print the scores; return a ScoreExit (see the module docstring)."""
     request = _check(
@@ -71,7 +82,10 @@ def score(
         until=until,
         min_window=min_window,
         config=config,
+        snapshots=(metrics_before, metrics_after),
     )
+    if request.evidence is not None:
+        return _score_evidence(request, as_json, since=since, until=until)
     try:
         scores = score_logs(
             list(request.sources),
@@ -87,7 +101,7 @@ def score(
     value = metric_value(scores, request.metric) if request.metric and not reason else None
     if reason is None and request.metric is not None and value is None:
         reason = f"the log holds no data for {request.metric}"
-    verdict, code = _verdict(reason, value, request.threshold)
+    verdict, code = _verdict(reason, value, request.threshold, request.worse)
     if as_json:
         out = {"metrics": scores.metrics, "metric": request.metric, "value": value}
         out |= {"threshold": request.threshold, "verdict": verdict, "reason": reason}
@@ -119,9 +133,15 @@ def _check(
     until: str | None,
     min_window: str | None,
     config: Path | None,
+    snapshots: tuple[Path | None, Path | None] = (None, None),
 ) -> ScoreRequest:
-    if not sources:
-        raise BisectorError("no log given; pass at least one log file, URL or -")
+    registry = MetricRegistry.from_config(load_config(config) if config else Section())
+    sources, evidence = _inputs(sources, *snapshots)
+    if not sources and evidence is None:
+        raise BisectorError(
+            "no log given; pass at least one log file, URL or -, a directory, or "
+            "--metrics-before and --metrics-after"
+        )
     if len(sources) > 1 and "-" in sources:
         raise BisectorError("stdin (-) cannot be combined with other logs; pass files instead")
     if threshold is not None and metric is None:
@@ -134,11 +154,57 @@ def _check(
     if since_s is not None and until_s is not None and until_s <= since_s:
         raise BisectorError(f"--until ({until}) must be later than --since ({since})")
     min_window_s = _duration(min_window, "--min-window")
-    extra = load_metric_definitions(load_config(config).table("metrics")) if config else {}
-    if metric is not None and metric not in METRIC_NAMES and metric not in extra:
-        known = ", ".join((*METRIC_NAMES, *extra))
-        raise BisectorError(f"unknown metric {metric!r}; choose one of: {known}")
-    return ScoreRequest(tuple(sources), metric, threshold, since_s, until_s, min_window_s, extra)
+    if metric is not None:
+        registry.check(metric, "--metric")
+        source = registry.source_of(metric)
+        gone = evidence is None and len(sources) == 1 and not Path(sources[0]).exists()
+        if source != "log" and gone:  # a run's directory that is gone: as a missing log
+            sources, evidence = [], Evidence.in_dir(Path(sources[0]))
+        if source != "log" and evidence is None:
+            raise BisectorError(
+                f"{metric} is read from {_SOURCE_INPUT[source]}, not from a log; pass that "
+                "directory (or --metrics-before and --metrics-after)"
+            )
+    return ScoreRequest(
+        tuple(sources),
+        metric,
+        threshold,
+        since_s,
+        until_s,
+        min_window_s,
+        registry.definitions,
+        registry,
+        evidence,
+    )
+
+
+_SOURCE_INPUT = {
+    "cl2": "a ClusterLoader2 report directory",
+    "prometheus": "two /metrics snapshots",
+    "process": "a directory holding processes.json",
+}
+
+
+def _inputs(
+    sources: Sequence[str], before: Path | None, after: Path | None
+) -> tuple[list[str], Evidence | None]:
+    """The logs to score, and the files beside them: a lone directory argument holds both
+    (its kube-apiserver.log* set, a CL2 report, snapshots, processes.json); a pair of
+    snapshots is given with --metrics-before/--metrics-after."""
+    if (before is None) != (after is None):
+        raise BisectorError("pass both --metrics-before and --metrics-after (two snapshots)")
+    logs = list(sources)
+    evidence = None
+    if len(logs) == 1 and Path(logs[0]).is_dir():
+        directory = Path(logs[0])
+        logs = [str(p) for p in sorted(directory.glob(APISERVER_LOG_GLOB)) if p.is_file()]
+        evidence = Evidence.in_dir(directory)
+    elif any(Path(s).is_dir() for s in logs):
+        raise BisectorError("a directory is scored alone; pass it without other files")
+    if before is not None and after is not None:
+        base = evidence or Evidence()
+        evidence = Evidence(base.cl2_dir, before, after, base.processes_dir)
+    return logs, evidence
 
 
 def _duration(text: str | None, what: str) -> float | None:
@@ -171,13 +237,15 @@ def _no_data_reason(
 
 
 def _verdict(
-    reason: str | None, value: float | None, threshold: float | None
+    reason: str | None, value: float | None, threshold: float | None, worse: Worse = "higher"
 ) -> tuple[str | None, int]:
     if reason is not None:  # no data is never good, with or without a threshold
         return "skip", ScoreExit.NO_VERDICT
     if threshold is None or value is None:
         return None, ScoreExit.GOOD
-    return ("bad", ScoreExit.BAD) if value >= threshold else ("good", ScoreExit.GOOD)
+    if is_bad(value, threshold, worse):
+        return "bad", ScoreExit.BAD
+    return "good", ScoreExit.GOOD
 
 
 def _no_verdict(message: str, as_json: bool, request: ScoreRequest) -> int:
@@ -233,10 +301,157 @@ def _print_table(
         table.add_row(f"[bold]{name}[/]" if name == metric else name, _shown(shown))
     console = Console(soft_wrap=False)
     console.print(table)
+    _print_verdict(metric, value, threshold=threshold, verdict=verdict, reason=reason)
+
+
+def _print_verdict(
+    metric: str | None,
+    value: float | None,
+    *,
+    threshold: float | None,
+    verdict: str | None,
+    reason: str | None,
+    worse: Worse = "higher",
+) -> None:
     if verdict == "skip":  # whole lines, never wrapped: scripts grep them
         typer.echo(f"verdict: skip ({reason})")
     elif verdict:
-        relation = ">=" if verdict == "bad" else "<"
+        relations = {"higher": (">=", "<"), "lower": ("<=", ">")}[worse]
+        relation = relations[0] if verdict == "bad" else relations[1]
         typer.echo(
             f"verdict: {verdict} ({metric} = {_shown(value)} {relation} {_shown(threshold)})"
         )
+
+
+# -- a directory or snapshots: metrics read from beside the log -----------------------------
+
+
+@dataclass
+class EvidenceScores:
+    """What a directory or a pair of snapshots gave: the log's scores (if it held a log
+    and they are needed), each source metric read, and why the others could not be."""
+
+    scores: Scores | None = None
+    log_problem: str | None = None
+    readings: dict[str, Reading] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    value: float | None = None
+    reason: str | None = None  # why the metric asked for has no verdict
+
+
+def _score_evidence(
+    request: ScoreRequest, as_json: bool, *, since: str | None, until: str | None
+) -> int:
+    """Scores of a directory or a pair of snapshots (and the logs in it, if any)."""
+    found = _read_evidence(request, since, until)
+    verdict, code = _verdict(found.reason, found.value, request.threshold, request.worse)
+    if as_json:
+        _print_evidence_json(request, found, verdict)
+    else:
+        _print_evidence_table(request, found, verdict)
+    if verdict is None and _bisect_in_progress():
+        raise BisectorError(
+            "no --threshold: a git bisect is in progress here and exit 0 would mark this "
+            "commit good; pass --metric NAME --threshold VALUE"
+        )
+    return code
+
+
+def _read_evidence(request: ScoreRequest, since: str | None, until: str | None) -> EvidenceScores:
+    assert request.evidence is not None
+    registry, metric = request.registry, request.metric
+    found = EvidenceScores()
+    wants_log = metric is not None and registry.source_of(metric) == "log"
+    needs_log = wants_log or request.min_window_s is not None
+    if request.sources and (metric is None or needs_log):
+        try:
+            found.scores = score_logs(
+                list(request.sources),
+                since=request.since_s,
+                until=request.until_s,
+                extra_metrics=request.extra or None,
+            )
+            found.log_problem = _no_data_reason(found.scores, request, since, until)
+        except BisectorError as exc:
+            found.log_problem = str(exc)
+        except OSError as exc:
+            found.log_problem = f"cannot read the log: {exc}"
+    elif needs_log:
+        found.log_problem = f"no {APISERVER_LOG_GLOB} was given"
+    names = list(registry.sources) if metric is None else [] if wants_log else [metric]
+    for name in names:
+        source = registry.source_metric(name)
+        assert source is not None
+        try:
+            found.readings[name] = read_metric(source, request.evidence)
+        except CollectError as exc:
+            found.unavailable[name] = exc.reason
+    if metric is None:
+        if not found.readings and found.scores is None:
+            problems = [f"{k}: {v}" for k, v in found.unavailable.items()]
+            found.reason = found.log_problem or "; ".join(problems) or "nothing to score"
+        return found
+    found.reason = found.log_problem if needs_log else None
+    if wants_log and found.reason is None and found.scores is not None:
+        found.value = metric_value(found.scores, metric)
+        if found.value is None:
+            found.reason = f"the log holds no data for {metric}"
+    elif not wants_log:
+        found.reason = found.unavailable.get(metric) or found.reason
+        if found.reason is None:
+            found.value = found.readings[metric].value
+    return found
+
+
+def _values_and_sources(found: EvidenceScores) -> tuple[dict[str, object], dict[str, object]]:
+    values: dict[str, object] = {}
+    sources: dict[str, object] = {}
+    if found.scores is not None:
+        values |= found.scores.metrics
+        sources |= {name: {"source": "log"} for name in found.scores.metrics}
+    values |= {name: r.value for name, r in found.readings.items()}
+    sources |= {name: r.to_dict() for name, r in found.readings.items()}
+    return values, sources
+
+
+def _print_evidence_json(request: ScoreRequest, found: EvidenceScores, verdict: str | None) -> None:
+    metric = request.metric
+    values, sources = _values_and_sources(found)
+    out: dict[str, object] = {"metrics": values, "sources": sources, "metric": metric}
+    out |= {"value": found.value}
+    out |= {"source": request.registry.source_of(metric) if metric else None}
+    out |= {"worse": request.worse if metric else None, "threshold": request.threshold}
+    out |= {"verdict": verdict, "reason": found.reason, "unavailable": found.unavailable}
+    typer.echo(json.dumps(out, indent=2))
+
+
+def _print_evidence_table(
+    request: ScoreRequest, found: EvidenceScores, verdict: str | None
+) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    metric = request.metric
+    values, _sources = _values_and_sources(found)
+    table = Table(show_header=True, header_style="bold", box=None)
+    table.add_column("metric")
+    table.add_column("value", overflow="fold")
+    table.add_column("source")
+    for name, shown in values.items():
+        label = f"[bold]{name}[/]" if name == metric else name
+        table.add_row(label, _shown(shown), request.registry.source_of(name))
+    if values:
+        Console(soft_wrap=False).print(table)
+    for name, reading in found.readings.items():  # whole lines, never wrapped: scripts grep them
+        typer.echo(f"{name}: {reading.source} {reading.where}")
+    for name, why in found.unavailable.items():
+        if metric is None or name == metric:
+            typer.echo(f"{name}: no value ({why})")
+    _print_verdict(
+        metric,
+        found.value,
+        threshold=request.threshold,
+        verdict=verdict,
+        reason=found.reason,
+        worse=request.worse,
+    )

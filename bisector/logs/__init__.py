@@ -9,6 +9,7 @@ Public API (used by `score`, the run loop and history):
     LogError: the log cannot give a verdict (missing, corrupt, truncated, not a log)
     metric_value(scores, name) -> float | None   (None: the log has no data for it)
     load_metric_definitions(section) -> {name: RequestMetric}   (user `[metrics.NAME]`)
+    parse_request_metric(name, table) -> RequestMetric          (one of them)
     METRIC_NAMES: the built-in metric names
 
 Scalars used for verdicts (higher is worse; None -> skip):
@@ -32,7 +33,11 @@ scanner.py + cacher.py (one read, exact counts into a partial.Partial), timestam
 
 from __future__ import annotations
 
-from bisector.logs.definitions import RequestMetric, load_metric_definitions
+from bisector.logs.definitions import (
+    RequestMetric,
+    load_metric_definitions,
+    parse_request_metric,
+)
 from bisector.logs.errors import LogError
 from bisector.logs.incremental import IncrementalScore, LogRestarted
 from bisector.logs.metrics import LogWindow, Scores, metric_value
@@ -49,5 +54,6 @@ __all__ = [
     "Scores",
     "load_metric_definitions",
     "metric_value",
+    "parse_request_metric",
     "score_logs",
 ]

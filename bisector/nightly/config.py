@@ -135,6 +135,13 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
         raise ConfigError(f"{path}: key `{where}.name`: {name!r} must be letters, digits, .-_")
     metrics = MetricRegistry.from_config(job)
     metric = metrics.check(job.get_str("metric", DEFAULT_METRIC), job.where("metric"))
+    if metrics.source_of(metric) != "log":
+        # The nightly's series (nightly/series.py) scores logs; `bisector history` reads
+        # cl2 metrics from the builds' artifacts meanwhile.
+        raise ConfigError(
+            f"{job.where('metric')}: {metric} is a {metrics.source_of(metric)} metric; the "
+            "nightly watches log metrics only for now (bisector history reads cl2 metrics)"
+        )
     budget_table = job.table("budget")
     budget_table.check_keys(BUDGET_KEYS)
     evaluations = budget_table.get_int("evaluations") if "evaluations" in budget_table else None

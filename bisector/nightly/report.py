@@ -8,7 +8,10 @@ stopped it). The bisection's own report.* files are copied next to it.
 nightly.json:
     job, ci_job, bucket, metric, status, exit_code, reason, generated_at
     range     {good_run, good_commit, bad_run, bad_commit, threshold, threshold_source,
-               before, after}
+               before, after, p_value (null with a given threshold)}
+    higher_is_worse   the metric's direction the range was found with
+    change_points [{run, last_before_run, first_after_run, before, after, change, p_value,
+               direction, hunted}]   every change point of the window, oldest first
     runs      [{run, commit, result, value, status}]   the window the step was found in
     culprit   the bisection's culprit (see bisector.report.model) or null
     budget    {limit: {evaluations, cluster_hours}, used: {evaluations, cluster_hours}}
@@ -26,6 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from bisector.ci.changepoint import is_worse, p_value_text
 from bisector.dirs import ensure_dir
 from bisector.nightly.hunt import HuntEvidence
 from bisector.nightly.series import Regression
@@ -60,7 +64,10 @@ def build_data(
             "threshold_source": step.threshold_source,
             "before": step.before,
             "after": step.after,
+            "p_value": step.p_value,
         },
+        "higher_is_worse": regression.higher_is_worse,
+        "change_points": _change_points(regression),
         "runs": [
             {
                 "run": r.run,
@@ -97,6 +104,26 @@ def build_data(
     }
 
 
+def _change_points(regression: Regression) -> list[dict[str, Any]]:
+    runs = regression.runs
+    hunted = (regression.good.run, regression.bad.run)
+    return [
+        {
+            "run": runs[p.index].run,
+            "last_before_run": runs[p.last_before].run,
+            "first_after_run": runs[p.first_after].run,
+            "before": p.before,
+            "after": p.after,
+            "change": p.change,
+            "p_value": p.p_value,
+            "direction": p.direction,
+            "hunted": regression.step.threshold_source == "change point"
+            and (runs[p.last_before].run, runs[p.first_after].run) == hunted,
+        }
+        for p in regression.points
+    ]
+
+
 def _num(value: float | None) -> str:
     if value is None:
         return "-"
@@ -107,10 +134,18 @@ def _summary(data: dict[str, Any]) -> list[str]:
     r = data["range"]
     lines = [
         f"{data['metric']} of {data['ci_job']} stepped from {_num(r['before'])} to "
-        f"{_num(r['after'])} (threshold {_num(r['threshold'])}, {r['threshold_source']})",
+        f"{_num(r['after'])} (threshold {_num(r['threshold'])}, {r['threshold_source']}"
+        + (f", {p_value_text(r.get('p_value'))})" if r["threshold_source"] != "given" else ")"),
         f"last good: run {r['good_run']}, commit {r['good_commit'] or '-'}",
         f"first bad: run {r['bad_run']}, commit {r['bad_commit'] or '-'}",
     ]
+    for c in data.get("change_points", []):
+        change = f" ({c['change']:+.0%})" if c["change"] is not None else ""
+        lines.append(
+            f"change point at runs {c['last_before_run']}..{c['first_after_run']}: "
+            f"{_num(c['before'])} -> {_num(c['after'])}{change}, {c['direction']}, "
+            f"{p_value_text(c['p_value'])}" + (" (this hunt)" if c["hunted"] else "")
+        )
     culprit = data.get("culprit")
     if data["status"] == "found" and culprit:
         pr = f" (PR #{culprit['pr']})" if culprit.get("pr") else ""
@@ -161,8 +196,10 @@ def plot_svg(data: dict[str, Any]) -> str:
     fig = Figure(figsize=(9, 3.4))
     ax = fig.add_subplot()
     points = [(x["run"], x["value"]) for x in data["runs"] if x["value"] is not None]
+    worse_up = data.get("higher_is_worse", True)
     for run, value in points:
-        colour = "tab:red" if value >= r["threshold"] else "tab:green"
+        bad = is_worse(value, r["threshold"], higher_is_worse=worse_up)
+        colour = "tab:red" if bad else "tab:green"
         ax.scatter([run], [value], color=colour, s=24, zorder=3)
     for x in data["runs"]:
         if x["value"] is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bisector.ci import gcs
+from bisector.ci.changepoint import p_value_text
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import NightlyExit
 from bisector.nightly.config import JobConfig, NightlyConfig, load_nightly_config
@@ -20,7 +21,7 @@ from bisector.nightly.hunt import (
     hunt_run_dir,
 )
 from bisector.nightly.report import build_data, write_report
-from bisector.nightly.series import Regression, find_new_step, update_series
+from bisector.nightly.series import Regression, find_regressions, update_series
 from bisector.nightly.store import HUNTING, Hunt, NightlyStore, nightly_lock
 from bisector.report import summary_lines
 from bisector.settings import RunSettings
@@ -57,17 +58,31 @@ def _one_job(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, client: An
     try:
         stored = update_series(cfg, job, store, client, log)
         log(f"{job.name}: {stored} new run(s) scored")
-        regression = find_new_step(cfg, job, store)
+        regressions = find_regressions(cfg, job, store)
         codes: list[int] = [NightlyExit.NOTHING]
-        if regression is None:
+        if not regressions:
             log(f"{job.name}: no regression in {job.metric}")
         else:
+            found = ", ".join(
+                f"runs {r.good.run}..{r.bad.run} ({p_value_text(r.step.p_value)})"
+                if r.step.threshold_source != "given"
+                else f"runs {r.good.run}..{r.bad.run} (threshold {r.step.threshold:g})"
+                for r in regressions
+            )
+            log(f"{job.name}: regressions in {job.metric}, newest first: {found}")
+        handled = set()
+        # Newest first; one new hunt a night per job: an older regression already hunted
+        # is passed over, one not yet hunted waits for a night that has nothing newer.
+        for regression in regressions:
+            handled.add(regression.key)
             codes.append(_handle(cfg, job, store, regression, log))
+            if codes[-1] != NightlyExit.NOTHING:
+                break
         # A hunt a crash cut short resumes even when tonight's window no longer shows
         # its step (e.g. the regression was reverted since): the culprit is still wanted.
         for hunt in store.hunts(job.name):
             if hunt.status == HUNTING and hunt.metric == job.metric and hunt.regression:
-                if regression is not None and regression.key == (hunt.good_commit, hunt.bad_commit):
+                if (hunt.good_commit, hunt.bad_commit) in handled:
                     continue  # handled above (and, if still open, tried again next night)
                 codes.append(_handle(cfg, job, store, Regression.from_json(hunt.regression), log))
         return max(codes)

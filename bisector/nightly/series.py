@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bisector.ci.cache import ScoreCache
-from bisector.ci.changepoint import Step, find_step
+from bisector.ci.changepoint import ChangePoint, Step, find_change_points, step_of
+from bisector.ci.regression import metric_higher_is_worse
 from bisector.ci.runs import JobRef, list_runs, select_runs
 from bisector.ci.scoring import RunScore, ScoreSettings, score_runs
 from bisector.nightly.config import JobConfig, NightlyConfig
@@ -30,6 +31,8 @@ class Regression:
     good: StoredRun  # the last good run before the step
     bad: StoredRun  # the first bad run after it
     runs: list[StoredRun]  # the window the step was found in
+    points: tuple[ChangePoint, ...] = ()  # every change point of that window, oldest first
+    higher_is_worse: bool = True
 
     def why_not_bisectable(self) -> str | None:
         missing = [f"run {r.run}" for r in (self.good, self.bad) if not r.commit]
@@ -50,6 +53,8 @@ class Regression:
                 "runs": [asdict(r) for r in self.runs],
                 "good": self.good.run,
                 "bad": self.bad.run,
+                "points": [asdict(p) for p in self.points],
+                "higher_is_worse": self.higher_is_worse,
             }
         )
 
@@ -58,7 +63,16 @@ class Regression:
         data = json.loads(text)
         runs = [StoredRun(**r) for r in data["runs"]]
         by_run = {r.run: r for r in runs}
-        return cls(Step(**data["step"]), by_run[data["good"]], by_run[data["bad"]], runs)
+        # Hunts stored before change points had p-values carry neither `points` nor
+        # `higher_is_worse` (nor the step's p_value): they resume all the same.
+        return cls(
+            Step(**data["step"]),
+            by_run[data["good"]],
+            by_run[data["bad"]],
+            runs,
+            tuple(ChangePoint(**p) for p in data.get("points", [])),
+            bool(data.get("higher_is_worse", True)),
+        )
 
     @property
     def key(self) -> tuple[str, str]:
@@ -126,12 +140,27 @@ def update_series(
     return stored
 
 
-def find_new_step(cfg: NightlyConfig, job: JobConfig, store: NightlyStore) -> Regression | None:
-    """The latest good->bad step in the stored window; a lone bad run is no step."""
+def find_regressions(cfg: NightlyConfig, job: JobConfig, store: NightlyStore) -> list[Regression]:
+    """The regressions in the stored window, newest first (the order they are hunted in).
+
+    Without a threshold, every change point that made the metric worse; with one, the
+    newest good->bad step against it. A lone bad run is no step either way.
+    """
     runs = store.series(job.name, job.metric, last=cfg.window)
-    step = find_step(
-        [r.value for r in runs], threshold=job.threshold, min_bad_runs=job.min_bad_runs
-    )
-    if step is None:
-        return None
-    return Regression(step, runs[step.last_good], runs[step.first_bad], runs)
+    values = [r.value for r in runs]
+    worse_up = metric_higher_is_worse(job.metrics, job.metric)
+    points = tuple(find_change_points(values, higher_is_worse=worse_up, min_runs=job.min_bad_runs))
+    if job.threshold is None:
+        steps = [p.as_step() for p in reversed(points) if p.regression]
+    else:
+        given = step_of(
+            values,
+            points,
+            threshold=job.threshold,
+            min_bad_runs=job.min_bad_runs,
+            higher_is_worse=worse_up,
+        )
+        steps = [given] if given is not None else []
+    return [
+        Regression(s, runs[s.last_good], runs[s.first_bad], runs, points, worse_up) for s in steps
+    ]

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisector.metrics.direction import Worse, is_bad
 from bisector.report.model import Endpoint, Evaluation, Report
 
 
@@ -63,10 +64,18 @@ def why_culprit(report: Report) -> str:
     parent = short(culprit.parent.commit)
     below = _count(report, culprit.parent.commit, above=False)
     above = _count(report, culprit.commit, above=True)
+    good_side, bad_side = (
+        ("above", "at or below")
+        if report.threshold.worse == "lower"
+        else (
+            "below",
+            "at or above",
+        )
+    )
     text = (
         f"Its parent {parent} measured {values_of(report, culprit.parent.commit)} "
-        f"({below} below the threshold {threshold}) and this commit measured "
-        f"{values_of(report, culprit.commit)} ({above} at or above it): the regression "
+        f"({below} {good_side} the threshold {threshold}) and this commit measured "
+        f"{values_of(report, culprit.commit)} ({above} {bad_side} it): the regression "
         "came in with this commit"
     )
     if culprit.merges:
@@ -80,7 +89,8 @@ def why_culprit(report: Report) -> str:
 
 def _count(report: Report, commit: str, *, above: bool) -> str:
     values = [e.value for e in runs_of(report, commit) if e.value is not None]
-    hits = sum((v >= report.threshold.value) == above for v in values)
+    worse: Worse = "lower" if report.threshold.worse == "lower" else "higher"
+    hits = sum(is_bad(v, report.threshold.value, worse) == above for v in values)
     return f"{hits} of {len(values)} runs" if len(values) != 1 else f"{hits} of 1 run"
 
 

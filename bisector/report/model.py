@@ -13,7 +13,7 @@ report.json, version 2 (version 1's keys kept, new keys added):
                   rounds: {phase: n}, confidence, sure, likely_range: {commits, probability}
                   | null, best_guess}
     good, bad     {commit, subject, value, runs}
-    threshold     {value, how}            how: "given" or "calibrated: ..."
+    threshold     {value, how, worse}     how: "given" or "calibrated: ..."; worse: higher|lower
     metric, repeats, first_parent, paths, backend, config_fingerprint, run_dir
     range_size    commits in good..bad (first-parent chain with --first-parent)
     range         every commit of good..bad (merged branches too), oldest first
@@ -79,6 +79,7 @@ class Endpoint:
 class Threshold:
     value: float
     how: str  # "given" or "calibrated: ..."
+    worse: str = "higher"  # "lower": the metric is worse when lower (a throughput)
 
 
 @dataclass(frozen=True)

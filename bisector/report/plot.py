@@ -168,9 +168,11 @@ def _legend(fig: Any, report: Report, has_skip: bool, has_culprit: bool) -> None
     def dot(colour: str, marker: str, label: str) -> Line2D:
         return Line2D([], [], ls="", marker=marker, color=colour, markersize=6, label=label)
 
+    lower = report.threshold.worse == "lower"  # a throughput: worse when lower
+    good_side, bad_side = ("above", "at or below") if lower else ("below", "at or above")
     handles: list[Any] = [
-        dot(COLOURS["good"], "o", "good (below threshold)"),
-        dot(COLOURS["bad"], "o", "bad (at or above)"),
+        dot(COLOURS["good"], "o", f"good ({good_side} threshold)"),
+        dot(COLOURS["bad"], "o", f"bad ({bad_side})"),
     ]
     if has_skip:
         handles.append(dot(COLOURS["skip"], "x", "skipped (no value)"))

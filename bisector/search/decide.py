@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bisector.errors import BisectorError
+from bisector.metrics.direction import Worse, is_bad
 
 
 @dataclass(frozen=True)
@@ -36,40 +37,48 @@ class MajorityRule:
     """
 
     repeats: int = 1
+    worse: Worse = "higher"  # which way the metric gets worse (bisector.metrics.direction)
 
     def planned_runs(self) -> int:
         return (self.repeats // 2) + 1
 
     def decide(self, values: Sequence[float | None], threshold: float) -> Decision:
         valid = [v for v in values if v is not None]
-        bad = sum(v >= threshold for v in valid)
+        bad = sum(is_bad(v, threshold, self.worse) for v in valid)
         good = len(valid) - bad
         need = self.repeats // 2 + 1
+        at_or, past = _sides(self.worse)
         if bad >= need:
-            return Decision("bad", f"{bad} of {len(values)} runs at or above {threshold:g}")
+            return Decision("bad", f"{bad} of {len(values)} runs {at_or} {threshold:g}")
         if good >= need:
-            return Decision("good", f"{good} of {len(values)} runs below {threshold:g}")
+            return Decision("good", f"{good} of {len(values)} runs {past} {threshold:g}")
         if len(values) < self.repeats:
             return Decision(None)
         if not valid:
             return Decision("skip", "no run produced data")
         median = statistics.median(valid)
-        verdict = "bad" if median >= threshold else "good"
+        verdict = "bad" if is_bad(median, threshold, self.worse) else "good"
         return Decision(verdict, f"no majority; median {median:g} vs {threshold:g}")
 
 
-def calibrate_threshold(good: float, bad: float) -> tuple[float, str]:
+def _sides(worse: Worse) -> tuple[str, str]:
+    """How runs on the bad and on the good side of the threshold are said."""
+    return ("at or above", "below") if worse == "higher" else ("at or below", "above")
+
+
+def calibrate_threshold(good: float, bad: float, worse: Worse = "higher") -> tuple[float, str]:
     """A threshold between the endpoints' values, and a sentence saying how it was set."""
-    if bad <= good:
+    if bad == good or is_bad(good, bad, worse):
         raise BisectorError(
             f"the bad endpoint does not score worse than the good one (good {good:g}, "
-            f"bad {bad:g}); check the range and the metric"
+            f"bad {bad:g}; worse is {worse}); check the range and the metric"
         )
-    if good > 0 and bad / good >= 10:
+    low, high = min(good, bad), max(good, bad)
+    if low > 0 and high / low >= 10:
         value = math.sqrt(good * bad)
         return value, (
             f"calibrated: geometric mean of good {good:g} and bad {bad:g} "
-            f"(they differ {bad / good:.0f}x)"
+            f"(they differ {high / low:.0f}x)"
         )
     value = (good + bad) / 2
     return value, f"calibrated: midpoint of good {good:g} and bad {bad:g}"
@@ -86,6 +95,7 @@ class ConfirmRule:
 
     expected: str  # "bad" for the culprit, "good" for its parent
     repeats: int = 3
+    worse: Worse = "higher"
 
     def planned_runs(self) -> int:
         return 1
@@ -93,11 +103,8 @@ class ConfirmRule:
     def decide(self, values: Sequence[float | None], threshold: float) -> Decision:
         valid = [v for v in values if v is not None]
         if len(values) == 1 and len(valid) == 1:
-            verdict = "bad" if valid[0] >= threshold else "good"
+            verdict = "bad" if is_bad(valid[0], threshold, self.worse) else "good"
             if verdict == self.expected:
-                return Decision(
-                    verdict,
-                    f"1 run {'at or above' if verdict == 'bad' else 'below'} "
-                    f"{threshold:g}, as the search found",
-                )
-        return MajorityRule(self.repeats).decide(values, threshold)
+                side = _sides(self.worse)[0 if verdict == "bad" else 1]
+                return Decision(verdict, f"1 run {side} {threshold:g}, as the search found")
+        return MajorityRule(self.repeats, self.worse).decide(values, threshold)

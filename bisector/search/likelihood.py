@@ -27,6 +27,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bisector.metrics.direction import Worse, is_bad
+
 MIN_CLAMP = 99.0  # at most 99:1 per run while the sides overlap
 MAX_CLAMP = 1e6  # perfectly separated sides: every run is (almost) decisive
 SPREAD_FLOOR = 0.05  # in log units: ~5 % run-to-run noise is assumed at the least
@@ -36,10 +38,11 @@ SPREAD_FLOOR = 0.05  # in log units: ~5 % run-to-run noise is assumed at the lea
 class VerdictLikelihood:
     error_rate: float
     threshold: float
+    worse: Worse = "higher"
 
     def __call__(self, value: float) -> tuple[float, float]:
         e = min(max(self.error_rate, 1e-9), 0.5)
-        looks_bad = value >= self.threshold
+        looks_bad = is_bad(value, self.threshold, self.worse)
         return (math.log(1 - e), math.log(e)) if looks_bad else (math.log(e), math.log(1 - e))
 
     def describe(self) -> str:

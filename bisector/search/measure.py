@@ -25,6 +25,7 @@ from bisector.backends.base import Backend, Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
+from bisector.metrics import ReadsLogDir
 from bisector.search.early import (
     EarlyEnd,
     EarlyStop,
@@ -129,6 +130,9 @@ def _score(
 ) -> None:
     try:
         scores = scorer(logs)
+    except InfraError as exc:  # a metric source's files (bisector.metrics) are missing or garbled
+        m.reason = f"{exc.kind}: {exc.reason}"
+        return
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
         m.reason = f"collect: log cannot be scored: {exc}"
         return
@@ -280,6 +284,8 @@ def evaluate_candidate(
         with logged("collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
+        if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
+            scorer = scorer.in_log_dir(candidate.log_dir)
         _score(scorer, logs, metric, m, window or WindowRule(), early=early, ended=ended)
     except InfraError as exc:
         m.reason = f"{exc.kind}: {exc.reason}"

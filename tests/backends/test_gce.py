@@ -26,6 +26,11 @@ from tests.helpers.loop_driver import evaluate
 COMMIT = "7043372d05510b13a0928af92deda6110740dd5e"
 TREE = "a" * 40
 MASTER = "kubemark-5000-kubemark-master"
+# The master apiserver's /metrics over ssh (2017 kubemark masters serve the insecure port).
+METRICS = (
+    "gcloud compute ssh --project k8s-scale --zone us-central1-b kubemark-5000-kubemark-master "
+    "--command 'curl -sSf http://127.0.0.1:8080/metrics'"
+)
 
 
 class Sleeps:
@@ -135,12 +140,14 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
         f"git rev-parse '{COMMIT}^{{tree}}'",
         "make quick-release",
         "./test/kubemark/start-kubemark.sh",
+        METRICS,  # the warmup's start: metrics-before.prom
+        METRICS,  # and its end: metrics-after.prom (bisector/backends/collected.py)
         "gcloud compute scp --project k8s-scale --zone us-central1-b "
         f"'{MASTER}:/var/log/kube-apiserver.log*' {cand.log_dir}/",
         "./test/kubemark/stop-kubemark.sh",
         "./cluster/kube-down.sh",
     ]
-    up, _, make, start, _, stop, down = _script_calls(fake)
+    up, _, make, start, _, _, _, stop, down = _script_calls(fake)
     assert up.cwd == down.cwd == str(base)
     assert make.cwd == start.cwd == stop.cwd == str(cand.worktree)
     assert up.env["NUM_NODES"] == "80" and up.env["NODE_SIZE"] == "n1-highmem-8"
@@ -247,8 +254,9 @@ def test_interrupt_during_warmup_tears_down_then_propagates(
     backend.setup()
     with pytest.raises(KeyboardInterrupt):
         evaluate(backend, _candidate(tmp_path))
-    assert _scripts(fake)[-2:] == [
+    assert _scripts(fake)[-3:] == [
         "./test/kubemark/start-kubemark.sh",
+        METRICS,
         "./test/kubemark/stop-kubemark.sh",
     ]
     assert ResourceRecord(tmp_path / "run").ids() == ["gce/base/kubemark-5000"]

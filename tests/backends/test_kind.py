@@ -110,6 +110,8 @@ def test_successful_evaluation(fake: FakeProc, tmp_path: Path) -> None:
         f"kubectl {kc} get nodes --no-headers",
         f"kubectl {kc} get pod --namespace kube-system kube-apiserver-bisector-control-plane "
         f"-o 'jsonpath={{.status.containerStatuses[*].restartCount}}'",
+        f"kubectl {kc} get --raw /metrics",  # at the warmup's start
+        f"kubectl {kc} get --raw /metrics",  # and at its end (metrics-before/after.prom)
         f"kubectl {kc} logs --namespace kube-system kube-apiserver-bisector-control-plane",
         f"kubectl {kc} get pod --namespace kube-system kube-apiserver-bisector-control-plane "
         f"-o 'jsonpath={{.status.containerStatuses[*].restartCount}}'",
@@ -612,3 +614,34 @@ def test_failed_delete_keeps_the_record_and_says_so(fake: FakeProc, tmp_path: Pa
     with pytest.raises(InfraError, match=r"kind delete cluster bisector failed: permission denied"):
         backend.teardown(cand)
     assert ResourceRecord(tmp_path / "run").ids() == ["kind/cluster/bisector"]
+
+
+def test_metrics_snapshots_and_a_workload_that_is_the_warmup(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    fake.on("get --raw /metrics", stdout="process_start_time_seconds 1.7e9\n", first=True)
+    sleeps = Sleeps()
+    workload = "clusterloader2 --testconfig=load.yaml --report-dir=$BISECTOR_REPORT_DIR"
+    backend = _backend(tmp_path, sleeps, workload=workload)
+    cand = _candidate(tmp_path)
+    outcome = evaluate(backend, cand)
+    assert outcome.status == "measured", outcome.reason
+    assert not backend.waits_warmup and 600.0 not in sleeps.calls  # no fixed warmup
+    (call,) = fake.find("clusterloader2 --testconfig")
+    assert call.cwd == str(cand.worktree)
+    assert call.env["KUBECONFIG"] == str(cand.eval_dir / "kind" / "kubeconfig")
+    assert call.env["BISECTOR_REPORT_DIR"] == str(cand.log_dir / "cl2")
+    for name in ("metrics-before.prom", "metrics-after.prom"):
+        assert (cand.log_dir / name).read_text() == "process_start_time_seconds 1.7e9\n"
+
+
+def test_a_failed_workload_is_a_skip_and_a_failed_snapshot_only_leaves_no_file(
+    fake: FakeProc, tmp_path: Path
+) -> None:
+    fake.on("get --raw /metrics", code=1, stderr="Error from server (Forbidden)", first=True)
+    fake.on("bash -c", code=2, stderr="clusterloader2: 3 namespaces failed", first=True)
+    cand = _candidate(tmp_path)
+    outcome = evaluate(_backend(tmp_path, Sleeps(), workload="clusterloader2"), cand)
+    assert outcome.status == "skip" and outcome.reason is not None
+    assert "workload failed" in outcome.reason and "3 namespaces failed" in outcome.reason
+    assert not (cand.log_dir / "metrics-before.prom").exists()

@@ -69,6 +69,13 @@ def test_table_range_and_command(capsys: pytest.CaptureFixture[str], shared_cach
     assert f"first bad: run 446, commit {BAD_2017}" in out
     assert "change point" in out
     assert f"  bisector run --good {GOOD_2017} --bad {BAD_2017} --metric conflicts\n" in out
+    # Every change point with its p-value and direction; the hunted one marked.
+    changes = out.split("change points in conflicts")[1].splitlines()
+    assert re.fullmatch(
+        r"  runs 442\.\.446: 53\.5 -> 342 \(\+539%\), regression, p<1e-12  <- hunted",
+        changes[1],
+    )
+    assert changes[2].startswith("regression in conflicts: 53.5 -> 342 (threshold 131.2")
 
 
 @pytest.mark.usefixtures("incident")
@@ -78,8 +85,21 @@ def test_json_output_is_exactly_the_issue_shape(
     code, out, _ = _history(capsys, shared_cache, "--json", "--last", "21")
     assert code == 0
     doc = json.loads(out)
-    assert set(doc) == {"runs", "range"}
+    assert set(doc) == {"runs", "range", "change_points"}
     assert doc["range"] == {"good": GOOD_2017, "bad": BAD_2017, "good_run": 442, "bad_run": 446}
+    # One change point, the one the range came from; 433 (520 among ~50s) is no level.
+    [point] = doc["change_points"]
+    assert set(point) == {
+        "run", "last_before_run", "first_after_run", "last_before_commit",
+        "first_after_commit", "before", "after", "change", "p_value", "direction", "hunted",
+    }  # fmt: skip
+    assert (point["run"], point["last_before_run"], point["first_after_run"]) == (446, 442, 446)
+    assert (point["last_before_commit"], point["first_after_commit"]) == (GOOD_2017, BAD_2017)
+    # Medians of the segments: 44..86 with 433's 520 (10 runs), 463 and 221.
+    assert (point["before"], point["after"]) == (53.5, 342.0)
+    assert point["change"] == pytest.approx(342 / 53.5 - 1)
+    assert point["p_value"] < 1e-3
+    assert (point["direction"], point["hunted"]) == ("regression", True)
     assert [r["run"] for r in doc["runs"]] == list(range(427, 448))
     by_run = {r["run"]: r for r in doc["runs"]}
     assert all(set(r) == {"run", "commit", "result", "metrics"} for r in doc["runs"])
@@ -103,10 +123,15 @@ def test_no_step_among_good_runs_and_a_given_threshold(
     assert (code, out.count("no logs")) == (0, 3)
     assert "no run has data for conflicts" in out
     assert "bisector run" not in out
-    # With a threshold of 80, run 442 (86) is bad too: the step moves before it.
+    # With a threshold of 80, run 442 (86) is bad too: the step moves before it. The
+    # change points are still listed, none of them hunted: the range is the threshold's.
     code, out, _ = _history(capsys, shared_cache, "--threshold", "80", "--json")
     assert json.loads(out)["range"]["good_run"] == 440
     assert json.loads(out)["range"]["bad_run"] == 442
+    assert [(c["run"], c["hunted"]) for c in json.loads(out)["change_points"]] == [(446, False)]
+    code, out, _ = _history(capsys, shared_cache, "--threshold", "80")
+    assert "(threshold 80, given)\n" in out
+    assert "<- hunted" not in out
 
 
 @pytest.mark.usefixtures("incident")

@@ -204,11 +204,14 @@ def test_a_hunt_that_cannot_start_is_reported_and_tried_again(
     repo.index.commit("initial")
     state = tmp_path / "state"
     config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=checkout, state=state)
+    # A window of 5 runs: one that still held the regression and its revert would show
+    # both change points (and hunt the regression); this one moves past it.
+    config.write_text(config.read_text().replace("[nightly]\n", "[nightly]\nwindow = 5\n", 1))
 
     for _night in range(2):
         assert run_nightly(config, log=quiet) == 4
         assert hunts(state) == [("hunting", 402, 403)]
-    # The regression is reverted: tonight's window shows no step, the open hunt goes on.
+    # The regression is reverted and out of the window: no step, the open hunt goes on.
     reverted = [CiRun(405 + k, commit_of(405 + k), conflicts=v) for k, v in enumerate((41, 43, 40))]
     write_job_history(gcs_client, bucket, job, reverted)
     lines: list[str] = []
@@ -260,3 +263,50 @@ statuses = [409]
     config.write_text(config.read_text().split("[nightly.jobs.metrics")[0], encoding="utf-8")
     with pytest.raises(ConfigError, match=r"nightly\.jobs\[0\]\.metric.*unknown metric"):
         run_nightly(config, log=quiet)
+
+
+@pytest.mark.slow
+def test_several_regressions_are_hunted_newest_first_one_a_night(
+    gcs_client: Any, tmp_path: Path
+) -> None:
+    bucket, job = "nightly-two-steps", "ci-kubernetes-e2e-gce-scale-performance-100"
+    values = [45, 52, 48, 50, 47, 44, 51, 49, 46, 53, 48, 50]  # runs 500..511
+    values += [200, 210, 190, 205, 198, 202, 195, 207]  # 512..519: the first regression
+    values += [800, 820, 790, 810, 805, 815]  # 520..525: the second
+    runs = [CiRun(500 + k, commit_of(500 + k), conflicts=v) for k, v in enumerate(values)]
+    write_job_history(gcs_client, bucket, job, runs)
+    state = tmp_path / "state"
+    config = nightly_config(tmp_path / "n.toml", bucket=bucket, job=job, repo=None, state=state)
+
+    assert run_nightly(config, log=quiet) == 4  # no backend: reported, not bisected
+    assert hunts(state) == [("unbisected", 519, 520)]  # the newest first
+    data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
+    assert (data["range"]["good_run"], data["range"]["bad_run"]) == (519, 520)
+    assert data["range"]["threshold_source"] == "change point"
+    assert data["range"]["p_value"] < 1e-3
+    assert data["higher_is_worse"] is True
+    points = data["change_points"]
+    assert [(c["last_before_run"], c["first_after_run"]) for c in points] == [
+        (511, 512),
+        (519, 520),
+    ]
+    assert [(c["direction"], c["hunted"]) for c in points] == [
+        ("regression", False),
+        ("regression", True),
+    ]
+    assert all(c["p_value"] < 1e-3 for c in points)
+    markdown = next((state / "reports").glob("*/*/nightly.md")).read_text()
+    assert (
+        "change point at runs 519..520: 201 -> 807.5 (+302%), regression, p<1e-12 (this hunt)"
+        in (markdown)
+    )
+
+    lines: list[str] = []
+    assert run_nightly(config, log=lines.append) == 4  # the older one, the next night
+    assert (
+        f"{job}: regressions in conflicts, newest first: runs 519..520 (p<1e-12), "
+        "runs 511..512 (p<1e-12)" in lines
+    )
+    assert any("runs 519 and 520 already hunted" in line for line in lines)
+    assert hunts(state) == [("unbisected", 519, 520), ("unbisected", 511, 512)]
+    assert run_nightly(config, log=quiet) == 0  # both hunted

@@ -1,0 +1,119 @@
+"""The `cl2` source: one number from a ClusterLoader2 summary file.
+
+CL2 writes each measurement's summary into its report dir as
+`<SummaryName>_<test name>[_<scenario id>]_<RFC3339 time>.<ext>` (kubernetes/perf-tests
+`clusterloader2/pkg/test/simple_test_executor.go`), e.g.
+`APIResponsivenessPrometheus_load_2026-08-07T16:16:53Z.json`,
+`PodStartupLatency_PodStartupLatency_load_...json`, `SchedulingThroughput_load_...json`.
+A metric names the file by its prefix (`summary`), picks one data item by labels and
+reads one key of its `data`:
+
+- perfdata (`clusterloader2/pkg/measurement/util/perftype.go`): `{"version": ...,
+  "dataItems": [{"data": {"Perc50": .., "Perc90": .., "Perc99": ..}, "unit": "ms",
+  "labels": {...}}]}`; the labels must select exactly one item;
+- SchedulingThroughput (`pkg/measurement/common/scheduling_throughput.go`): one object
+  `{"perc50": .., "perc90": .., "perc99": .., "max": ..}` read by `key` (no labels).
+
+No file with the prefix, two of them, a file that is not JSON or not one of these
+shapes, no item or several for the labels, a key that is absent or not a finite number:
+each is no value (CollectError) with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisector.errors import CollectError
+
+MAX_SUMMARY_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Cl2Reading:
+    value: float
+    file: str  # the summary's file name
+    unit: str | None  # the data item's unit ("ms"), None for throughput
+
+
+def matching_files(names: Sequence[str], prefix: str) -> list[str]:
+    """The summary files among `names` (base names) that start with `prefix`."""
+    return sorted(n for n in names if n.startswith(prefix) and not n.endswith("/"))
+
+
+def pick_file(names: Sequence[str], prefix: str, where: str) -> str:
+    found = matching_files(names, prefix)
+    if not found:
+        raise CollectError(f"no CL2 summary {prefix}* in {where}")
+    if len(found) > 1:
+        raise CollectError(
+            f"{len(found)} CL2 summaries {prefix}* in {where} ({', '.join(found[:3])}); "
+            "name the one meant with a longer `summary` prefix"
+        )
+    return found[0]
+
+
+def value_from(text: bytes | str, name: str, labels: Mapping[str, str], key: str) -> Cl2Reading:
+    """`key` of the one data item of summary `name` whose labels include `labels`."""
+    try:
+        doc = json.loads(text, parse_constant=lambda c: c)  # NaN/Infinity stay strings
+    except (ValueError, RecursionError):
+        raise CollectError(f"CL2 summary {name} is not JSON (cut short?)") from None
+    if not isinstance(doc, dict):
+        raise CollectError(f"CL2 summary {name} is not a JSON object")
+    items = doc.get("dataItems")
+    if items is None:
+        if labels:
+            raise CollectError(f"CL2 summary {name} has no dataItems to select {dict(labels)} from")
+        return Cl2Reading(_number(doc, key, name), name, None)
+    if not isinstance(items, list):
+        raise CollectError(f"CL2 summary {name}: dataItems is not a list")
+    chosen = [i for i in items if isinstance(i, dict) and _has_labels(i.get("labels"), labels)]
+    if not chosen:
+        raise CollectError(f"CL2 summary {name} has no data item with labels {dict(labels)}")
+    if len(chosen) > 1:
+        raise CollectError(
+            f"{len(chosen)} data items of CL2 summary {name} have labels {dict(labels)}; "
+            "add labels that select one"
+        )
+    data = chosen[0].get("data")
+    if not isinstance(data, dict):
+        raise CollectError(f"CL2 summary {name}: the data item has no data object")
+    unit = chosen[0].get("unit")
+    return Cl2Reading(_number(data, key, name), name, unit if isinstance(unit, str) else None)
+
+
+def _has_labels(found: object, wanted: Mapping[str, str]) -> bool:
+    if not wanted:
+        return True
+    return isinstance(found, dict) and all(found.get(k) == v for k, v in wanted.items())
+
+
+def _number(data: Mapping[str, object], key: str, name: str) -> float:
+    value = data.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        keys = ", ".join(sorted(str(k) for k in data)) or "none"
+        raise CollectError(f"CL2 summary {name}: {key!r} is {value!r}, not a number (keys: {keys})")
+    return float(value)
+
+
+def read_dir(directory: Path, prefix: str, labels: Mapping[str, str], key: str) -> Cl2Reading:
+    """The value from the one summary `prefix`* in `directory` (a CL2 --report-dir)."""
+    try:
+        names = [p.name for p in directory.iterdir() if p.is_file()]
+    except FileNotFoundError:
+        raise CollectError(f"no CL2 report directory at {directory}") from None
+    except OSError as exc:
+        raise CollectError(f"{directory} cannot be read: {exc}") from None
+    name = pick_file(names, prefix, str(directory))
+    path = directory / name
+    try:
+        if path.stat().st_size > MAX_SUMMARY_BYTES:
+            raise CollectError(f"{path} is larger than any CL2 summary")
+        text = path.read_bytes()
+    except OSError as exc:
+        raise CollectError(f"{path} cannot be read: {exc}") from None
+    return value_from(text, name, labels, key)

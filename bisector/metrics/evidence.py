@@ -1,0 +1,177 @@
+"""Where a source metric's files are, and its value read from them.
+
+`Evidence` names the files of one run: an evaluation's log directory (the names in
+bisector.backends.collected), a directory a user points `score` at, or explicit
+snapshots. `read_metric` returns a `Reading` (the value and where it came from) or
+raises CollectError saying why there is none: a missing, empty or garbled file is
+never a value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisector.backends.collected import (
+    CL2_REPORT_DIR,
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    PROCESSES,
+    read_processes,
+)
+from bisector.errors import CollectError
+from bisector.metrics import cl2, prometheus
+from bisector.metrics.definitions import Cl2Metric, ProcessMetric, PrometheusMetric, SourceMetric
+
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Reading:
+    name: str
+    value: float
+    source: str  # "cl2", "prometheus", "process"
+    where: str  # the file(s) it came from, and what was read
+
+    def to_dict(self) -> dict[str, object]:
+        return {"source": self.source, "from": self.where}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The files one run left besides (or instead of) its apiserver log."""
+
+    cl2_dir: Path | None = None
+    metrics_before: Path | None = None
+    metrics_after: Path | None = None
+    processes_dir: Path | None = None  # holds processes.json
+
+    @classmethod
+    def in_log_dir(cls, log_dir: Path) -> Evidence:
+        """An evaluation's log directory, as `collect` leaves it (backends/collected.py)."""
+        return cls(
+            log_dir / CL2_REPORT_DIR, log_dir / METRICS_BEFORE, log_dir / METRICS_AFTER, log_dir
+        )
+
+    @classmethod
+    def in_dir(cls, directory: Path) -> Evidence:
+        """A directory given to `score`: a CL2 report dir itself (its summaries at the top,
+        as in a CI build's artifacts/), or an evaluation's log directory."""
+        own = directory / CL2_REPORT_DIR
+        has_summaries = any(p.suffix == ".json" and p.name != PROCESSES for p in _files(directory))
+        return cls(
+            directory if has_summaries or not own.is_dir() else own,
+            directory / METRICS_BEFORE,
+            directory / METRICS_AFTER,
+            directory,
+        )
+
+
+def _files(directory: Path) -> list[Path]:
+    try:
+        return [p for p in directory.iterdir() if p.is_file()]
+    except OSError:
+        return []
+
+
+def read_metric(metric: SourceMetric, evidence: Evidence) -> Reading:
+    """The metric's value from `evidence`; CollectError when the files cannot give one."""
+    if isinstance(metric, Cl2Metric):
+        return _cl2(metric, evidence)
+    if isinstance(metric, PrometheusMetric):
+        return _prometheus(metric, evidence)
+    return _process(metric, evidence)
+
+
+def _cl2(metric: Cl2Metric, evidence: Evidence) -> Reading:
+    if evidence.cl2_dir is None:
+        raise CollectError(f"{metric.name}: no CL2 report directory was given")
+    got = cl2.read_dir(evidence.cl2_dir, metric.summary, dict(metric.labels), metric.key)
+    return Reading(metric.name, got.value, "cl2", f"{evidence.cl2_dir / got.file} {metric.key}")
+
+
+def _prometheus(metric: PrometheusMetric, evidence: Evidence) -> Reading:
+    if evidence.metrics_after is None:
+        raise CollectError(f"{metric.name}: no metrics snapshot was given")
+    after = prometheus.read_snapshot(evidence.metrics_after)
+    before = None
+    if metric.kind != "summary":  # a summary's quantile is the apiserver's own, at the end
+        if evidence.metrics_before is None:
+            raise CollectError(f"{metric.name}: no snapshot from the warmup's start")
+        before = prometheus.read_snapshot(evidence.metrics_before)
+    value, family = prometheus_value(metric, after, before)
+    files = str(evidence.metrics_after)
+    if before is not None:
+        files = f"{evidence.metrics_before} -> {evidence.metrics_after}"
+    return Reading(metric.name, value, "prometheus", f"{files} {family}")
+
+
+def prometheus_value(
+    metric: PrometheusMetric, after: prometheus.Snapshot, before: prometheus.Snapshot | None
+) -> tuple[float, str]:
+    """The metric over the window between the snapshots, and the family it was read from."""
+    suffix = "_bucket" if metric.kind == "histogram" else ""
+    family = next((f for f in metric.families if after.of(f + suffix)), metric.families[0])
+    selector = dict(metric.labels)
+    if metric.kind == "counter":
+        assert before is not None
+        return prometheus.counter_increase(
+            prometheus.Window(before, after), family, selector
+        ), family
+    assert metric.quantile is not None
+    if metric.kind == "histogram":
+        assert before is not None
+        window = prometheus.Window(before, after)
+        raw = prometheus.histogram_quantile(window, family, selector, metric.quantile)
+        sample = family + "_bucket"
+    else:
+        raw = prometheus.summary_quantile(after, family, selector, metric.quantile)
+        sample = family
+    if math.isnan(raw):
+        raise CollectError(
+            f"{family}{_shown(selector)} has no observations in the window: no "
+            f"p{metric.quantile * 100:g} to read"
+        )
+    if metric.unit is None:
+        return raw, family
+    unit = prometheus.unit_of(after, sample, family)
+    if unit is None:
+        raise CollectError(
+            f"cannot tell the unit of {family} (no _seconds suffix, no unit in its HELP); "
+            "remove `unit` to read it as it is"
+        )
+    scale = prometheus.UNIT_SCALE[unit] / prometheus.UNIT_SCALE[metric.unit]
+    return raw * scale, family
+
+
+def _shown(selector: dict[str, str]) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in selector.items()) + "}"
+
+
+def _process(metric: ProcessMetric, evidence: Evidence) -> Reading:
+    if evidence.processes_dir is None:
+        raise CollectError(f"{metric.name}: no process measurements were given")
+    usages = read_processes(evidence.processes_dir)
+    usage = usages.get(metric.process)
+    if usage is None:
+        names = ", ".join(sorted(usages)) or "none"
+        raise CollectError(
+            f"{evidence.processes_dir / PROCESSES} has no process {metric.process!r} "
+            f"(it has: {names})"
+        )
+    if metric.value == "cpu_s":
+        value = usage.cpu_s
+    elif metric.value == "peak_rss_bytes":
+        value = float(usage.peak_rss_bytes)
+    else:
+        value = usage.peak_rss_bytes / MIB
+    if usage.peak_rss_bytes < 0:
+        raise CollectError(f"{metric.process}: a negative peak RSS is no measurement")
+    return Reading(
+        metric.name,
+        value,
+        "process",
+        f"{evidence.processes_dir / PROCESSES} {metric.process} {metric.value} over "
+        f"{usage.end - usage.start:.0f}s",
+    )

@@ -1,0 +1,263 @@
+"""The `prometheus` source: an apiserver's `/metrics` read twice, at the warmup's start and end.
+
+Parsing is `prometheus_client`'s text parser (label escaping, `# TYPE` lines, histograms,
+summaries, untyped samples); this module only does what PromQL would do over the window
+between the two snapshots:
+
+- counter increase: `sum(after - before)` over the series the labels select; a series
+  missing from the first snapshot counts from 0 (the apiserver creates a series at its
+  first event), none at all in either is 0 (a `CounterVec` with no child prints nothing);
+- histogram quantile: `histogram_quantile(q, sum by (le) (after_bucket - before_bucket))`,
+  computed as Prometheus computes it (promql/quantile.go `BucketQuantile`: buckets sorted
+  by `le`, coalesced, forced monotonic, linear interpolation inside the bucket, the second
+  highest bound when the rank falls in `+Inf`); no observation in the window is no value;
+- summary quantile: the apiserver's own estimate in the second snapshot (its sliding
+  window, e.g. 1 h for 2017's `apiserver_request_latencies_summary`), summed series refused.
+
+Label matching is PromQL's: every selector label must equal the series' label, and a label
+the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017),
+`{group,resource}` and `{group,resource,reason}` series alike, summed; `{group=""}` also
+selects series that have no `group` at all.
+
+A snapshot is garbled (does not parse), empty, or not an apiserver's (no
+`process_start_time_seconds`): no value. The process restarted between the snapshots
+(`process_start_time_seconds` changed, or a counter went down): no value either; Prometheus'
+`increase()` would count the second reading alone, a lower bound that can read as good.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from bisector.errors import CollectError
+
+START_TIME = "process_start_time_seconds"
+MAX_SNAPSHOT_BYTES = 256 << 20  # a 5000-node apiserver's /metrics is tens of MiB
+# Unit of a family from its name's suffix, else from its HELP text (2017's
+# apiserver_request_latencies says "in microseconds" and has no suffix).
+UNIT_SCALE = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+_SUFFIX_UNITS = (("_seconds", "s"), ("_milliseconds", "ms"), ("_microseconds", "us"))
+_HELP_UNITS = (("in seconds", "s"), ("in milliseconds", "ms"), ("in microseconds", "us"))
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One `/metrics` read: its samples by name, and each family's type and help."""
+
+    path: str
+    samples: Mapping[str, tuple[Sample, ...]]
+    types: Mapping[str, str]  # sample name -> family type (counter, histogram, ...)
+    helps: Mapping[str, str]  # sample name -> HELP text
+
+    def of(self, name: str) -> tuple[Sample, ...]:
+        return self.samples.get(name, ())
+
+    @property
+    def start_time(self) -> float | None:
+        found = self.of(START_TIME)
+        return found[0].value if found else None
+
+
+def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
+    """The samples of one exposition; CollectError: empty, garbled or not an apiserver's."""
+    if not text.strip():
+        raise CollectError(f"{path} is empty: no metrics were read")
+    samples: dict[str, list[Sample]] = {}
+    types: dict[str, str] = {}
+    helps: dict[str, str] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                samples.setdefault(s.name, []).append(Sample(s.name, dict(s.labels), s.value))
+                types.setdefault(s.name, family.type)
+                helps.setdefault(s.name, family.documentation)
+    except (ValueError, IndexError, KeyError) as exc:
+        raise CollectError(f"{path} is not Prometheus text format: {exc}") from None
+    snapshot = Snapshot(path, {k: tuple(v) for k, v in samples.items()}, types, helps)
+    if snapshot.start_time is None:
+        raise CollectError(
+            f"{path} has no {START_TIME}: not an apiserver's /metrics (cut short or another page)"
+        )
+    return snapshot
+
+
+def read_snapshot(path: Path) -> Snapshot:
+    try:
+        size = path.stat().st_size
+        if size > MAX_SNAPSHOT_BYTES:
+            raise CollectError(f"{path} is {size} bytes: larger than any /metrics page")
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise CollectError(f"no metrics snapshot at {path}") from None
+    except OSError as exc:
+        raise CollectError(f"{path} cannot be read: {exc}") from None
+    return parse_snapshot(text, str(path))
+
+
+@dataclass(frozen=True)
+class Window:
+    """Two snapshots of one process: at the warmup's start and at its end."""
+
+    before: Snapshot
+    after: Snapshot
+
+    def __post_init__(self) -> None:
+        if self.before.start_time != self.after.start_time:
+            raise CollectError(
+                f"the process restarted between the snapshots ({START_TIME} "
+                f"{self.before.start_time:g} -> {self.after.start_time:g}): its counters "
+                "started again and say nothing of the whole window"
+            )
+
+
+def selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
+    """PromQL equality matching: a label the series lacks reads as the empty string."""
+    return all(labels.get(key, "") == value for key, value in selector.items())
+
+
+def _finite(sample: Sample, path: str) -> float:
+    if not math.isfinite(sample.value) or sample.value < 0:
+        raise CollectError(f"{path}: {sample.name} reads {sample.value}, not a count")
+    return sample.value
+
+
+def _series_key(labels: Mapping[str, str], drop: str = "") -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v) for k, v in labels.items() if k != drop))
+
+
+def _increases(
+    window: Window, name: str, selector: Mapping[str, str], by: str = ""
+) -> dict[tuple[tuple[str, str], ...], float]:
+    """after - before per selected series of `name` (keyed by its labels); a reset raises."""
+    before = {
+        _series_key(s.labels): _finite(s, window.before.path)
+        for s in window.before.of(name)
+        if selects(selector, s.labels)
+    }
+    found: dict[tuple[tuple[str, str], ...], float] = {}
+    for s in window.after.of(name):
+        if not selects(selector, s.labels):
+            continue
+        key = _series_key(s.labels)
+        delta = _finite(s, window.after.path) - before.get(key, 0.0)
+        if delta < 0:
+            shown = ",".join(f'{k}="{v}"' for k, v in key)
+            raise CollectError(
+                f"{name}{{{shown}}} went down between the snapshots: the counter was reset "
+                "(process restarted); its increase over the window is unknown"
+            )
+        found[key] = delta
+    return found
+
+
+def counter_increase(window: Window, name: str, selector: Mapping[str, str]) -> float:
+    return sum(_increases(window, name, selector).values())
+
+
+@dataclass(frozen=True)
+class Bucket:
+    upper_bound: float
+    count: float
+
+
+def bucket_quantile(q: float, buckets: Iterable[Bucket]) -> float:
+    """Prometheus' `BucketQuantile` over classic histogram buckets (NaN: no answer)."""
+    if math.isnan(q):
+        return math.nan
+    if q < 0:
+        return -math.inf
+    if q > 1:
+        return math.inf
+    ordered = sorted(buckets, key=lambda b: b.upper_bound)
+    if not ordered or not math.isinf(ordered[-1].upper_bound):
+        return math.nan
+    coalesced: list[Bucket] = []
+    for b in ordered:  # same bound twice (e.g. series summed): one bucket, counts added
+        if coalesced and coalesced[-1].upper_bound == b.upper_bound:
+            coalesced[-1] = Bucket(b.upper_bound, coalesced[-1].count + b.count)
+        else:
+            coalesced.append(b)
+    highest = 0.0
+    for i, b in enumerate(coalesced):  # counts never fall with the bound
+        highest = max(highest, b.count)
+        coalesced[i] = Bucket(b.upper_bound, highest)
+    if len(coalesced) < 2:
+        return math.nan
+    observations = coalesced[-1].count
+    if observations == 0:
+        return math.nan
+    rank = q * observations
+    index = next(
+        (i for i in range(len(coalesced) - 1) if coalesced[i].count >= rank), len(coalesced) - 1
+    )
+    if index == len(coalesced) - 1:
+        return coalesced[-2].upper_bound
+    if index == 0 and coalesced[0].upper_bound <= 0:
+        return coalesced[0].upper_bound
+    start, end, count = 0.0, coalesced[index].upper_bound, coalesced[index].count
+    if index > 0:
+        start = coalesced[index - 1].upper_bound
+        count -= coalesced[index - 1].count
+        rank -= coalesced[index - 1].count
+    return start + (end - start) * (rank / count)
+
+
+def histogram_quantile(window: Window, name: str, selector: Mapping[str, str], q: float) -> float:
+    """The q-quantile of the observations made between the snapshots; NaN when none were."""
+    per_le: dict[float, float] = {}
+    for key, delta in _increases(window, f"{name}_bucket", selector).items():
+        le = dict(key).get("le")
+        try:
+            bound = float(le) if le is not None else math.nan
+        except ValueError:
+            bound = math.nan
+        if math.isnan(bound):
+            raise CollectError(f"{name}_bucket has a series without a numeric le ({le!r})")
+        per_le[bound] = per_le.get(bound, 0.0) + delta
+    return bucket_quantile(q, [Bucket(b, c) for b, c in per_le.items()])
+
+
+def summary_quantile(snapshot: Snapshot, name: str, selector: Mapping[str, str], q: float) -> float:
+    """The summary's own q-quantile in `snapshot`; exactly one series must be selected."""
+    wanted = [
+        s
+        for s in snapshot.of(name)
+        if selects(selector, s.labels) and _same_quantile(s.labels.get("quantile"), q)
+    ]
+    if len(wanted) > 1:
+        raise CollectError(
+            f"{len(wanted)} series of summary {name} match; a summary's quantiles cannot be "
+            "summed: add labels that select one"
+        )
+    return wanted[0].value if wanted else math.nan
+
+
+def _same_quantile(text: str | None, q: float) -> bool:
+    try:
+        return text is not None and math.isclose(float(text), q)
+    except ValueError:
+        return False
+
+
+def unit_of(snapshot: Snapshot, sample_name: str, family: str) -> str | None:
+    """`s`, `ms` or `us` from the family's name or HELP text; None when neither says."""
+    for suffix, unit in _SUFFIX_UNITS:
+        if family.endswith(suffix):
+            return unit
+    helptext = snapshot.helps.get(sample_name, "").lower()
+    for words, unit in _HELP_UNITS:
+        if words in helptext:
+            return unit
+    return None
