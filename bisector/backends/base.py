@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from bisector.config import Section
+from bisector.report.model import Adaptation
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,14 @@ def sleep_steps(sleep: Callable[[float], None], total_s: float, every_s: float) 
         sleep(step)
         elapsed += step
         yield elapsed
+
+
+@runtime_checkable
+class ReportsAdaptations(Protocol):
+    """A backend that adds steps to what the candidate's own scripts do (the gce backend on
+    2026 GCP): `adaptations()` says which and why, for the report."""
+
+    def adaptations(self) -> list[Adaptation]: ...
 
 
 @runtime_checkable

@@ -38,6 +38,21 @@ _MIB_PER_CPU = {
     "e2-highmem": 8192,
     "e2-highcpu": 1024,
 }
+# The vCPU counts each predefined family comes in (cloud.google.com/compute/docs/
+# general-purpose-machines, "N1 machine series", "E2 machine series", "N2 machine series"):
+# n1-standard-999 does not exist, and GCE refuses it ("Machine type with name ... does not
+# exist in zone"), so bisector does too, before anything is created.
+SIZES = {
+    "n1-standard": (1, 2, 4, 8, 16, 32, 64, 96),
+    "n1-highmem": (2, 4, 8, 16, 32, 64, 96),
+    "n1-highcpu": (2, 4, 8, 16, 32, 64, 96),
+    "n2-standard": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128),
+    "n2-highmem": (2, 4, 8, 16, 32, 48, 64, 80, 96, 128),
+    "n2-highcpu": (2, 4, 8, 16, 32, 48, 64, 80, 96),
+    "e2-standard": (2, 4, 8, 16, 32),
+    "e2-highmem": (2, 4, 8, 16),
+    "e2-highcpu": (2, 4, 8, 16, 32),
+}
 _PREDEFINED = re.compile(r"^(?P<family>[a-z0-9]+-[a-z]+)-(?P<cpus>\d+)$")
 _CUSTOM = re.compile(r"^(?:[a-z0-9]+-)?custom-(?P<cpus>\d+)-(?P<mib>\d+)$")
 
@@ -60,13 +75,28 @@ def machine(machine_type: str, where: str) -> Machine:
         return Machine(int(custom["cpus"]) * 1000, int(custom["mib"]) * MIB)
     predefined = _PREDEFINED.match(machine_type)
     if predefined and predefined["family"] in _MIB_PER_CPU:
-        cpus = int(predefined["cpus"])
-        return Machine(cpus * 1000, int(cpus * _MIB_PER_CPU[predefined["family"]] * MIB))
+        family, cpus = predefined["family"], int(predefined["cpus"])
+        if cpus not in SIZES[family]:
+            sizes = ", ".join(str(n) for n in SIZES[family])
+            raise ConfigError(
+                f"{where}: machine type {machine_type!r} does not exist: {family} comes "
+                f"with {sizes} vCPUs"
+            )
+        return Machine(cpus * 1000, int(cpus * _MIB_PER_CPU[family] * MIB))
     known = ", ".join(f"{f}-N" for f in _MIB_PER_CPU)
     raise ConfigError(
         f"{where}: cannot tell the capacity of machine type {machine_type!r}; "
         f"use one of {known} or custom-CPUS-MIB"
     )
+
+
+def exists(machine_type: str) -> bool:
+    """Whether `machine_type` is a predefined or custom type bisector knows."""
+    try:
+        machine(machine_type, "")
+    except ConfigError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,11 @@ import shutil
 from pathlib import Path
 
 from bisector import proc
+from bisector.backends import gce_adapt, gce_preflight, gce_steps
 from bisector.backends.gce_steps import PLACEHOLDER_PROJECTS, REGISTRY_HOSTS
 from bisector.backends.registry import Finding
 from bisector.config import Section
+from bisector.errors import BisectorError
 
 _TIMEOUT_S = 30.0
 
@@ -78,7 +80,31 @@ def check(section: Section) -> list[Finding]:
                 f"{checkout} has no cluster/kube-up.sh; point it at a Kubernetes checkout",
             )
         )
+    if account and configured and configured not in PLACEHOLDER_PROJECTS:
+        found += preflight(section)
     return found
+
+
+def preflight(section: Section) -> list[Finding]:
+    """The backend's preflight (read-only gcloud calls, gce_preflight) for slot 0: quotas,
+    network, Artifact Registry repository, images, org policies, staging bucket, cfssl.
+    Without a gcloud account it is not run (its calls would only fail)."""
+    try:
+        cfg = gce_steps.GceSettings.from_section(section, Path(".bisector-doctor"))
+    except BisectorError:
+        return []  # doctor's config check says what is wrong with it
+    ready = gce_preflight.check(
+        cfg,
+        gce_steps.network(cfg, 0),
+        gce_steps.registry(0),
+        gce_adapt.registry_location(0),
+        path=cfg.env.get("PATH"),
+    )
+    return [
+        Finding(f.ok, f"preflight {f.what}", f.detail if f.known else f"{f.detail}; "
+                "gcloud must be able to read it (permission, API enabled)")
+        for f in ready.findings
+    ]  # fmt: skip
 
 
 def _docker_config() -> Path:

@@ -65,8 +65,8 @@ KEYS = (
     "kubemark_num_nodes", "kubemark_master_size", "instance_prefix", "base_instance_prefix",
     "api_server_log_level", "env", "base_checkout", "keep_base_cluster", "instrument_patch",
     "build_cache_dir", "git_timeout", "build_timeout", "up_timeout", "down_timeout",
-    "start_timeout", "stop_timeout", "scp_timeout", "retry_attempts", "retry_initial",
-    "retry_max",
+    "start_timeout", "stop_timeout", "scp_timeout", "group_stable_timeout", "retry_attempts",
+    "retry_initial", "retry_max",
 )  # fmt: skip
 
 
@@ -101,6 +101,7 @@ class GceSettings:
     start_timeout: float
     stop_timeout: float
     scp_timeout: float
+    group_stable_timeout: float
     retry: RetryPolicy
 
     @classmethod
@@ -157,6 +158,8 @@ class GceSettings:
             start_timeout=s.get_duration("start_timeout", "1h", positive=True),
             stop_timeout=s.get_duration("stop_timeout", "30m", positive=True),
             scp_timeout=s.get_duration("scp_timeout", "30m", positive=True),
+            # kube-up.sh's wait for its node group (gce_adapt: the gcloud wrapper).
+            group_stable_timeout=s.get_duration("group_stable_timeout", "15m", positive=True),
             retry=RetryPolicy(
                 attempts, s.get_duration("retry_initial", "30s"), s.get_duration("retry_max", "5m")
             ),
@@ -270,10 +273,12 @@ def quick_release(cfg: GceSettings, worktree: Path) -> Step:
     return step("make", "quick-release", cwd=worktree, timeout=cfg.build_timeout)
 
 
-def kube_up(cfg: GceSettings, checkout: Path, slot: int) -> Step:
-    return step(
-        "./cluster/kube-up.sh", cwd=checkout, env=base_env(cfg, slot), timeout=cfg.up_timeout
-    )
+def kube_up(cfg: GceSettings, checkout: Path, slot: int, path: str | None = None) -> Step:
+    """kube-up.sh; `path`: its PATH, with the backend's gcloud wrapper first (gce_adapt)."""
+    env = base_env(cfg, slot)
+    if path is not None:
+        env["PATH"] = path
+    return step("./cluster/kube-up.sh", cwd=checkout, env=env, timeout=cfg.up_timeout)
 
 
 def kube_down(cfg: GceSettings, checkout: Path, slot: int) -> Step:

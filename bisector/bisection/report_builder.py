@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from bisector.backends.base import ReportsAdaptations
 from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
@@ -12,6 +13,7 @@ from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary
 from bisector.metrics.direction import Worse, is_bad
 from bisector.report.model import (
+    Adaptation,
     Culprit,
     Endpoint,
     Evaluation,
@@ -212,4 +214,12 @@ def build_report(
         teardown_failures=failures,
         remote=remote,
         cost=costs,
+        adaptations=_adaptations(b.backend),
     )
+
+
+def _adaptations(backend: object) -> list[Adaptation]:
+    """The backend's adaptations, through the wrappers a run puts around it (nightly budget)."""
+    while not isinstance(backend, ReportsAdaptations) and hasattr(backend, "inner"):
+        backend = backend.inner
+    return backend.adaptations() if isinstance(backend, ReportsAdaptations) else []

@@ -337,6 +337,16 @@ def summarize(
             lines.append(f"FAILED   {stage}: {script} failed: {why}")
         else:
             lines.append(f"ok       {stage}: {doing}")
+    for adaptation in result.adaptations:
+        if adaptation.commands or adaptation.name == "cfssl":
+            lines.append(f"adapted  {adaptation.name}: {adaptation.why}")
+    refused = [c for c in result.calls if c["tool"] == "gcloud" and c["code"] == 2]
+    if refused:
+        lines.append(
+            f"REFUSED  {len(refused)} gcloud call(s) that gcloud 528 refuses as a command line "
+            "(exit 2; a real run fails there, or goes on without what it asked for), e.g. "
+            + " ".join(["gcloud", *refused[0]["argv"]])[:200]
+        )
     unmodelled = Counter(f"{c['tool']} {' '.join(c['argv'])[:160]}" for c in result.unmodelled)
     if unmodelled:
         lines.append(
@@ -357,13 +367,14 @@ def summarize(
         lines.append("ok       nothing billable left in the twin's project after teardown")
     if traces:
         lines.append(_traces_line(traces))
-    passed = result.ok and not left and first_failure is None and not traces
+    passed = result.ok and not left and first_failure is None and not traces and not refused
     took = f"in {format_duration(elapsed_s)}, {len(result.calls)} calls on the twin"
     if passed:
         lines.append(f"rehearsal passed ({took})")
     else:
         what = [f"failed at {first_failure}"] if first_failure else []
         what += ["unmodelled calls"] if unmodelled else []
+        what += ["calls gcloud 528 refuses"] if refused else []
         what += ["left resources up"] if result.leftovers or recorded else []
         what += ["a real tool may have run"] if traces else []
         lines.append(f"rehearsal FAILED: {', '.join(what)} ({took})")

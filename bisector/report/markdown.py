@@ -54,6 +54,16 @@ def _teardown(report: Report) -> list[str]:
     return lines
 
 
+def _adaptations(report: Report) -> list[str]:
+    if not report.adaptations:
+        return []
+    lines = [f"## What the {report.backend} backend added to the scripts", ""]
+    for a in report.adaptations:
+        lines.append(f"- **{esc(a.name)}**: {esc(a.why)}")
+        lines += [f"  - {code(c)}" for c in a.commands]
+    return [*lines, ""]
+
+
 def _culprit(report: Report) -> list[str]:
     culprit = report.culprit
     if culprit is None:
@@ -229,6 +239,7 @@ def render_markdown(report: Report, gun: SmokingGun) -> str:
         *_gun(gun),
         *_cost(report),
         *_timeline(report),
+        *_adaptations(report),
         *_details(report),
     ]
     return "\n".join(lines).rstrip() + "\n"

@@ -26,6 +26,8 @@ report.json, version 2 (version 1's keys kept, new keys added):
     verdict_reasons {commit: why}
     marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
     teardown_failures [{commit, eval_dir, error}]  what may still be running
+    adaptations   [{name, why, commands}]  what the backend did beyond the candidate's own
+                  scripts so they run on today's infrastructure (gce on 2026 GCP)
     remote        the repository's GitHub URL (https://github.com/OWNER/REPO) or null
     bisect_log    `git bisect log` of the last session
     cost          what the cost model (bisector.cost, as `--dry-run` prints it) expected
@@ -221,6 +223,16 @@ class TeardownFailure:
 
 
 @dataclass(frozen=True)
+class Adaptation:
+    """What the backend did beyond the candidate's own scripts so they run on today's
+    infrastructure (the gce backend on 2026 GCP), and why."""
+
+    name: str  # e.g. "network"
+    why: str
+    commands: list[str]  # the commands, as --dry-run prints them
+
+
+@dataclass(frozen=True)
 class ModelPhases:
     """One evaluation's phase durations in the cost model (seconds)."""
 
@@ -309,6 +321,7 @@ class Report:
     teardown_failures: list[TeardownFailure] = field(default_factory=list)
     remote: str | None = None
     cost: CostSummary | None = None  # None: a report written before the cost section
+    adaptations: list[Adaptation] = field(default_factory=list)
     version: int = REPORT_VERSION
 
     @property
@@ -349,6 +362,7 @@ class Report:
             ],
             remote=data.get("remote"),
             cost=CostSummary.from_json(data["cost"]) if data.get("cost") else None,
+            adaptations=[_build(Adaptation, a) for a in data.get("adaptations", [])],
             version=data.get("version", 1),
         )
 

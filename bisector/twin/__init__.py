@@ -30,6 +30,15 @@ from typing import Any
 from bisector.twin.state import Home
 
 SHIMS = ("gcloud", "gsutil", "docker", "curl", "ssh", "scp", "make", "kubectl")
+# cfssl and cfssljson as a machine prepared for the 2017 scripts has them on PATH (their
+# download from pkg.cfssl.org/R1.2 is gone; docs/gce-2026.md): `cfssl_installed = False`
+# models a machine without them.
+CFSSL_SHIMS = ("cfssl", "cfssljson")
+# The images the 2017 scripts name (cluster/gce/config-default.sh GCI_VERSION and
+# cluster/kubemark/gce/config-default.sh MASTER_IMAGE at kubernetes 1444d25 and 7043372),
+# present in the twin's cos-cloud by default. Whether GCE still has them could not be
+# checked; `bisector doctor` asks the real project.
+DEFAULT_IMAGES: dict[str, list[str]] = {"cos-cloud": ["cos-beta-59-9460-20-0"]}
 # The bad profile's default: the node cacher without its trigger index, with a
 # dispatch cost per watcher that makes 500 hollow nodes show what 5000 showed in 2017.
 DEFAULT_BAD_PROFILE: dict[str, Any] = {"trigger_index": False, "dispatch_per_watcher_us": 60.0}
@@ -45,6 +54,13 @@ class TwinConfig:
     log_duration: str = "20m"  # simulated cluster time one served apiserver log covers
     noise: float = 0.0
     seed: int = 0
+    # The project as GCE would have it (bisector.twin.gce_api, bisector.twin.faults):
+    faults: tuple[dict[str, Any], ...] = ()
+    quotas: dict[str, Any] = field(default_factory=dict)  # {"regions": {R: {M: L}}, "project"}
+    images: dict[str, list[str]] = field(default_factory=lambda: dict(DEFAULT_IMAGES))
+    org_policies: tuple[str, ...] = ()  # enforced boolean constraints, e.g. storage.
+    repositories: tuple[str, ...] = ()  # Artifact Registry repos that exist: "LOCATION/NAME"
+    cfssl_installed: bool = True
 
 
 def install(path: Path, config: TwinConfig) -> Home:
@@ -59,9 +75,20 @@ def install(path: Path, config: TwinConfig) -> Home:
         "log_duration": config.log_duration,
         "noise": config.noise,
         "seed": config.seed,
+        "faults": list(config.faults),
+        "quotas": config.quotas,
+        "images": config.images,
+        "org_policies": list(config.org_policies),
     }
     home.settings_file.write_text(json.dumps(settings, indent=1) + "\n", encoding="utf-8")
-    for name in SHIMS:
+    with home.locked() as state:
+        for repo in config.repositories:
+            location, _, name = repo.partition("/")
+            state.kind("repositories")[repo] = {
+                "name": f"projects/{config.project}/locations/{location}/repositories/{name}",
+                "format": "DOCKER",
+            }
+    for name in (*SHIMS, *(CFSSL_SHIMS if config.cfssl_installed else ())):
         shim = home.bin / name
         shim.write_text(
             "#!/bin/sh\n# bisector GCE twin\n"

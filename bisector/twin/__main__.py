@@ -45,8 +45,8 @@ def shim(home: Home, name: str, argv: list[str]) -> int:
         return UNMODELLED_EXIT
     except Refused as exc:
         print(str(exc), file=sys.stderr)
-        home.record(name, argv, 1, str(exc).splitlines()[-1])
-        return 1
+        home.record(name, argv, exc.code, str(exc).splitlines()[-1] if str(exc) else "")
+        return exc.code
     home.record(name, argv, code)
     return code
 
@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     inst.add_argument("--noise", type=float, default=0.0)
     left = sub.add_parser("leftovers", help="print what the twin's project still holds")
     left.add_argument("dir", type=Path)
+    table = sub.add_parser("flag-table", help="print gcloud's flag table from an installed SDK")
+    table.add_argument("--sdk", type=Path, default=Path("/usr/lib/google-cloud-sdk"))
     sh = sub.add_parser("shim")
     sh.add_argument("tool")
     sh.add_argument("args", nargs=argparse.REMAINDER)
@@ -89,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         found = leftovers(ns.dir)
         print(json.dumps(found, indent=1) if found else "nothing left")
         return 1 if found else 0
+    if ns.command == "flag-table":
+        from bisector.twin import sdk_table
+
+        built = sdk_table.build(sdk_table.read_tree(ns.sdk), sdk_table.sdk_release(ns.sdk))
+        sys.stdout.write(sdk_table.dumps(built))
+        return 0
     if ns.home is None:
         parser.error("shim needs --home")
     return shim(Home(ns.home), ns.tool, ns.args)

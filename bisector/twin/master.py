@@ -32,6 +32,9 @@ APISERVER_MARKER = "kubernetes/server/bin/kube-apiserver"
 SERVER_TAR = "kubernetes-server-linux-amd64.tar.gz"
 START_MASTER = "sudo bash /home/kubernetes/start-kubemark-master.sh"
 LOG_GLOB = "/var/log/kube-apiserver.log*"
+# The backend's read of the apiserver's /metrics on the master (gce_steps.apiserver_metrics:
+# the 2017 kubemark master's insecure port, 8080).
+METRICS = "curl -sSf http://127.0.0.1:8080/metrics"
 _ETCD_MEMBER_DELETE = re.compile(
     r"curl -s localhost:(2379|4002)/v2/members/\$\(curl -s localhost:\1/v2/members -XGET .*"
     r"-XDELETE -L 2>/dev/null"
@@ -75,6 +78,8 @@ def run_command(state: TwinState, instance: dict[str, Any], command: str) -> str
     if _ETCD_MEMBER_DELETE.fullmatch(command) and not instance["name"].endswith("-kubemark-master"):
         # kube-down.sh's remove-replica-from-etcd on the (only) master: output discarded.
         return ""
+    if command == METRICS:
+        return _metrics(instance)
     if command.startswith("sudo mkdir /home/kubernetes/k8s_auth_data -p"):
         instance["pki"] = True
         return ""
@@ -136,3 +141,32 @@ def _profile(values: dict[str, Any]) -> SimProfile:
     if unknown:
         raise Unmodelled(f"sim profile keys {sorted(unknown)}")
     return SimProfile(**values)
+
+
+def _metrics(instance: dict[str, Any]) -> str:
+    """A kube-apiserver's /metrics of 2017 (v1.7 names: apiserver_request_count by verb,
+    resource, code): a started apiserver answers, with counts growing at each read; one that
+    is not running refuses the connection, as curl -sSf says it (exit 7, passed on by ssh)."""
+    if instance.get("apiserver") != "running":
+        raise Refused(
+            "curl: (7) Failed to connect to 127.0.0.1 port 8080: Connection refused", code=7
+        )
+    reads = int(instance.get("metrics_reads", 0)) + 1
+    instance["metrics_reads"] = reads
+    lines = [
+        "# HELP apiserver_request_count Counter of apiserver requests broken out for each verb,"
+        " API resource, client, and HTTP response contentType and code.",
+        "# TYPE apiserver_request_count counter",
+    ]
+    for verb, code, per_read in (("PATCH", "200", 5000), ("PATCH", "409", 50), ("GET", "200", 900)):
+        lines.append(
+            f'apiserver_request_count{{client="kubemark",code="{code}",contentType='
+            f'"application/vnd.kubernetes.protobuf",resource="nodes",verb="{verb}"}} '
+            f"{per_read * reads}"
+        )
+    lines += [
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.",
+        "# TYPE process_start_time_seconds gauge",
+        "process_start_time_seconds 1.4964e+09",
+    ]
+    return "\n".join(lines) + "\n"

@@ -24,6 +24,7 @@ from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce import GceBackend
 from bisector.config import Section
 from bisector.errors import InfraError
+from bisector.report.model import Adaptation
 from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
 from bisector.twin.state import Home
 
@@ -37,6 +38,7 @@ class Rehearsal:
     logs: list[Path] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     leftovers: dict[str, list[str]] = field(default_factory=dict)
+    adaptations: list[Adaptation] = field(default_factory=list)  # what the backend added
 
     @property
     def unmodelled(self) -> list[dict[str, Any]]:
@@ -92,11 +94,14 @@ def rehearse(
                 result.status = "measured"
             finally:
                 if launched:
-                    backend.teardown(cand)
+                    # A failed teardown keeps its record; the summary reads it from there.
+                    with contextlib.suppress(InfraError):
+                        backend.teardown(cand)
         except InfraError as exc:
             result.status, result.reason = f"{stage} failed", exc.reason
         finally:
             backend.close()
+            result.adaptations = backend.adaptations()
     result.calls = home.calls()
     result.leftovers = home.load().leftovers()
     return result

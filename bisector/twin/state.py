@@ -30,6 +30,7 @@ KINDS = (
     "buckets",
     "images",
     "clusters",
+    "repositories",
 )
 
 Resources = dict[str, dict[str, Any]]
@@ -40,7 +41,12 @@ class Unmodelled(Exception):
 
 
 class Refused(Exception):
-    """A call the real service would refuse (not found, already exists): exit 1."""
+    """A call the real tool refuses: its message on stderr and its exit code (1, the code of
+    gcloud's and gsutil's API errors, unless said otherwise; ssh passes on its 255)."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -48,6 +54,7 @@ class TwinState:
     resources: dict[str, Resources] = field(default_factory=lambda: {k: {} for k in KINDS})
     settings: dict[str, Any] = field(default_factory=dict)
     counter: int = 0
+    fired: dict[str, int] = field(default_factory=dict)  # injected faults: times each fired
 
     def kind(self, kind: str) -> Resources:
         return self.resources.setdefault(kind, {})
@@ -110,7 +117,9 @@ class Home:
             data = json.loads(self.state_file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return TwinState(settings=self.settings())
-        state = TwinState(data["resources"], self.settings(), data.get("counter", 0))
+        state = TwinState(
+            data["resources"], self.settings(), data.get("counter", 0), data.get("fired", {})
+        )
         for kind in KINDS:
             state.resources.setdefault(kind, {})
         return state
@@ -118,20 +127,33 @@ class Home:
     def save(self, state: TwinState) -> None:
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(
-            json.dumps({"resources": state.resources, "counter": state.counter}, indent=1),
+            json.dumps(
+                {"resources": state.resources, "counter": state.counter, "fired": state.fired},
+                indent=1,
+            ),
             encoding="utf-8",
         )
         tmp.replace(self.state_file)
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[TwinState]:
-        """The state, loaded under the lock and saved when the block ends without error."""
+        """The state, loaded under the lock and saved when the block ends without error.
+
+        A refused call changes nothing in the project (as a refused API request), but the
+        injected faults it fired are counted (their `times`)."""
         self.path.mkdir(parents=True, exist_ok=True)
         with (self.path / "lock").open("a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 state = self.load()
-                yield state
+                try:
+                    yield state
+                except Refused:
+                    if state.fired:
+                        kept = self.load()
+                        kept.fired = state.fired
+                        self.save(kept)
+                    raise
                 self.save(state)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

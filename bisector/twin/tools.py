@@ -1,13 +1,18 @@
 """The twin's gsutil, docker, curl, make, ssh/scp and the downloads the scripts fetch.
 
 * gsutil: buckets and objects (kube-up.sh stages the release tars in
-  gs://kubernetes-staging-<hash>).
+  gs://kubernetes-staging-<hash>), with uniform bucket-level access and public
+  access prevention as the project's org policies (settings `org_policies`) and
+  `gsutil mb -b` make them.
 * docker: `build` in cluster/images/kubemark (needs the Dockerfile and the
   kubemark binary start-kubemark.sh copied there) records a local image that
   `gcloud docker -- push` pushes.
-* curl: the three downloads of the 2017 scripts (easy-rsa.tar.gz, cfssl,
-  cfssljson: the twin hands out stand-ins that write placeholder PEM files) and
-  kube-up.sh's wait for its master (`https://<master ip>/api/v1/pods`).
+* curl: the three downloads of the 2017 scripts: easy-rsa.tar.gz (a stand-in
+  writing placeholder PEM files), and cfssl/cfssljson from pkg.cfssl.org, which
+  is gone (the page it answers with is saved, as curl -s -L does; the twin's bin
+  holds stand-ins of cfssl and cfssljson, as a machine prepared as
+  docs/gce-2026.md says has them on PATH); and kube-up.sh's wait for its master
+  (`https://<master ip>/api/v1/pods`).
 * make: `quick-release` writes the 2017 output layout with the candidate's sim
   profile in its server tar; the image targets of cluster/images/kubemark run
   the real make with the real Makefile (whose docker and gcloud are the twin's).
@@ -27,28 +32,85 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from bisector.twin import master
-from bisector.twin.gcloud import parse, which_real
+from bisector.twin import faults, master
+from bisector.twin.gcloud import which_real
 from bisector.twin.state import Home, Refused, Unmodelled
 
 BIN = "_output/dockerized/bin/linux/amd64"
 RELEASE_TARS = "_output/release-tars"
 
 
+# gsutil's options, as `gsutil help <command>` of SDK 528 (gsutil 5.35) lists them: the
+# ones that take a value, and flags. An option a command does not have is refused as gsutil
+# refuses it (measured offline: `gsutil mb -Z gs://x`, `gsutil -Z ls`: exit 1).
+_GSUTIL_TOP = ({"-h", "-o", "-i"}, {"-m", "-q", "-d", "-D", "-DD", "-u"})
+_GSUTIL = {
+    "mb": ({"-b", "-c", "-k", "-l", "-p", "--retention", "--pap", "--placement", "--rpo"},
+           {"--autoclass"}),
+    "cp": ({"-a", "-c", "-j", "-L", "-s", "-z", "-i"},
+           {"-A", "-D", "-e", "-I", "-J", "-M", "-n", "-p", "-P", "-r", "-R", "-U", "-v"}),
+    "ls": ({"-p"}, {"-a", "-b", "-d", "-e", "-l", "-L", "-r", "-R", "-h"}),
+    "acl ch": ({"-u", "-g", "-p", "-d"}, {"-f", "-r", "-R"}),
+    "version": (set(), {"-l"}),
+}  # fmt: skip
+# Bucket names (cloud.google.com/storage/docs/buckets#naming): 3-63 characters of lower case
+# letters, digits, dashes, underscores and dots, starting and ending with a letter or digit.
+_BUCKET = re.compile(r"[a-z0-9][a-z0-9._-]{1,61}[a-z0-9]")
+# Answers of Cloud Storage as gsutil prints them: an ACL change on an object of a bucket with
+# uniform bucket-level access (issues: GoogleCloudPlatform/gsutil#980, googledatastudio/
+# tooling#114: `acl ch` first gets the ACL), and a bucket with fine-grained ACLs where the org
+# policy enforces uniform access (issue: terraform-large-data-sharing-golang-webapp#61).
+UBLA_ACL = (
+    "BadRequestException: 400 Cannot get legacy ACL for an object when uniform bucket-level "
+    "access is enabled. Read more at https://cloud.google.com/storage/docs/"
+    "uniform-bucket-level-access."
+)
+UBLA_CONSTRAINT = "constraints/storage.uniformBucketLevelAccess"
+PAP_CONSTRAINT = "constraints/storage.publicAccessPrevention"
+
+
+def _gsutil_options(name: str, argv: list[str]) -> tuple[dict[str, str], list[str]]:
+    """(options, the rest) of a gsutil (sub)command, or gsutil's refusal."""
+    valued, flags = _GSUTIL_TOP if name == "" else _GSUTIL[name]
+    options: dict[str, str] = {}
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if name == "" and not token.startswith("-"):
+            return options, argv[i:]
+        if token.startswith("-") and token != "-":
+            if token in valued and i + 1 < len(argv):
+                options[token] = argv[i + 1]
+                i += 2
+                continue
+            if token in flags:
+                options[token] = ""
+                i += 1
+                continue
+            if name == "":
+                raise Refused(f"CommandException: option {token} not recognized")
+            raise Refused(f"CommandException: Incorrect option(s) specified. Usage:\n\n"
+                          f"  gsutil {name} ...")  # fmt: skip
+        rest.append(token)
+        i += 1
+    return options, rest
+
+
 def gsutil(home: Home, argv: list[str]) -> int:
-    args = argv[:]
-    while args and args[0] in ("-m", "-q"):
-        args.pop(0)
-    if args[:1] == ["-h"]:
-        args = args[2:]
+    _, args = _gsutil_options("", argv)
     if not args:
         raise Unmodelled("gsutil without a command")
-    cmd, rest = args[0], args[1:]
+    cmd = " ".join(args[:2]) if args[:1] == ["acl"] else args[0]
+    if cmd not in _GSUTIL:
+        raise Unmodelled("gsutil " + " ".join(args[:2]))
+    options, rest = _gsutil_options(cmd, args[len(cmd.split()) :])
     if cmd == "version":
         print("gsutil version: 5.35 (twin)")
         return 0
     with home.locked() as state:
         buckets = state.kind("buckets")
+        policies = {f"constraints/{c}" for c in state.settings.get("org_policies", [])}
         if cmd == "ls" and len(rest) == 1:
             bucket = rest[0].removeprefix("gs://").split("/")[0]
             if bucket not in buckets:
@@ -56,11 +118,23 @@ def gsutil(home: Home, argv: list[str]) -> int:
             for obj in sorted(buckets[bucket]["objects"]):
                 print(f"gs://{bucket}/{obj}")
             return 0
-        if cmd == "mb":
-            bucket = rest[-1].removeprefix("gs://").rstrip("/")
+        if cmd == "mb" and len(rest) == 1:
+            bucket = rest[0].removeprefix("gs://").rstrip("/")
+            if not _BUCKET.fullmatch(bucket):
+                raise Refused(f"Creating gs://{bucket}/...\nBadRequestException: 400 Invalid "
+                              "bucket name: '" + bucket + "'")  # fmt: skip
             if bucket in buckets:
-                raise Refused(f"ServiceException: 409 Bucket {bucket} already exists.")
-            buckets[bucket] = {"name": bucket, "objects": {}}
+                raise Refused(f"Creating gs://{bucket}/...\nServiceException: 409 A Cloud Storage "
+                              f"bucket named '{bucket}' already exists.")  # fmt: skip
+            enforced = UBLA_CONSTRAINT in policies
+            if options.get("-b") == "off" and enforced:
+                raise Refused(f"Creating gs://{bucket}/...\nPreconditionException: 412 Request "
+                              f"violates constraint '{UBLA_CONSTRAINT}'")  # fmt: skip
+            ubla = options.get("-b") == "on" or enforced
+            pap = "enforced" if PAP_CONSTRAINT in policies else options.get("--pap", "inherited")
+            buckets[bucket] = {"name": bucket, "objects": {}, "ubla": ubla, "pap": pap,
+                               "location": options.get("-l", "US").upper()}  # fmt: skip
+            print(f"Creating gs://{bucket}/...", file=sys.stderr)
             return 0
         if cmd == "cp" and len(rest) >= 2 and rest[-1].startswith("gs://"):
             bucket, _, prefix = rest[-1].removeprefix("gs://").partition("/")
@@ -73,13 +147,20 @@ def gsutil(home: Home, argv: list[str]) -> int:
                 key = f"{prefix.rstrip('/')}/{path.name}".lstrip("/")
                 buckets[bucket]["objects"][key] = path.stat().st_size
             return 0
-        if cmd == "acl" and rest[:3] == ["ch", "-g", "all:R"]:
-            for url in rest[3:]:
+        if cmd == "acl ch" and options.get("-g") == "all:R" and len(options) == 1:
+            for url in rest:
                 bucket, _, key = url.removeprefix("gs://").partition("/")
-                if key not in buckets.get(bucket, {}).get("objects", {}):
+                found = buckets.get(bucket, {})
+                if key not in found.get("objects", {}):
                     raise Refused(f"CommandException: No URLs matched: {url}")
+                if found.get("ubla"):
+                    raise Refused(UBLA_ACL)
+                if found.get("pap") == "enforced":
+                    # wording not checked: public access prevention refuses allUsers.
+                    raise Refused("PreconditionException: 412 Public access prevention is "
+                                  f"enforced for gs://{bucket}.")  # fmt: skip
             return 0
-    raise Unmodelled("gsutil " + " ".join(args[:2]))
+    raise Unmodelled("gsutil " + " ".join(args[:3]))
 
 
 def docker(home: Home, argv: list[str]) -> int:
@@ -87,9 +168,9 @@ def docker(home: Home, argv: list[str]) -> int:
         print("27.0.0-twin")
         return 0
     if argv[:1] == ["build"]:
-        args = parse([a for a in argv[1:] if a != "--pull"])
-        tag = args.get("-t")
-        if tag is None or args.words != ["."]:
+        rest = [a for a in argv[1:] if a != "--pull"]
+        tag = rest[rest.index("-t") + 1] if "-t" in rest[:-1] else None
+        if tag is None or [a for a in rest if a not in ("-t", tag)] != ["."]:
             raise Unmodelled("docker " + " ".join(argv))
         for needed in ("Dockerfile", "kubemark"):
             if not Path(needed).is_file():
@@ -112,6 +193,11 @@ def unmodelled(name: str) -> Any:
 # -- curl and what it downloads -----------------------------------------------------------
 
 EASYRSA_URL = "https://storage.googleapis.com/kubernetes-release/easy-rsa/easy-rsa.tar.gz"
+CFSSL_GONE = (
+    '<html>\n<head><title>522 Origin Connection Time-out</title></head>\n<body bgcolor="white">'
+    "\n<center><h1>522 Origin Connection Time-out</h1></center>\n<hr><center>cloudflare-nginx"
+    "</center>\n</body>\n</html>\n"
+)
 CFSSL_URLS = {
     "https://pkg.cfssl.org/R1.2/cfssl_linux-amd64": "cfssl",
     "https://pkg.cfssl.org/R1.2/cfssljson_linux-amd64": "cfssljson",
@@ -127,8 +213,11 @@ def curl(home: Home, argv: list[str]) -> int:
         _write_easyrsa_tar(home, Path("easy-rsa.tar.gz"))
         return 0
     if url in CFSSL_URLS and "-o" in argv:
+        # pkg.cfssl.org/R1.2 is gone (kubernetes #97929, cloudflare/cfssl#1165: since
+        # 2021-01 it answers with Cloudflare's 522 page); `curl -s -L -o` without --fail
+        # saves that page as the binary and exits 0 (hack/lib/util.sh ensure-cfssl).
         out = Path(argv[argv.index("-o") + 1])
-        out.write_text(shim_text(home, CFSSL_URLS[url]), encoding="utf-8")
+        out.write_text(CFSSL_GONE, encoding="utf-8")
         return 0
     api = re.fullmatch(r"https://([\d.]+)(/api/v1/pods)?", url)
     if api:
@@ -137,7 +226,8 @@ def curl(home: Home, argv: list[str]) -> int:
                 i for i in state.kind("instances").values()
                 if i["networkInterfaces"][0]["accessConfigs"][0]["natIP"] == api.group(1)
             ]  # fmt: skip
-        if not masters:
+            healthy = [m for m in masters if not faults.unhealthy(state, m["name"])]
+        if not healthy:
             print("curl: (28) Connection timed out after 5001 milliseconds", file=sys.stderr)
             return 28
         return 0

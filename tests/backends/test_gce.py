@@ -99,6 +99,30 @@ def _rendered(call: Call) -> str:
     return Step(tuple(call.argv), call.cwd, call.env, call.timeout or 0).render()
 
 
+# The preflight's reads and the 2026 adaptations (gce_preflight, gce_adapt), around the
+# scripts: tests of the scripts' order leave them out, tests below check them.
+_AROUND = (
+    "gcloud compute networks describe", "gcloud compute regions describe",
+    "gcloud compute project-info describe", "gcloud artifacts repositories",
+    "gcloud compute images describe", "gcloud resource-manager org-policies describe",
+    "gcloud storage buckets describe", "sh -c 'command -v cfssl", "gcloud compute networks create",
+    "gsutil mb",
+    # the teardown's check that each delete of the scripts happened (GceBackend._sweep)
+    "kubectl --kubeconfig", "gcloud compute instances delete", "gcloud compute disks delete",
+    "gcloud compute addresses delete", "gcloud compute firewall-rules delete",
+    "gcloud compute instance-groups managed delete", "gcloud compute instance-templates delete",
+    "gcloud compute networks delete", "bash -c 'set -o pipefail",
+)  # fmt: skip
+
+
+def _scripts(fake: FakeProc) -> list[str]:
+    return [line for line in fake.lines if not line.startswith(_AROUND)]
+
+
+def _script_calls(fake: FakeProc) -> list[Call]:
+    return [c for c in fake.calls if not c.line.startswith(_AROUND)]
+
+
 def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
     fake: FakeProc, tmp_path: Path, base: Path
 ) -> None:
@@ -111,7 +135,7 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
 
     assert outcome.status == "measured"
     assert [p.name for p in outcome.logs] == ["kube-apiserver.log", "kube-apiserver.log.1.gz"]
-    assert fake.lines == [
+    assert _scripts(fake) == [
         "./cluster/kube-up.sh",
         f"git rev-parse '{COMMIT}^{{tree}}'",
         "make quick-release",
@@ -123,7 +147,7 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
         "./test/kubemark/stop-kubemark.sh",
         "./cluster/kube-down.sh",
     ]
-    up, _, make, start, _, _, _, stop, down = fake.calls
+    up, _, make, start, _, _, _, stop, down = _script_calls(fake)
     assert up.cwd == down.cwd == str(base)
     assert make.cwd == start.cwd == stop.cwd == str(cand.worktree)
     assert up.env["NUM_NODES"] == "80" and up.env["NODE_SIZE"] == "n1-highmem-8"
@@ -145,10 +169,11 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
     assert not (tmp_path / "run" / "resources.json").exists()
     # --dry-run prints exactly what ran, in the same order.
     plan = [line for line in backend.plan(cand) if not line.startswith("#")]
-    assert [_rendered(c) for c in fake.calls if c.argv[0] != "./cluster/kube-up.sh"] == [
-        line for line in plan if "kube-up.sh" not in line
-    ]
+    ran = [_rendered(c) for c in _script_calls(fake) if c.argv[0] != "./cluster/kube-up.sh"]
+    assert ran == [line for line in plan if "kube-up.sh" not in line and not line.startswith(
+        _AROUND)]  # fmt: skip
     assert _rendered(up) in plan
+    assert all(_rendered(c) in plan for c in fake.calls if c.line.startswith(_AROUND))
 
 
 def test_resources_are_recorded_before_they_are_created(
@@ -229,7 +254,7 @@ def test_interrupt_during_warmup_tears_down_then_propagates(
     backend.setup()
     with pytest.raises(KeyboardInterrupt):
         evaluate(backend, _candidate(tmp_path))
-    assert fake.lines[-3:] == [
+    assert _scripts(fake)[-3:] == [
         "./test/kubemark/start-kubemark.sh",
         METRICS,
         "./test/kubemark/stop-kubemark.sh",
@@ -243,7 +268,7 @@ def test_interrupt_during_launch_tears_down(fake: FakeProc, tmp_path: Path, base
     backend.setup()
     with pytest.raises(KeyboardInterrupt):
         evaluate(backend, _candidate(tmp_path))
-    assert fake.lines[-1] == "./test/kubemark/stop-kubemark.sh"
+    assert _scripts(fake)[-1] == "./test/kubemark/stop-kubemark.sh"
     assert "gcloud compute scp" not in " ".join(fake.lines)
 
 
@@ -282,7 +307,7 @@ def test_keep_base_cluster_skips_kube_down(fake: FakeProc, tmp_path: Path, base:
     backend = _backend(tmp_path, base, Sleeps(), keep_base_cluster=True)
     backend.setup()
     backend.close()
-    assert fake.lines == ["./cluster/kube-up.sh"]
+    assert _scripts(fake) == ["./cluster/kube-up.sh"]
 
 
 def test_patch_that_does_not_apply_is_a_skip_saying_so(
@@ -404,17 +429,17 @@ def test_base_release_is_built_when_missing_and_failed_kube_up_is_taken_down(
     backend = GceBackend(context, sleep=Sleeps())
     with pytest.raises(LaunchError, match=r"kube-up\.sh failed"):
         backend.setup()
-    assert fake.lines == [
+    assert _scripts(fake) == [
         "git rev-parse HEAD",
         f"git rev-parse '{TREE}^{{tree}}'",
         "make quick-release",
         "./cluster/kube-up.sh",
         "./cluster/kube-down.sh",
     ]
-    assert all(c.cwd == str(base) for c in fake.calls)
+    assert all(c.cwd == str(base) for c in _script_calls(fake))
     assert ResourceRecord(tmp_path / "run").ids() == []
     backend.setup()  # the next attempt: the release is in the checkout now, only kube-up
-    assert fake.lines[5:] == ["./cluster/kube-up.sh"]
+    assert _scripts(fake)[5:] == ["./cluster/kube-up.sh"]
 
 
 def test_interrupt_during_kube_up_takes_the_half_built_base_down(
@@ -680,3 +705,160 @@ def test_a_failed_peek_is_a_collect_error(fake: FakeProc, tmp_path: Path, base: 
     backend = _backend(tmp_path, base, Sleeps())
     with pytest.raises(CollectError, match="reading the log so far failed"):
         backend.peek(_candidate(tmp_path))
+
+
+# -- the preflight in `bisector doctor`, against a twin project with low quotas --------------
+
+
+def test_doctor_says_each_quota_shortfall_in_one_line_with_the_numbers_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bisector.commands.doctor import doctor
+    from bisector.twin import TwinConfig, install
+    from tests.helpers.doctor import gce_home
+
+    gce_home(monkeypatch, tmp_path / "home")
+    quotas = {"regions": {"us-central1": {"CPUS": 24, "DISKS_TOTAL_GB": 500}},
+              "project": {"NETWORKS": 0}}  # fmt: skip
+    home = install(tmp_path / "twin", TwinConfig(project="my-team-scale", quotas=quotas))
+    monkeypatch.setenv("PATH", f"{home.bin}{os.pathsep}{os.environ['PATH']}")
+    config = tmp_path / "gce.toml"
+    text = (Path(__file__).parents[2] / "configs" / "gce-kubemark-500.toml").read_text()
+    config.write_text(text.replace('"my-gcp-project"', '"my-team-scale"'))
+    assert doctor(None, config) == 1
+    out = capsys.readouterr().out
+    short = [line for line in out.splitlines() if line.startswith("MISSING  preflight quota")]
+    assert short == [
+        "MISSING  preflight quota CPUS in us-central1: need 68, limit 24, in use 0: 44 short; "
+        "ask for more CPUS (https://console.cloud.google.com/iam-admin/quotas?project="
+        "my-team-scale, region us-central1), or lower num_nodes, node_size or "
+        "kubemark_master_size",
+        "MISSING  preflight quota DISKS_TOTAL_GB in us-central1: need 630, limit 500, in use 0: "
+        "130 short; ask for more DISKS_TOTAL_GB (https://console.cloud.google.com/iam-admin/"
+        "quotas?project=my-team-scale, region us-central1), or lower num_nodes or "
+        "NODE_DISK_SIZE in [backends.gce.env]",
+        "MISSING  preflight quota NETWORKS: need 1, limit 0, in use 0: 1 short; ask for more "
+        "NETWORKS (https://console.cloud.google.com/iam-admin/quotas?project=my-team-scale, "
+        "project-wide), or delete an unused network, or name an existing auto-mode one in "
+        "`network`",
+    ]
+    assert "ok       preflight quota IN_USE_ADDRESSES in us-central1: need 8, limit 690" in out
+    assert "ok       preflight network kubemark-500: absent; created in auto mode" in out
+    assert "ok       preflight image cos-cloud/cos-beta-59-9460-20-0: exists" in out
+    assert home.load().leftovers() == {}  # read-only: nothing created
+    assert all(c["argv"][-1] != "create" and "create" not in c["argv"] for c in home.calls())
+
+
+# -- the 2026 adaptations: visible in --dry-run, run when needed, in the report ---------------
+
+
+def _absent(fake: FakeProc) -> None:
+    """The preflight finds no network, no gcr.io repository, no staging bucket."""
+    fake.on(
+        "gcloud compute networks describe",
+        code=1,
+        first=True,
+        stderr="ERROR: (gcloud.compute.networks.describe) Could not fetch resource:\n"
+        " - The resource 'projects/k8s-scale/global/networks/kubemark-5000' was not found",
+    )
+    fake.on(
+        "gcloud artifacts repositories describe",
+        code=1,
+        first=True,
+        stderr="ERROR: (gcloud.artifacts.repositories.describe) NOT_FOUND: Requested entity "
+        "was not found.",
+    )
+    fake.on("gcloud storage buckets describe", code=1, first=True,
+            stderr="ERROR: (gcloud.storage.buckets.describe) gs://x not found: 404.")  # fmt: skip
+
+
+def test_missing_network_registry_and_bucket_are_made_before_kube_up_and_reported(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    _absent(fake)
+    backend = _backend(tmp_path, base, Sleeps())
+    assert backend.adaptations() == []  # nothing done yet
+    record = ResourceRecord(tmp_path / "run")
+    seen: list[list[str]] = []
+    fake.on("gcloud compute networks create", first=True,
+            effect=lambda c: seen.append(record.ids()))  # fmt: skip
+    backend.setup()
+    made = [line for line in fake.lines if " create " in f" {line} " or "gsutil mb" in line]
+    assert made == [
+        "gcloud compute networks create kubemark-5000 --project k8s-scale --subnet-mode=auto",
+        "gcloud artifacts repositories create gcr.io --repository-format=docker --location us "
+        "--project k8s-scale",
+        "gsutil mb -b off -p k8s-scale -l us gs://kubernetes-staging-883264db92",
+    ]
+    assert seen == [["gce/base/kubemark-5000"]]  # recorded (kube-down deletes it) before made
+    assert fake.lines.index(made[-1]) < fake.lines.index("./cluster/kube-up.sh")
+    up = fake.find("kube-up.sh")[0]
+    assert up.env["PATH"].startswith(f"{tmp_path / 'run' / 'gce' / 'bin'}{os.pathsep}")
+    wrapper = (tmp_path / "run" / "gce" / "bin" / "gcloud").read_text()
+    assert "--timeout=900" in wrapper
+    names = [a.name for a in backend.adaptations()]
+    assert names == ["network", "registry", "staging bucket", "cfssl", "group wait",
+                     "master console"]  # fmt: skip
+    plan = "\n".join(backend.plan(_candidate(tmp_path)))
+    for line in made:
+        assert line in plan  # each adaptation is a visible step of --dry-run
+    assert "gcloud compute regions describe us-central1 --project k8s-scale --format=json" in plan
+
+
+def test_what_exists_is_not_made_again(fake: FakeProc, tmp_path: Path, base: Path) -> None:
+    backend = _backend(tmp_path, base, Sleeps())
+    backend.setup()
+    assert not [line for line in fake.lines if " create " in line or "gsutil mb" in line]
+
+
+def test_an_adaptation_that_fails_stops_before_kube_up_and_leaves_nothing(
+    fake: FakeProc, tmp_path: Path, base: Path
+) -> None:
+    _absent(fake)
+    fake.on("gcloud artifacts repositories create", code=1, first=True,
+            stderr="ERROR: (gcloud.artifacts.repositories.create) PERMISSION_DENIED: Permission "
+            "'artifactregistry.repositories.create' denied")  # fmt: skip
+    backend = _backend(tmp_path, base, Sleeps())
+    with pytest.raises(LaunchError, match=r"gcloud artifacts repositories create failed .*"
+                       r"PERMISSION_DENIED"):  # fmt: skip
+        backend.setup()
+    assert "./cluster/kube-up.sh" not in fake.lines
+    assert fake.lines[-1] == "./cluster/kube-down.sh"  # the network made just before goes
+    assert ResourceRecord(tmp_path / "run").ids() == []
+
+
+def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> None:
+    from bisector.bisection.report_builder import _adaptations
+    from bisector.report.model import Adaptation
+
+    class Inner:
+        def adaptations(self) -> list[Adaptation]:
+            return [Adaptation("network", "why", ["gcloud compute networks create x"])]
+
+    class Wrapper:  # as nightly's BudgetedBackend and the slots' CancellableBackend hold it
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+    assert _adaptations(Wrapper(Wrapper(Inner()))) == Inner().adaptations()
+    assert _adaptations(object()) == []
+
+
+def test_the_report_lists_the_adaptations(tmp_path: Path) -> None:
+    from bisector.report.model import Adaptation, Report
+    from bisector.report.render import render_markdown
+    from tests.report.sample import sample_report
+
+    report = sample_report(tmp_path)
+    adapted = Report.from_json(
+        {**report.to_json(), "adaptations": [
+            {"name": "network", "why": "gcloud 528 has no --mode",
+             "commands": ["gcloud compute networks create k --subnet-mode=auto"]}]}
+    )  # fmt: skip
+    assert adapted.adaptations == [
+        Adaptation("network", "gcloud 528 has no --mode",
+                   ["gcloud compute networks create k --subnet-mode=auto"])
+    ]  # fmt: skip
+    text = render_markdown(adapted)
+    assert "backend added to the scripts" in text
+    assert "`gcloud compute networks create k --subnet-mode=auto`" in text
+    assert "added to the scripts" not in render_markdown(report)

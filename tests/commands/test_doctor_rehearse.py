@@ -149,6 +149,25 @@ def test_a_passing_rehearsal_says_each_stage_and_exits_0(
     assert f"at {_git(kube, 'rev-parse', 'HEAD')[:12]} (a scratch clone of its HEAD)" in out
 
 
+def test_a_call_gcloud_528_refuses_fails_the_rehearsal_even_when_the_script_goes_on(
+    monkeypatch: pytest.MonkeyPatch, kube: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A script may ignore a failed call (`|| true`); real gcloud would have done nothing."""
+
+    def refused(home: Home, commit: str) -> Rehearsal:
+        result = _measured(home, commit)
+        argv = ["compute", "networks", "create", "k", "--mode=auto"]
+        result.calls = [*result.calls, {"tool": "gcloud", "argv": argv, "code": 2}]
+        return result
+
+    _stand_in(monkeypatch, refused)
+    assert doctor(None, config, rehearse=True, repo=kube) == DoctorExit.REHEARSAL_FAILED
+    out = capsys.readouterr().out
+    assert "REFUSED  1 gcloud call(s) that gcloud 528 refuses as a command line" in out
+    assert "e.g. gcloud compute networks create k --mode=auto" in out
+    assert "rehearsal FAILED: calls gcloud 528 refuses (in " in out
+
+
 def test_a_failed_stage_shows_its_last_lines_and_exits_3(
     monkeypatch: pytest.MonkeyPatch, kube: Path, config: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -504,10 +523,13 @@ def test_the_real_rehearse_never_reaches_a_real_tool(
         assert not marker.exists(), marker.read_text()
         assert probe.read_text() == f"HOME={scratch / 'home'} GAC=unset\n"
         calls = Home(scratch / "twin").calls()
-        assert [c["tool"] for c in calls if c["tool"] != "make"][:3] == [
+        probe_calls = [c for c in calls if c["cwd"] == str(scratch / "kubernetes")]
+        # (the preflight's and the adaptations' gcloud/gsutil calls come first, elsewhere)
+        assert [c["tool"] for c in probe_calls if c["tool"] != "make"][-4:] == [
             "gcloud",
             "gsutil",
             "docker",
+            "kubectl",
         ]
         assert code == DoctorExit.REHEARSAL_FAILED
         assert "FAILED   setup: kube-up.sh failed (exited with code 1): " in out

@@ -9,8 +9,13 @@ It must reach: base cluster up (cluster/kube-up.sh), kubemark master created
 under the name bisector copies the log from (test/kubemark/start-kubemark.sh),
 hollow nodes requested within the base cluster's capacity, the log copied, and
 everything deleted at the end (stop-kubemark.sh, cluster/kube-down.sh): the
-twin's project holds nothing billable. Each script step the twin saw is written
-to `$CONTRACT_OUT/<commit>-steps.txt` when CONTRACT_OUT is set.
+twin's project holds nothing billable. The twin is as strict as gcloud 528: no
+call of the scripts or the backend may be one real gcloud refuses (exit 2), and,
+with the real SDK 528 installed, every distinct gcloud call the scripts made is
+replayed through it offline to check that the twin parsed each as it does. Each
+script step the twin saw is written to `$CONTRACT_OUT/<commit>-steps.txt` when
+CONTRACT_OUT is set. The rehearsal runs in a scratch clone of KUBE (the build
+writes _output/ and the patch is applied there), so a second run starts clean.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +34,9 @@ import pytest
 from bisector.backends import gce_steps
 from bisector.backends.base import BackendContext
 from bisector.backends.gce import GceBackend
+from bisector.commands.doctor_rehearse import scratch_clone
 from bisector.config import Section, load_config
+from bisector.report.model import Report
 from bisector.twin import TwinConfig, install
 from bisector.twin.rehearse import rehearse
 from bisector.twin.state import Home
@@ -57,7 +65,8 @@ def _section(tmp_path: Path, checkout: Path) -> Section:
 @pytest.mark.timeout(1800)
 def test_the_real_scripts_run_end_to_end_on_the_twin(tmp_path: Path) -> None:
     assert KUBE is not None
-    checkout = Path(KUBE).absolute()
+    checkout = tmp_path / "kubernetes"
+    scratch_clone(Path(KUBE).absolute(), checkout, "KUBE")
     section = _section(tmp_path, checkout)
     cfg = GceBackend(BackendContext(section, tmp_path / "probe")).cfg
     result = rehearse(section, checkout, tmp_path / "twin", TwinConfig(log_duration="10m"))
@@ -66,6 +75,18 @@ def test_the_real_scripts_run_end_to_end_on_the_twin(tmp_path: Path) -> None:
 
     assert result.unmodelled == []
     assert result.status == "measured", result.reason
+    # as strict as gcloud 528: nothing the scripts or the backend ran was a refused command line
+    assert [c for c in calls if c["code"] == 2 and c["tool"] == "gcloud"] == []
+    # the 2026 adaptations ran: the network first (so create-network's --mode=auto never
+    # runs), the gcr.io repository the hollow-node image is pushed to, the bounded group wait
+    network = gce_steps.network(cfg, 0)
+    assert ["compute", "networks", "create", network, "--project", "twin-project",
+            "--subnet-mode=auto"] in [c["argv"] for c in calls]  # fmt: skip
+    assert not [c for c in calls if "--mode=auto" in c["argv"]]
+    pushes = [c for c in calls if c["argv"][:2] == ["docker", "--"]]
+    assert pushes and all(c["code"] == 0 for c in pushes)
+    waits = [c for c in calls if "wait-until-stable" in c["argv"]]
+    assert waits and all(a.startswith("--timeout=") for a in (c["argv"][-1] for c in waits))
     # base cluster up: kube-up.sh created the base master and NUM_NODES of NODE_SIZE
     base_master = f"{gce_steps.base_prefix(cfg, 0)}-master"
     assert _created(calls, "instances", base_master)
@@ -98,6 +119,50 @@ def test_the_real_scripts_run_end_to_end_on_the_twin(tmp_path: Path) -> None:
         calls, "firewall-rules", f"{master}-https"
     )
     assert gce_steps.kubeconfig(cfg, 0).name == "base-0.kubeconfig"
+    _replay_through_real_gcloud(calls, tmp_path)
+
+
+def _real_gcloud_528() -> str | None:
+    gcloud = shutil.which("gcloud")
+    version = Path("/usr/lib/google-cloud-sdk/VERSION")
+    if gcloud is None or not version.is_file() or version.read_text().strip() != "528.0.0":
+        return None
+    return gcloud
+
+
+def _replay_through_real_gcloud(calls: list[dict[str, Any]], tmp_path: Path) -> None:
+    """Every distinct gcloud call of the rehearsal, through the REAL SDK 528 offline (empty
+    config, no account, proxy on a closed port): a call real gcloud refuses as a command
+    line exits 2 before anything else; one it accepts stops at the missing account (1).
+    The twin must have parsed each the same way."""
+    gcloud = _real_gcloud_528()
+    if gcloud is None:
+        return
+    config = tmp_path / "real-gcloud-config"
+    config.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CLOUDSDK_CONFIG": str(config),
+           "CLOUDSDK_CORE_DISABLE_PROMPTS": "1",
+           "CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "true",
+           "HTTPS_PROXY": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"}  # fmt: skip
+    distinct = {tuple(c["argv"]): c["code"] for c in calls if c["tool"] == "gcloud"}
+
+    def real(argv: tuple[str, ...]) -> int:
+        done = subprocess.run([gcloud, *argv], env=env, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, check=False, timeout=120)  # fmt: skip
+        return done.returncode
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        codes = dict(zip(distinct, pool.map(real, distinct), strict=True))
+    disagree = [
+        (argv, twin, codes[argv]) for argv, twin in distinct.items()
+        if (twin == 2) != (codes[argv] == 2)
+    ]  # fmt: skip
+    _write_text(
+        "real-gcloud-replay.txt",
+        "".join(f"{codes[a]} twin={t} gcloud {' '.join(a)[:200]}\n" for a, t in distinct.items()),
+    )
+    assert disagree == [], disagree
+    assert not [a for a in distinct if codes[a] == 2], "the scripts made a call gcloud refuses"
 
 
 def _created(calls: list[dict[str, Any]], kind: str, name: str) -> bool:
@@ -178,8 +243,12 @@ def test_bisector_run_on_the_twin_names_the_culprit_of_a_real_range(
     out = run.stdout + run.stderr
     _write_text("run-output.txt", out)
     assert run.returncode == 0, out[-3000:]
-    assert CAUSE in out and MERGE in out
-    assert "confirmed: True" in out
+    # what the run found, from its report (not the wording of its summary)
+    report = Report.read(tmp_path / "run" / "report.json")
+    assert report.culprit is not None
+    assert report.culprit.commit.startswith(CAUSE) and report.culprit.confirmed
+    assert report.culprit.merge is not None and report.culprit.merge.commit.startswith(MERGE)
+    assert [a.name for a in report.adaptations][:3] == ["network", "registry", "staging bucket"]
     builds = [c for c in home.calls() if c["tool"] == "make" and c["argv"] == ["quick-release"]]
     assert len(builds) >= 4  # measured here: endpoints, the merge, the PR's commits
     assert home.load().leftovers() == {}

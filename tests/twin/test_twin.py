@@ -66,7 +66,7 @@ def test_managed_group_lists_its_instances_and_takes_them_down(twin: Home) -> No
     --regexp "${NODE_INSTANCE_PREFIX}-.+" --format='value(instanceGroup)'`, then
     `list-instances ... --format='value(instance)'`."""
     z = ("--zone", "us-central1-f")
-    run(twin, "gcloud", "compute", "networks", "create", *P, "k", "--mode=auto")
+    run(twin, "gcloud", "compute", "networks", "create", *P, "k", "--subnet-mode=auto")
     run(twin, "gcloud", "compute", "instance-templates", "create", "k-minion-template", *P,
         "--machine-type", "n1-standard-8", "--network", "k", "--tags", "k-minion")  # fmt: skip
     done = run(twin, "gcloud", "compute", "instance-groups", "managed", "create", "k-minion-group",
