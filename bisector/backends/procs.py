@@ -118,7 +118,11 @@ class ProcsBackend:
     def prefetch_build(self, commit: str, worktree: Path) -> None:
         """Build `commit` into the cache while a cluster runs, at a low CPU priority."""
         try:
-            self._build_apiserver(commit, worktree, nice=self.cfg.prefetch_nice)
+            # Its commands and their times go to a log of its own: no evaluation's build.log
+            # is open while it runs, and its build time is a figure the user wants.
+            log = self.work / "prefetch-logs" / f"{commit[:12]}-build.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self._build_apiserver(commit, worktree, nice=self.cfg.prefetch_nice, log=log)
         except OSError as exc:
             raise BuildError(f"cannot write the build's files: {exc}") from None
         with self._lock:
@@ -168,7 +172,7 @@ class ProcsBackend:
         return self.work / "gopath" / worktree.name
 
     def _build_apiserver(
-        self, commit: str, worktree: Path, *, nice: int
+        self, commit: str, worktree: Path, *, nice: int, log: Path | None = None
     ) -> tuple[Path, list[BuildFix]]:
         tree = self._tree(worktree, commit)
         tool = pb.choose_toolchain(self.cfg, pb.go_needs(worktree), self._go_version)
@@ -184,12 +188,13 @@ class ProcsBackend:
                 pb.nice(pb.fix_step(fix, place, self.cfg.build_timeout), nice),
                 f"build fix {fix.name}",
                 commit,
+                log,
             )
         output = worktree / pb.OUTPUT_DIR / "kube-apiserver"
         build = pb.go_build_step(
             place, "cmd/kube-apiserver", output, commit, self.cfg.build_timeout, static=True
         )
-        pb.run_build_step(pb.nice(build, nice), "go build ./cmd/kube-apiserver", commit)
+        pb.run_build_step(pb.nice(build, nice), "go build ./cmd/kube-apiserver", commit, log)
         if not output.is_file():
             raise BuildError(f"go build left no {output} for {commit[:12]}")
         self.cache.store(key, worktree, [f"{pb.OUTPUT_DIR}/kube-apiserver"])

@@ -119,6 +119,9 @@ def test_a_build_ahead_runs_niced_and_is_found_by_the_evaluation(
     assert not backend.prefetched(ahead.commit)
     backend.prefetch_build(ahead.commit, ahead.worktree)
     assert backend.prefetched(ahead.commit)
+    # Its commands and their times are logged (no evaluation's build.log is open then).
+    log = backend.work / "prefetch-logs" / f"{ahead.commit[:12]}-build.log"
+    assert "go build" in log.read_text() and "exited with code 0 after" in log.read_text()
     candidate = world.candidate(3, "slot-0")
     backend.build(candidate)
     assert len([c for c in calls.read_text().splitlines() if c.startswith("build ")]) == 1
