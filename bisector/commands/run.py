@@ -187,19 +187,17 @@ def print_json(report: Report) -> int:
         report=report.to_json(),
     )
     typer.echo(json.dumps(asdict(result), indent=2, default=str))
-    if code == RunExit.LEFT_UP:
-        print(
-            f"bisector: error: {len(report.teardown_failures)} teardown(s) failed; clusters may "
-            f"still be running: bisector cleanup --run-dir {report.run_dir}",
-            file=sys.stderr,
-        )
-    return code
+    return _said_left_up(report, code)
 
 
 def print_outcome(report: Report) -> int:
     for line in summary_lines(report):
         typer.echo(line)
-    code = outcome_code(report)
+    return _said_left_up(report, outcome_code(report))
+
+
+def _said_left_up(report: Report, code: RunExit) -> int:
+    """A failed teardown is said loudly, on stderr, whatever stdout carried."""
     if code == RunExit.LEFT_UP:
         print(
             f"bisector: error: {len(report.teardown_failures)} teardown(s) failed; clusters may "

@@ -125,6 +125,11 @@ def score(
             verdict=verdict,
             reason=reason,
         )
+    return _exit_code(verdict, code)
+
+
+def _exit_code(verdict: str | None, code: int) -> int:
+    """The verdict's code; without a verdict (no --threshold) the scores were the product."""
     if verdict is None and _bisect_in_progress():
         # Exit 0 would read as *good* to `git bisect run`: stop the bisection instead.
         raise BisectorError(
@@ -379,14 +384,7 @@ def _score_evidence(
         _print_evidence_json(request, found, verdict)
     else:
         _print_evidence_table(request, found, verdict)
-    if verdict is None and _bisect_in_progress():
-        raise BisectorError(
-            "no --threshold: a git bisect is in progress here and exit 0 would mark this "
-            "commit good; pass --metric NAME --threshold VALUE"
-        )
-    if verdict is None and stdout_failure() is not None:
-        return ScoreExit.OUTPUT_FAILED  # the scores were the product: say they are lost
-    return code
+    return _exit_code(verdict, code)
 
 
 def _read_evidence(request: ScoreRequest, since: str | None, until: str | None) -> EvidenceScores:

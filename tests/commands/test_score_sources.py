@@ -100,7 +100,7 @@ def test_a_pair_of_snapshots_gives_a_quantile_and_an_increase_as_computed_by_han
         for line in out.splitlines()
     )
     code, out, _ = _run(capsys, *pair, "--metric", "watch_dispatch_p99_ms", "--threshold", "501")
-    assert code == 0 and "verdict: good (watch_dispatch_p99_ms = 500 < 501)" in out
+    assert code == 0 and "verdict: good (watch_dispatch_p99_ms = 500 ms < 501 ms)" in out
 
 
 def test_a_directory_holding_both_snapshots(
@@ -126,7 +126,10 @@ def test_a_cl2_artifacts_dir_with_a_config(
     artifacts = write_cl2_report(tmp_path / "artifacts", patch_node_status_p99_ms=61.5)
     config = ("--config", str(_config(tmp_path)))
     code, out, _ = _run(capsys, str(artifacts), *config, "--metric", "list_pods_p99_ms")
-    assert code == 0 and "412.5" in out
+    assert code == 0 and "412 ms" in out  # three figures on screen (bisector.numbers)
+    code, out, _ = _run(capsys, str(artifacts), *config, "--metric", "list_pods_p99_ms", "--json")
+    assert code == 0 and json.loads(out)["value"] == 412.5  # the exact value for scripts
+    code, out, _ = _run(capsys, str(artifacts), *config, "--metric", "list_pods_p99_ms")
     lines = out.splitlines()
     assert (
         f"list_pods_p99_ms: cl2 {artifacts}/{summary_name('APIResponsivenessPrometheus')} Perc99"
