@@ -58,3 +58,25 @@ def test_a_metric_ci_builds_do_not_keep_is_refused_with_one_line(
     # The same words as `bisector history --metric` (tests/commands/test_history_cl2.py).
     assert "CI builds keep apiserver logs and CL2 summaries only; choose a log or cl2" in err
     assert not (tmp_path / "nightly-state").exists(), "nothing is created for a bad config"
+
+
+def test_the_cl2_example_config_is_valid_and_its_hunt_can_measure_its_metric() -> None:
+    """configs/nightly-cl2.toml: the real 2026 job, cl2 metrics built in and user-defined,
+    and a kind backend whose workload hands over the CL2 report the hunt measures."""
+    from bisector.backends.kind_steps import KindSettings
+    from bisector.nightly.hunt import run_settings, unmeasurable
+    from bisector.nightly.runner import check_run_table
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = load_nightly_config(root / "configs" / "nightly-cl2.toml")
+    assert {j.job for j in cfg.jobs} == {CL2_JOB}
+    assert {j.bucket for j in cfg.jobs} == {"kubernetes-ci-logs"}
+    assert [j.metrics.source_of(j.metric) for j in cfg.jobs] == ["cl2"] * 3
+    assert [j.metrics.worse(j.metric) for j in cfg.jobs] == ["higher", "lower", "higher"]
+    hunted = cfg.jobs[0]
+    check_run_table(hunted)
+    settings = run_settings(cfg, hunted, "HEAD~1", "HEAD", cfg.state_dir / "hunts" / "x")
+    assert unmeasurable(settings) is None
+    kind = KindSettings.from_section(settings.backend_section)
+    assert kind.workload is not None and '--report-dir="$BISECTOR_REPORT_DIR"' in kind.workload
+    assert "\n" not in kind.workload.strip()  # TOML's line-ending backslashes join the lines
