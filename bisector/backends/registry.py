@@ -71,6 +71,25 @@ class BackendInfo:
     # `bisector cleanup` tears down what the journal shows left up by calling the backend's
     # own teardown; backends that record their resources (resources.json) replay those.
     journal_teardown: bool = False
+    # Whether a run can hand over a ClusterLoader2 report (`cl2` metrics read it from the
+    # evaluation's log dir, backends/collected.py): None, never (no step runs CL2); else
+    # the keys of [backends.<name>] one of which must be set for it ((): always possible).
+    cl2_report_from: tuple[str, ...] | None = None
+
+    def cl2_problem(self, section: Section) -> str | None:
+        """Why this backend, configured by `section`, gives no CL2 report (None: it can).
+
+        A cl2 metric asked of such a backend is a skip at every evaluation: callers refuse
+        it before launching a cluster."""
+        if self.cl2_report_from is None:
+            return f"the {self.name} backend runs no ClusterLoader2 workload: it has no CL2 report"
+        keys = self.cl2_report_from
+        if keys and not any(k in section for k in keys):
+            return (
+                f"[backends.{self.name}] sets no {' or '.join(keys)}: nothing writes a CL2 "
+                "report (e.g. clusterloader2 --report-dir=...)"
+            )
+        return None
 
     def backend_class(self) -> Callable[[BackendContext], Backend]:
         module = importlib.import_module(f"bisector.backends.{self.module}")
@@ -108,6 +127,7 @@ BACKENDS: dict[str, BackendInfo] = {
             ("git",),
             "bisector.backends.local_doctor:check",
             journal_teardown=True,
+            cl2_report_from=(),  # every command is given $BISECTOR_REPORT_DIR
         ),
         BackendInfo(
             "kind",
@@ -116,6 +136,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
             "bisector.backends.kind_doctor:check",
+            cl2_report_from=("workload",),  # only the workload gets the report dir
         ),
         BackendInfo(
             "gce",

@@ -38,6 +38,7 @@ from bisector.ci.runs import (
 )
 from bisector.errors import BisectorError, CollectError
 from bisector.logs import RequestMetric, Scores, metric_value, score_logs
+from bisector.metric_registry import MetricRegistry
 from bisector.metrics import Cl2Metric, Reading, SourceMetric, with_reading
 from bisector.metrics.cl2 import MAX_SUMMARY_BYTES, value_from
 
@@ -50,6 +51,10 @@ NO_LOGS = "no logs"
 NO_DATA = "no data"
 NO_SUMMARY = "no summary"
 UNREADABLE = "unreadable"  # a problem's prefix: the run could not be read (not an answer)
+# What a CI build keeps that a metric can be read from: its apiserver logs and, for a
+# ClusterLoader2 job, the CL2 summaries in artifacts/. No /metrics snapshots of the
+# warmup (`prometheus`), no process usage (`process`).
+CI_SOURCES = ("log", "cl2")
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -92,6 +97,19 @@ class ScoreSettings:
     def fingerprint(self) -> str:
         base = settings_fingerprint(self.since, self.until, self.extra_metrics)
         return base if self.source is None else f"{base} {self.source!r}"
+
+
+def ci_source_problem(metrics: MetricRegistry, metric: str) -> str | None:
+    """Why CI builds cannot give `metric` (one line), or None when they can.
+
+    `history` and `nightly` both ask here, so they accept and refuse the same metrics."""
+    source = metrics.source_of(metric)
+    if source in CI_SOURCES:
+        return None
+    return (
+        f"{metric} is a {source} metric: CI builds keep apiserver logs and CL2 summaries "
+        "only; choose a log or cl2 metric"
+    )
 
 
 def score_run(

@@ -35,7 +35,13 @@ from bisector.ci.runs import (
     parse_span,
     select_runs,
 )
-from bisector.ci.scoring import DEFAULT_WORKERS, RunScore, ScoreSettings, score_runs
+from bisector.ci.scoring import (
+    DEFAULT_WORKERS,
+    RunScore,
+    ScoreSettings,
+    ci_source_problem,
+    score_runs,
+)
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.metric_registry import MetricRegistry, check_threshold
@@ -65,11 +71,8 @@ def history(options: HistoryOptions) -> int:
     config = load_config(options.config) if options.config else Section()
     metrics = MetricRegistry.from_config(config)
     metrics.check(options.metric, "--metric")
-    if metrics.source_of(options.metric) not in ("log", "cl2"):
-        raise BisectorError(
-            f"{options.metric} is a {metrics.source_of(options.metric)} metric: CI builds keep "
-            "apiserver logs and CL2 summaries only; choose a log or cl2 metric"
-        )
+    if (why := ci_source_problem(metrics, options.metric)) is not None:
+        raise BisectorError(why)
     if options.runs is not None and options.last is not None:
         raise BisectorError("pass either --runs A..B or --last N, not both")
     if options.last is not None and options.last < 1:

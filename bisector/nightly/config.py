@@ -9,7 +9,7 @@
     [[nightly.jobs]]
     job = "ci-kubernetes-kubemark-gce-scale"
     bucket = "kubernetes-ci-logs"
-    metric = "conflicts"
+    metric = "conflicts"            # a log or cl2 metric (what CI builds keep; docs/nightly.md)
     threshold = 50000               # optional: else the change point places it
     repo = "/src/kubernetes"        # a checkout the bisection may use (never touched)
     budget = { evaluations = 12, cluster_hours = 8 }
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.ci.runs import DEFAULT_BUCKET
+from bisector.ci.scoring import ci_source_problem
 from bisector.config import Section, load_config
 from bisector.errors import ConfigError
 from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
@@ -142,13 +143,10 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
         raise ConfigError(f"{path}: key `{where}.name`: {name!r} must be letters, digits, .-_")
     metrics = MetricRegistry.from_config(job)
     metric = metrics.check(job.get_str("metric", DEFAULT_METRIC), job.where("metric"))
-    if metrics.source_of(metric) != "log":
-        # The nightly's series (nightly/series.py) scores logs; `bisector history` reads
-        # cl2 metrics from the builds' artifacts meanwhile.
-        raise ConfigError(
-            f"{job.where('metric')}: {metric} is a {metrics.source_of(metric)} metric; the "
-            "nightly watches log metrics only for now (bisector history reads cl2 metrics)"
-        )
+    if (why := ci_source_problem(metrics, metric)) is not None:
+        # The series is read from CI builds as `bisector history` reads it: their logs, or
+        # a CL2 job's summaries in artifacts/ (nightly/series.py).
+        raise ConfigError(f"{job.where('metric')}: {why}")
     budget_table = job.table("budget")
     budget_table.check_keys(BUDGET_KEYS)
     evaluations = (

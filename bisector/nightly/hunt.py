@@ -10,6 +10,14 @@ The bisection is set up exactly as `bisector run` sets it up
 mean in a `bisector run` config: the gce base cluster comes from the good
 endpoint's tree when `base_checkout` is unset, user `[metrics.NAME]` work, and
 config errors name the job's own table.
+
+A hunt whose backend cannot measure the job's metric is not started: a cl2 metric
+(read from a ClusterLoader2 report) asked of a backend that runs no CL2 (gce's 2017
+kubemark, sim, procs; kind without a `workload`) would skip every evaluation and
+spend the budget on clusters that answer nothing. It is reported `unbisected` with
+the reason (`unmeasurable`), before any build or launch. The bisection measures the
+metric itself, at both endpoints first, with its own threshold: the CI runs' values
+(another cluster, another scale) only chose the range.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.backends.base import Backend
+from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.question import other_question
 from bisector.bisection.report_builder import evaluation_of
@@ -103,8 +112,23 @@ def question_dir(run_dir: Path, settings: RunSettings) -> Path:
     return run_dir.with_name(f"{run_dir.name}-{digest}")
 
 
+def unmeasurable(settings: RunSettings) -> str | None:
+    """Why the bisection's backend cannot give its metric (None: it can), one line."""
+    if settings.metrics.source_of(settings.metric) != "cl2":
+        return None  # a log metric: every backend collects the apiserver log
+    why = backend_info(settings.backend).cl2_problem(settings.backend_section)
+    if why is None:
+        return None
+    return (
+        f"{settings.metric} is a cl2 metric and {why}; set a workload that runs "
+        "ClusterLoader2 (docs/nightly.md), or drop the job's run table to report only"
+    )
+
+
 def bisect_hunt(cfg: NightlyConfig, job: JobConfig, store: NightlyStore, hunt: Hunt) -> HuntResult:
     settings = run_settings(cfg, job, hunt.good_commit, hunt.bad_commit, hunt.run_dir)
+    if (why := unmeasurable(settings)) is not None:
+        return HuntResult(UNBISECTED, why)  # nothing built, launched or measured
     run_dir = question_dir(hunt.run_dir, settings)
     if run_dir != hunt.run_dir:
         PlainProgress().note(

@@ -7,7 +7,13 @@ rewritten must not become a permanent hole in the series: a stored run is never
 scored again). A run an earlier version stored as unreadable is scored again.
 A run without logs, or
 whose log lacks the metric's lines, is stored with no value: it takes no part
-in the change point, and a range spanning it still holds the culprit.
+in the change point, and a range spanning it still holds the culprit. A `cl2`
+metric is read from the build's CL2 summary in artifacts/ instead (as `bisector
+history` reads it): a build without one (it died before CL2 wrote its report) is
+stored with no value the same way, and a garbled one is unreadable (tried again).
+
+The regressions follow the metric's direction (the registry's `worse`): for a
+throughput a drop is a regression and a rise an improvement, never hunted.
 """
 
 from __future__ import annotations
@@ -128,7 +134,13 @@ def update_series(
         ref,
         new,
         cache,
-        ScoreSettings(master=job.master, extra_metrics=job.metrics.definitions or None),
+        ScoreSettings(
+            master=job.master,
+            extra_metrics=job.metrics.definitions or None,
+            # A cl2 metric is read from the builds' CL2 summaries, not their logs; it is
+            # part of the score cache's key, so a cached log score is never taken for it.
+            source=job.metrics.source_metric(job.metric),
+        ),
         on_done=progress,
     )
     stored = 0

@@ -6,69 +6,25 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bisector.cli import main
-from tests.helpers.cl2_history import CL2_JOB, Cl2Build, write_cl2_job
-from tests.helpers.evidence import scheduling_throughput
+from tests.helpers.cl2_history import (
+    CL2_JOB,
+    PATCH_STEP_AT,
+    PLANTED_BUILDS,
+    Cl2Build,
+    local_cl2_tables,
+    write_cl2_job,
+)
 from tests.helpers.repo import build_repo
 
 BUCKET = "kubernetes-ci-logs"
-STEP_AT = 18  # builds 0..17 good, 18..29 bad
-
-
-def _commit(i: int) -> str:
-    return f"{i:08x}" + "c0ffee" * 5 + "ab"
-
-
-# p99 of PATCH nodes/status: 40-50 ms with one noisy 95 ms build, then 130-150 ms.
-_NOISE = [
-    3,
-    -4,
-    1,
-    5,
-    -2,
-    0,
-    4,
-    -5,
-    2,
-    -1,
-    5,
-    -3,
-    0,
-    1,
-    -4,
-    3,
-    -2,
-    2,
-    4,
-    -1,
-    0,
-    -5,
-    3,
-    1,
-    -2,
-    5,
-    0,
-    -3,
-    2,
-    1,
-]
-BUILDS = [
-    Cl2Build(
-        i,
-        _commit(i),
-        patch_node_status_p99_ms=(45.0 if i < STEP_AT else 140.0) + 2 * _NOISE[i],
-        throughput=(100.0 if i < 20 else 40.0) + _NOISE[i],
-        summaries=i != 9,  # build 9 died before CL2 wrote its report
-    )
-    for i in range(30)
-]
-BUILDS[5] = Cl2Build(5, _commit(5), patch_node_status_p99_ms=95.0, throughput=101.0)
+BUILDS = PLANTED_BUILDS
+STEP_AT = PATCH_STEP_AT
 
 
 @pytest.fixture(scope="module")
@@ -147,24 +103,8 @@ def test_a_lower_is_worse_metric_bisects_to_its_culprit(
         for i, c in enumerate(tested)
     ]
     write_cl2_job(gcs_client, BUCKET, job, builds)
-    line = (
-        'echo "$(date -u +"I%m%d %H:%M:%S.%6N")       7 wrap.go:42] '
-        'GET /api/v1/nodes: (1ms) 200 [[kubelet] 10.0.0.1:1]" >> "$BISECTOR_LOG"'
-    )
-    good, bad = (json.dumps(scheduling_throughput(v)) for v in (100.0, 40.0))
-    workload = (
-        # Every tree's run lasts about 1 s: the logs' spans stay comparable under load.
-        "sleep 1; "
-        f'if [ "$(cat value)" = 1 ]; then p={shlex.quote(bad)}; else p={shlex.quote(good)}; fi; '
-        'echo "$p" > "$BISECTOR_REPORT_DIR/SchedulingThroughput_load_$(date -u +%s).json"'
-    )
-    launch = 'mkdir -p "$(dirname "$BISECTOR_LOG")"; ' + line
     config = tmp_path / "bisector.toml"
-    config.write_text(
-        '[run]\nbackend = "local"\n[backends.local]\n'
-        f"launch = {json.dumps(launch)}\n"
-        f"workload = {json.dumps(workload)}\ncollect = {json.dumps(line)}\n"
-    )
+    config.write_text(local_cl2_tables())
     argv = ["history", "--job", job, "--metric", "scheduling_throughput", "--bisect"]
     argv += ["--config", str(config), "--repo", str(built.path), "--no-cache"]
     with pytest.raises(SystemExit) as exit_info:
