@@ -19,11 +19,11 @@ from typing import Any
 
 from bisector import proc
 from bisector.backends.base import Backend, BackendContext
-from bisector.backends.registry import create_backend
+from bisector.backends.registry import backend_info, create_backend
 from bisector.bisection.layout import RunLayout, measurement_cache
 from bisector.bisection.question import other_question, refuse, set_aside
 from bisector.dirs import ensure_dir
-from bisector.errors import BisectorError, InfraError
+from bisector.errors import BisectorError, ConfigError, InfraError
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
@@ -99,10 +99,21 @@ def prepare_bisection(
     )
     layout = RunLayout(root.resolve())
     context = backend_context(settings, layout)
+    if backend is None and (why := metric_unmeasurable(settings)) is not None:
+        # Every evaluation would be a skip, each paid for with a cluster: refuse it now.
+        raise ConfigError(f"{why}; set a workload that runs ClusterLoader2 (docs/metrics.md)")
     backend = backend or create_backend(settings.backend, context)
     if wrap_backend is not None:
         backend = wrap_backend(backend)
     return PreparedBisection(settings, repo, good, bad, layout, context, backend)
+
+
+def metric_unmeasurable(settings: RunSettings) -> str | None:
+    """Why the run's backend cannot give its metric (None: it can), one line."""
+    if settings.metrics.source_of(settings.metric) != "cl2":
+        return None  # a log metric: every backend collects the apiserver log
+    why = backend_info(settings.backend).cl2_problem(settings.backend_section)
+    return None if why is None else f"{settings.metric} is a cl2 metric and {why}"
 
 
 def _config_path(file: str) -> str:

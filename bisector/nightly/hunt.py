@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.backends.base import Backend
-from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.question import other_question
 from bisector.bisection.report_builder import evaluation_of
+from bisector.bisection.start import metric_unmeasurable
 from bisector.errors import BisectorError, ConfigError
 from bisector.gitrepo import GitRepo
 from bisector.nightly.budget import BudgetedBackend, BudgetExceeded, budget_exceeded
@@ -114,14 +114,12 @@ def question_dir(run_dir: Path, settings: RunSettings) -> Path:
 
 def unmeasurable(settings: RunSettings) -> str | None:
     """Why the bisection's backend cannot give its metric (None: it can), one line."""
-    if settings.metrics.source_of(settings.metric) != "cl2":
-        return None  # a log metric: every backend collects the apiserver log
-    why = backend_info(settings.backend).cl2_problem(settings.backend_section)
+    why = metric_unmeasurable(settings)
     if why is None:
         return None
     return (
-        f"{settings.metric} is a cl2 metric and {why}; set a workload that runs "
-        "ClusterLoader2 (docs/nightly.md), or drop the job's run table to report only"
+        f"{why}; set a workload that runs ClusterLoader2 (docs/nightly.md), or drop the "
+        "job's run table to report only"
     )
 
 
