@@ -19,10 +19,12 @@ the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017
 `{group,resource}` and `{group,resource,reason}` series alike, summed; `{group=""}` also
 selects series that have no `group` at all.
 
-A snapshot is garbled (does not parse), empty, or not an apiserver's (no
-`process_start_time_seconds`): no value. The process restarted between the snapshots
-(`process_start_time_seconds` changed, or a counter went down): no value either; Prometheus'
-`increase()` would count the second reading alone, a lower bound that can read as good.
+A snapshot is garbled (does not parse, or holds a series twice: two pages in one file),
+empty, or not an apiserver's (no `process_start_time_seconds`): no value. A selected series
+of the first snapshot missing from the second (a page cut short) is no value either. The
+process restarted between the snapshots (`process_start_time_seconds` changed, or a counter
+went down): no value either; Prometheus' `increase()` would count the second reading
+alone, a lower bound that can read as good.
 """
 
 from __future__ import annotations
@@ -77,9 +79,18 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
     samples: dict[str, list[Sample]] = {}
     types: dict[str, str] = {}
     helps: dict[str, str] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     try:
         for family in text_string_to_metric_families(text):
             for s in family.samples:
+                key = (s.name, _series_key(s.labels))
+                if key in seen:  # two pages in one file (`>>`), or one edited: which reads?
+                    shown = ",".join(f'{k}="{v}"' for k, v in key[1])
+                    raise CollectError(
+                        f"{path} holds {s.name}{{{shown}}} twice: not one /metrics page "
+                        "(a `metrics` command that appends?); write each snapshot afresh"
+                    )
+                seen.add(key)
                 samples.setdefault(s.name, []).append(Sample(s.name, dict(s.labels), s.value))
                 types.setdefault(s.name, family.type)
                 helps.setdefault(s.name, family.documentation)
@@ -159,6 +170,13 @@ def _increases(
                 "(process restarted); its increase over the window is unknown"
             )
         found[key] = delta
+    gone = [key for key in before if key not in found]
+    if gone:  # a live registry never drops a series: the page was cut or edited short
+        shown = ",".join(f'{k}="{v}"' for k, v in gone[0])
+        raise CollectError(
+            f"{name}{{{shown}}} is in {window.before.path} but missing from "
+            f"{window.after.path}: the second snapshot is cut short; the increase is unknown"
+        )
     return found
 
 

@@ -182,3 +182,47 @@ def test_a_unit_that_cannot_be_told_is_no_value(tmp_path: Path) -> None:
     metric = PrometheusMetric("q", "histogram", ("queue_depth",), (), 0.5, "ms")
     with pytest.raises(CollectError, match="cannot tell the unit"):
         _read(tmp_path, metric, snapshot(), snapshot(text))
+
+
+def _counter_metric() -> PrometheusMetric:
+    return PrometheusMetric(
+        "w", "counter", ("apiserver_terminated_watchers_total",), (("resource", "nodes"),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        # A `metrics` command that appends (`>>`, a retry loop) leaves two pages in one file:
+        # the later page first here, so its counters read 0 over the window (truth: +11).
+        (BEFORE, AFTER + BEFORE),
+        (BEFORE + AFTER, AFTER),
+        # One series printed twice with two values: which one is the reading is unknown.
+        (
+            BEFORE,
+            AFTER
+            + counter(
+                "apiserver_terminated_watchers_total",
+                [({"group": "", "resource": "nodes", "reason": "unresponsive"}, 3)],
+            ),
+        ),
+    ],
+)
+def test_a_snapshot_holding_a_series_twice_is_no_value(
+    tmp_path: Path, before: str, after: str
+) -> None:
+    # Prometheus refuses such a scrape ("duplicate sample"); last-one-wins read 0 or 1 as good.
+    with pytest.raises(CollectError, match="twice"):
+        _read(tmp_path, _counter_metric(), before, after)
+
+
+def test_a_series_gone_from_the_second_snapshot_is_no_value(tmp_path: Path) -> None:
+    # The le="1" buckets of the first snapshot are missing from the second (a page cut or
+    # edited short): summed without them, the p99's rank (99 of 100) fell past le="0.5"
+    # into +Inf, read as the second highest bound: 500 ms where the window's p99 was 750.
+    after = "\n".join(line for line in AFTER.splitlines() if 'le="1"' not in line) + "\n"
+    with pytest.raises(CollectError, match="missing from"):
+        _read(tmp_path, _quantile(0.99), BEFORE, after)
+    gone = AFTER.replace('reason="unresponsive"} 10', 'reason="x"} 10')
+    with pytest.raises(CollectError, match="missing from"):
+        _read(tmp_path, _counter_metric(), BEFORE, gone)
