@@ -160,18 +160,20 @@ def _process(metric: ProcessMetric, evidence: Evidence) -> Reading:
             f"{evidence.processes_dir / PROCESSES} has no process {metric.process!r} "
             f"(it has: {names})"
         )
+    where = evidence.processes_dir / PROCESSES
+    if usage.end <= usage.start:  # e.g. no sample of it at the warmup's start
+        raise CollectError(f"{where}: {metric.process} was measured over 0s: no measurement")
+    if metric.value != "cpu_s" and usage.peak_rss_bytes <= 0:
+        raise CollectError(f"{where}: {metric.process} has no peak RSS (it was not readable)")
     if metric.value == "cpu_s":
         value = usage.cpu_s
     elif metric.value == "peak_rss_bytes":
         value = float(usage.peak_rss_bytes)
     else:
         value = usage.peak_rss_bytes / MIB
-    if usage.peak_rss_bytes < 0:
-        raise CollectError(f"{metric.process}: a negative peak RSS is no measurement")
     return Reading(
         metric.name,
         value,
         "process",
-        f"{evidence.processes_dir / PROCESSES} {metric.process} {metric.value} over "
-        f"{usage.end - usage.start:.0f}s",
+        f"{where} {metric.process} {metric.value} over {usage.end - usage.start:.0f}s",
     )
