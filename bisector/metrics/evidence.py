@@ -33,9 +33,16 @@ class Reading:
     value: float
     source: str  # "cl2", "prometheus", "process"
     where: str  # the file(s) it came from, and what was read
+    # Wall time (epoch s) the measured process started (/metrics' process_start_time_seconds)
+    # or its measurement began (processes.json `start`): an evaluation holds it to its
+    # launch as it holds the log (bisector.search.measure). None: the files do not say.
+    started: float | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"source": self.source, "from": self.where}
+        out: dict[str, object] = {"source": self.source, "from": self.where}
+        if self.started is not None:
+            out["started"] = self.started
+        return out
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,7 @@ def _prometheus(metric: PrometheusMetric, evidence: Evidence) -> Reading:
     files = str(evidence.metrics_after)
     if before is not None:
         files = f"{evidence.metrics_before} -> {evidence.metrics_after}"
-    return Reading(metric.name, value, "prometheus", f"{files} {family}")
+    return Reading(metric.name, value, "prometheus", f"{files} {family}", after.start_time)
 
 
 def prometheus_value(
@@ -176,4 +183,5 @@ def _process(metric: ProcessMetric, evidence: Evidence) -> Reading:
         value,
         "process",
         f"{where} {metric.process} {metric.value} over {usage.end - usage.start:.0f}s",
+        usage.start,
     )
