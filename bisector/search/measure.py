@@ -324,7 +324,9 @@ def _stale_source_problem(m: Measurement, rule: WindowRule, metric: str) -> str 
     is a processes.json measured from before it; the log may still be this launch's."""
     sources = m.metrics.get("sources")
     source = sources.get(metric) if isinstance(sources, dict) else None
-    started = source.get("started") if isinstance(source, dict) else None
+    if not isinstance(source, dict):
+        return None
+    started = source.get("started")
     if m.launched_at <= 0 or not isinstance(started, (int, float)):
         return None
     if not (rule.real_time or abs(started - m.launched_at) < WALL_CLOCK_HORIZON_S):
