@@ -259,7 +259,12 @@ def summary_quantile(snapshot: Snapshot, name: str, selector: Mapping[str, str],
             f"{len(wanted)} series of summary {name} match; a summary's quantiles cannot be "
             "summed: add labels that select one"
         )
-    return wanted[0].value if wanted else math.nan
+    value = wanted[0].value if wanted else math.nan
+    if math.isinf(value) or value < 0:  # an estimate of observed durations: never these
+        raise CollectError(
+            f"{snapshot.path}: summary {name}'s p{q * 100:g} reads {value:g}, not an observed value"
+        )
+    return value
 
 
 def _same_quantile(text: str | None, q: float) -> bool:

@@ -226,3 +226,15 @@ def test_a_series_gone_from_the_second_snapshot_is_no_value(tmp_path: Path) -> N
     gone = AFTER.replace('reason="unresponsive"} 10', 'reason="x"} 10')
     with pytest.raises(CollectError, match="missing from"):
         _read(tmp_path, _counter_metric(), BEFORE, gone)
+
+
+@pytest.mark.parametrize("value", ["+Inf", "-250000", "-Inf"])
+def test_a_summary_quantile_that_is_no_latency_is_no_value(tmp_path: Path, value: str) -> None:
+    # A summary's quantile is its own estimate of observed values: +Inf read as bad, a
+    # negative latency as good (NaN, no observation in its window, already had no value).
+    name = "apiserver_request_latencies_summary"
+    text = snapshot(summary(name, [({"verb": "PATCH"}, {"0.99": 1.0})]))
+    text = text.replace('quantile="0.99"} 1', f'quantile="0.99"}} {value}')
+    metric = PrometheusMetric("s", "summary", (name,), (("verb", "PATCH"),), 0.99)
+    with pytest.raises(CollectError, match="not an observed value"):
+        _read(tmp_path, metric, text, text)
