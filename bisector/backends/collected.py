@@ -55,7 +55,7 @@ def read_processes(log_dir: Path) -> dict[str, ProcessUsage]:
         usages = [_usage(item) for item in items]
     except FileNotFoundError:
         raise CollectError(f"no process measurements in {log_dir} ({PROCESSES})") from None
-    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, OverflowError) as exc:
         raise CollectError(f"{path} cannot be read: {type(exc).__name__}: {exc}") from None
     found: dict[str, ProcessUsage] = {}
     for u in usages:

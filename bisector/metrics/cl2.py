@@ -115,6 +115,8 @@ def _has_labels(found: object, wanted: Mapping[str, str]) -> bool:
 
 def _number(data: Mapping[str, object], key: str, name: str) -> float:
     value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value) if abs(value) < 2**1023 else math.inf  # JSON ints are unbounded
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         keys = ", ".join(sorted(str(k) for k in data)) or "none"
         raise CollectError(f"CL2 summary {name}: {key!r} is {value!r}, not a number (keys: {keys})")

@@ -75,6 +75,8 @@ ITEM = {"data": {"Perc99": 5.0}, "unit": "ms", "labels": {"Metric": "a"}}
         ('{"dataItems": [{"data": {"Perc99": 900, "Perc99": 5}, "labels": {}}]}', (), "twice"),
         # No latency, count or throughput is negative: -5 read as bad for a throughput.
         ({"dataItems": [{**ITEM, "data": {"Perc99": -5.0}}]}, (), "negative"),
+        # An integer past any float: math.isfinite raised OverflowError (`score` exit 129).
+        ('{"dataItems": [{"data": {"Perc99": 1' + "0" * 400 + '}, "labels": {}}]}', (), "number"),
     ],
 )
 def test_garbled_summaries_give_no_value(

@@ -79,8 +79,16 @@ def test_impossible_process_entries_are_no_value(
         read_metric(source, Evidence.in_log_dir(tmp_path))
 
 
-def test_a_processes_file_nested_past_the_parsers_depth_is_no_value(tmp_path: Path) -> None:
-    # json.loads raises RecursionError (not a ValueError): `score DIR` exited 129, "a bug".
-    (tmp_path / "processes.json").write_text("[" * 100_000)
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000,  # json.loads raises RecursionError (not a ValueError)
+        '{"processes": [' + _entry("kube-apiserver", int("1" + "0" * 400), 1) + "]}",  # Overflow
+    ],
+    ids=["nested", "huge-int"],
+)
+def test_a_processes_file_json_cannot_hold_is_no_value(tmp_path: Path, text: str) -> None:
+    # Both raised past read_processes: `score DIR` exited 129, "a bug in bisector".
+    (tmp_path / "processes.json").write_text(text)
     with pytest.raises(CollectError, match="cannot be read"):
         read_metric(ProcessMetric("c", "kube-apiserver", "cpu_s"), Evidence.in_log_dir(tmp_path))
