@@ -21,7 +21,8 @@ selects series that have no `group` at all.
 
 A snapshot is garbled (does not parse, or holds a series twice: two pages in one file),
 empty, or not an apiserver's (no `process_start_time_seconds`): no value. A selected series
-of the first snapshot missing from the second (a page cut short) is no value either. The
+of the first snapshot missing from the second (a page cut short), or two identical
+snapshots (one page read twice: a live apiserver's page always moves), is no value either. The
 process restarted between the snapshots (`process_start_time_seconds` changed, or a counter
 went down): no value either; Prometheus' `increase()` would count the second reading
 alone, a lower bound that can read as good.
@@ -130,6 +131,11 @@ class Window:
                 f"the process restarted between the snapshots ({START_TIME} "
                 f"{self.before.start_time:g} -> {self.after.start_time:g}): its counters "
                 "started again and say nothing of the whole window"
+            )
+        if self.before.samples == self.after.samples:  # a live page always moves (its CPU)
+            raise CollectError(
+                f"the snapshots {self.before.path} and {self.after.path} are identical: one "
+                "page read twice (the same file, a cache), so nothing was measured between them"
             )
 
 
