@@ -52,6 +52,20 @@ def gzip_log(path: Path) -> Path:
     return target
 
 
+def logs_in(directory: Path, pattern: str) -> list[Path]:
+    """The log files `pattern` names in `directory`, each log once: a run killed inside
+    `gzip_log` leaves LOG beside LOG.gz.partial or LOG.gz (the same lines twice, read as
+    two rotated pieces they count double); LOG, still whole, is the one read."""
+    found = [p for p in sorted(directory.glob(pattern)) if p.is_file()]
+    names = {p.name for p in found}
+    return [
+        p
+        for p in found
+        if not p.name.endswith(".gz.partial")
+        and not (p.name.endswith(".gz") and p.name[: -len(".gz")] in names)
+    ]
+
+
 def gzip_logs(logs: list[str]) -> list[str]:
     """Every local log of `logs` gzipped at rest; URLs (gs://, https://) as they are."""
     return [log if "://" in log else str(gzip_log(Path(log))) for log in logs]

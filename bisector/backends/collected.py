@@ -25,6 +25,7 @@ METRICS_BEFORE = "metrics-before.prom"
 METRICS_AFTER = "metrics-after.prom"
 PROCESSES = "processes.json"
 CL2_REPORT_DIR = "cl2"
+MAX_RSS_BYTES = 1 << 63  # more than any address space: a garbled number
 
 
 @dataclass(frozen=True)
@@ -54,9 +55,14 @@ def read_processes(log_dir: Path) -> dict[str, ProcessUsage]:
         usages = [_usage(item) for item in items]
     except FileNotFoundError:
         raise CollectError(f"no process measurements in {log_dir} ({PROCESSES})") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, OverflowError) as exc:
         raise CollectError(f"{path} cannot be read: {type(exc).__name__}: {exc}") from None
-    return {u.name: u for u in usages}
+    found: dict[str, ProcessUsage] = {}
+    for u in usages:
+        if u.name in found:  # appended across launches, or measured apart: which one is it?
+            raise CollectError(f"{path} names process {u.name!r} twice: which one ran is unknown")
+        found[u.name] = u
+    return found
 
 
 def _usage(item: object) -> ProcessUsage:
@@ -72,4 +78,6 @@ def _usage(item: object) -> ProcessUsage:
     numbers = (usage.cpu_s, usage.start, usage.end)
     if not all(math.isfinite(n) for n in numbers) or usage.cpu_s < 0 or usage.end < usage.start:
         raise ValueError(f"impossible numbers for process {usage.name!r}")
+    if not 0 <= usage.peak_rss_bytes < MAX_RSS_BYTES:
+        raise ValueError(f"impossible peak RSS for process {usage.name!r}")
     return usage

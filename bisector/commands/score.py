@@ -45,6 +45,7 @@ from bisector.metrics import Evidence, Reading, Worse, read_metric
 from bisector.metrics.direction import is_bad
 from bisector.numbers import NO_VALUE
 from bisector.output import stdin_closed, stdout_failure
+from bisector.runfiles import logs_in
 
 APISERVER_LOG_GLOB = "kube-apiserver.log*"
 
@@ -216,7 +217,7 @@ def _inputs(
     evidence = None
     if len(logs) == 1 and Path(logs[0]).is_dir():
         directory = Path(logs[0])
-        logs = [str(p) for p in sorted(directory.glob(APISERVER_LOG_GLOB)) if p.is_file()]
+        logs = [str(p) for p in logs_in(directory, APISERVER_LOG_GLOB)]
         evidence = Evidence.in_dir(directory)
     elif any(Path(s).is_dir() for s in logs):
         raise BisectorError("a directory is scored alone; pass it without other files")

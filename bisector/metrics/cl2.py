@@ -15,8 +15,9 @@ reads one key of its `data`:
   `{"perc50": .., "perc90": .., "perc99": .., "max": ..}` read by `key` (no labels).
 
 No file with the prefix, two of them, a file that is not JSON or not one of these
-shapes, no item or several for the labels, a key that is absent or not a finite number:
-each is no value (CollectError) with the reason.
+shapes (or holding a key twice in one object), no item or several for the labels, a key
+that is absent, negative or not a finite number: each is no value (CollectError) with the
+reason.
 """
 
 from __future__ import annotations
@@ -58,8 +59,13 @@ def pick_file(names: Sequence[str], prefix: str, where: str) -> str:
 
 def value_from(text: bytes | str, name: str, labels: Mapping[str, str], key: str) -> Cl2Reading:
     """`key` of the one data item of summary `name` whose labels include `labels`."""
-    try:
-        doc = json.loads(text, parse_constant=lambda c: c)  # NaN/Infinity stay strings
+    try:  # NaN/Infinity stay strings; a key twice (never from Go's encoding/json) raises
+        doc = json.loads(text, parse_constant=lambda c: c, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as exc:
+        raise CollectError(
+            f"CL2 summary {name} holds key {exc.key!r} twice in one object: edited or spliced, "
+            "which value was measured is unknown"
+        ) from None
     except (ValueError, RecursionError):
         raise CollectError(f"CL2 summary {name} is not JSON (cut short?)") from None
     if not isinstance(doc, dict):
@@ -86,6 +92,21 @@ def value_from(text: bytes | str, name: str, labels: Mapping[str, str], key: str
     return Cl2Reading(_number(data, key, name), name, unit if isinstance(unit, str) else None)
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    found: dict[str, object] = {}
+    for key, value in pairs:
+        if key in found:
+            raise _DuplicateKey(key)
+        found[key] = value
+    return found
+
+
 def _has_labels(found: object, wanted: Mapping[str, str]) -> bool:
     if not wanted:
         return True
@@ -94,9 +115,15 @@ def _has_labels(found: object, wanted: Mapping[str, str]) -> bool:
 
 def _number(data: Mapping[str, object], key: str, name: str) -> float:
     value = data.get(key)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = float(value) if abs(value) < 2**1023 else math.inf  # JSON ints are unbounded
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         keys = ", ".join(sorted(str(k) for k in data)) or "none"
         raise CollectError(f"CL2 summary {name}: {key!r} is {value!r}, not a number (keys: {keys})")
+    if value < 0:  # a latency, a count, a throughput: none is negative
+        raise CollectError(
+            f"CL2 summary {name}: {key!r} is negative ({value!r}): not a measurement"
+        )
     return float(value)
 
 

@@ -33,9 +33,16 @@ class Reading:
     value: float
     source: str  # "cl2", "prometheus", "process"
     where: str  # the file(s) it came from, and what was read
+    # Wall time (epoch s) the measured process started (/metrics' process_start_time_seconds)
+    # or its measurement began (processes.json `start`): an evaluation holds it to its
+    # launch as it holds the log (bisector.search.measure). None: the files do not say.
+    started: float | None = None
 
     def to_dict(self) -> dict[str, object]:
-        return {"source": self.source, "from": self.where}
+        out: dict[str, object] = {"source": self.source, "from": self.where}
+        if self.started is not None:
+            out["started"] = self.started
+        return out
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,7 @@ def _prometheus(metric: PrometheusMetric, evidence: Evidence) -> Reading:
     files = str(evidence.metrics_after)
     if before is not None:
         files = f"{evidence.metrics_before} -> {evidence.metrics_after}"
-    return Reading(metric.name, value, "prometheus", f"{files} {family}")
+    return Reading(metric.name, value, "prometheus", f"{files} {family}", after.start_time)
 
 
 def prometheus_value(
@@ -160,18 +167,21 @@ def _process(metric: ProcessMetric, evidence: Evidence) -> Reading:
             f"{evidence.processes_dir / PROCESSES} has no process {metric.process!r} "
             f"(it has: {names})"
         )
+    where = evidence.processes_dir / PROCESSES
+    if usage.end <= usage.start:  # e.g. no sample of it at the warmup's start
+        raise CollectError(f"{where}: {metric.process} was measured over 0s: no measurement")
+    if metric.value != "cpu_s" and usage.peak_rss_bytes <= 0:
+        raise CollectError(f"{where}: {metric.process} has no peak RSS (it was not readable)")
     if metric.value == "cpu_s":
         value = usage.cpu_s
     elif metric.value == "peak_rss_bytes":
         value = float(usage.peak_rss_bytes)
     else:
         value = usage.peak_rss_bytes / MIB
-    if usage.peak_rss_bytes < 0:
-        raise CollectError(f"{metric.process}: a negative peak RSS is no measurement")
     return Reading(
         metric.name,
         value,
         "process",
-        f"{evidence.processes_dir / PROCESSES} {metric.process} {metric.value} over "
-        f"{usage.end - usage.start:.0f}s",
+        f"{where} {metric.process} {metric.value} over {usage.end - usage.start:.0f}s",
+        usage.start,
     )

@@ -19,10 +19,13 @@ the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017
 `{group,resource}` and `{group,resource,reason}` series alike, summed; `{group=""}` also
 selects series that have no `group` at all.
 
-A snapshot is garbled (does not parse), empty, or not an apiserver's (no
-`process_start_time_seconds`): no value. The process restarted between the snapshots
-(`process_start_time_seconds` changed, or a counter went down): no value either; Prometheus'
-`increase()` would count the second reading alone, a lower bound that can read as good.
+A snapshot is garbled (does not parse, or holds a series twice: two pages in one file),
+empty, or not an apiserver's (no `process_start_time_seconds`): no value. A selected series
+of the first snapshot missing from the second (a page cut short), or two identical
+snapshots (one page read twice: a live apiserver's page always moves), is no value either. The
+process restarted between the snapshots (`process_start_time_seconds` changed, or a counter
+went down): no value either; Prometheus' `increase()` would count the second reading
+alone, a lower bound that can read as good.
 """
 
 from __future__ import annotations
@@ -77,9 +80,18 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
     samples: dict[str, list[Sample]] = {}
     types: dict[str, str] = {}
     helps: dict[str, str] = {}
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     try:
         for family in text_string_to_metric_families(text):
             for s in family.samples:
+                key = (s.name, _series_key(s.labels))
+                if key in seen:  # two pages in one file (`>>`), or one edited: which reads?
+                    shown = ",".join(f'{k}="{v}"' for k, v in key[1])
+                    raise CollectError(
+                        f"{path} holds {s.name}{{{shown}}} twice: not one /metrics page "
+                        "(a `metrics` command that appends?); write each snapshot afresh"
+                    )
+                seen.add(key)
                 samples.setdefault(s.name, []).append(Sample(s.name, dict(s.labels), s.value))
                 types.setdefault(s.name, family.type)
                 helps.setdefault(s.name, family.documentation)
@@ -120,6 +132,11 @@ class Window:
                 f"{self.before.start_time:g} -> {self.after.start_time:g}): its counters "
                 "started again and say nothing of the whole window"
             )
+        if self.before.samples == self.after.samples:  # a live page always moves (its CPU)
+            raise CollectError(
+                f"the snapshots {self.before.path} and {self.after.path} are identical: one "
+                "page read twice (the same file, a cache), so nothing was measured between them"
+            )
 
 
 def selects(selector: Mapping[str, str], labels: Mapping[str, str]) -> bool:
@@ -159,6 +176,13 @@ def _increases(
                 "(process restarted); its increase over the window is unknown"
             )
         found[key] = delta
+    gone = [key for key in before if key not in found]
+    if gone:  # a live registry never drops a series: the page was cut or edited short
+        shown = ",".join(f'{k}="{v}"' for k, v in gone[0])
+        raise CollectError(
+            f"{name}{{{shown}}} is in {window.before.path} but missing from "
+            f"{window.after.path}: the second snapshot is cut short; the increase is unknown"
+        )
     return found
 
 
@@ -241,7 +265,12 @@ def summary_quantile(snapshot: Snapshot, name: str, selector: Mapping[str, str],
             f"{len(wanted)} series of summary {name} match; a summary's quantiles cannot be "
             "summed: add labels that select one"
         )
-    return wanted[0].value if wanted else math.nan
+    value = wanted[0].value if wanted else math.nan
+    if math.isinf(value) or value < 0:  # an estimate of observed durations: never these
+        raise CollectError(
+            f"{snapshot.path}: summary {name}'s p{q * 100:g} reads {value:g}, not an observed value"
+        )
+    return value
 
 
 def _same_quantile(text: str | None, q: float) -> bool:

@@ -231,7 +231,11 @@ def _score(
         # The log must cover what was watched, not the whole warmup (checked above).
         rule = rule.coverage_waived()
         m.early_verdict = "good"
-    why_not = _garbled_problem(scores) or _window_problem(m, rule, launch_id)
+    why_not = (
+        _garbled_problem(scores)
+        or _window_problem(m, rule, launch_id)
+        or _stale_source_problem(m, rule, metric)
+    )
     if why_not is None and ended is not None and ended.verdict == "bad" and m.early_verdict is None:
         # The look passed the threshold, this run's later log did not: the look read
         # another file. The log is short on purpose and says nothing either way.
@@ -311,6 +315,30 @@ def _launch_problem(m: Measurement, rule: WindowRule, launch_id: str) -> str | N
             )
         return None
     return _unprovable(m, launch_id)
+
+
+def _stale_source_problem(m: Measurement, rule: WindowRule, metric: str) -> str | None:
+    """A metric read from beside the log (bisector.metrics) must be this launch's too: a
+    /metrics page whose process started before this launch began is an earlier cluster's
+    apiserver (left up, still answering on the port the new one could not bind), and so
+    is a processes.json measured from before it; the log may still be this launch's."""
+    sources = m.metrics.get("sources")
+    source = sources.get(metric) if isinstance(sources, dict) else None
+    if not isinstance(source, dict):
+        return None
+    started = source.get("started")
+    if m.launched_at <= 0 or not isinstance(started, (int, float)):
+        return None
+    if not (rule.real_time or abs(started - m.launched_at) < WALL_CLOCK_HORIZON_S):
+        return None  # another clock (a replay, a fixture): it says nothing of the launch
+    before = m.launched_at - started
+    if before <= LAUNCH_CLOCK_ALLOWANCE_S:
+        return None
+    return (
+        f"stale metrics: {metric} was read from a process that started "
+        f"{format_duration(before)} before this launch began ({source.get('from')}): an "
+        "earlier candidate's apiserver still answering?"
+    )
 
 
 def _unprovable(m: Measurement, launch_id: str) -> str:

@@ -402,3 +402,20 @@ def test_an_error_with_a_code_outside_the_table_never_reads_as_bad(
     code, _, err = _run(capsys, str(log), "--config", str(log))
     assert code == 128
     assert "some helper chose exit 1" in err
+
+
+@pytest.mark.parametrize(
+    "leftover", ["kube-apiserver.log.gz", "kube-apiserver.log.gz.partial"], ids=["gz", "partial"]
+)
+def test_a_log_dir_left_mid_gzip_scores_its_log_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, leftover: str
+) -> None:
+    # bisector.runfiles.gzip_log writes LOG.gz.partial, renames it LOG.gz, then unlinks LOG:
+    # a run killed in between leaves the log twice in its evaluation's logs/. `score DIR`
+    # read both as rotated pieces of one log: 3 conflicts counted 6, bad under 5.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "kube-apiserver.log").write_text(LINE * 3)
+    (logs / leftover).write_bytes(gzip.compress((LINE * 3).encode()))
+    code, out, _ = _run(capsys, str(logs), "--metric", "conflicts", "--threshold", "5")
+    assert code == 0 and "verdict: good (conflicts = 3 < 5)" in out, out

@@ -69,6 +69,14 @@ ITEM = {"data": {"Perc99": 5.0}, "unit": "ms", "labels": {"Metric": "a"}}
         ('{"dataItems": [{"data": {"Perc99": NaN}, "labels": {}}]}', (), "not a number"),
         ({"dataItems": [{**ITEM, "data": {"Perc50": 1}}]}, (), r"keys: Perc50"),
         ({"perc50": 3, "max": 9}, (("Metric", "a"),), "no dataItems"),
+        # Go's encoding/json never writes a key twice: a file that does was edited or
+        # spliced, and which value is the measurement is unknown (the last read 5: bad
+        # for a throughput, good for a latency).
+        ('{"dataItems": [{"data": {"Perc99": 900, "Perc99": 5}, "labels": {}}]}', (), "twice"),
+        # No latency, count or throughput is negative: -5 read as bad for a throughput.
+        ({"dataItems": [{**ITEM, "data": {"Perc99": -5.0}}]}, (), "negative"),
+        # An integer past any float: math.isfinite raised OverflowError (`score` exit 129).
+        ('{"dataItems": [{"data": {"Perc99": 1' + "0" * 400 + '}, "labels": {}}]}', (), "number"),
     ],
 )
 def test_garbled_summaries_give_no_value(

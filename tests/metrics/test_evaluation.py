@@ -17,6 +17,9 @@ class SourceBackend:
     """Writes a log and, into the candidate's log dir, what `files` says."""
 
     name = "source"
+    # Each evaluation's log is written fresh by collect (2017 times, another clock): its
+    # own, as the sim's (WindowRule.own_logs); the log-belonging rule is not tested here.
+    own_logs = True
 
     def __init__(self, files: str) -> None:
         self.files = files

@@ -157,7 +157,11 @@ def test_bucket_quantile_edge_cases_follow_prometheus() -> None:
         (BEFORE, counter("x_total", [({}, 1)]), "no process_start_time_seconds"),
         (BEFORE, AFTER.replace("1700000000.00", "1700000500.00"), "restarted between"),
         (AFTER, BEFORE, "went down between the snapshots"),
-        (BEFORE, BEFORE, "no observations in the window"),
+        (BEFORE, BEFORE + counter("other_total", [({}, 1)]), "no observations in the window"),
+        # The same page twice (one file for both, a cache between bisector and the
+        # apiserver): a live apiserver's page always moves (its own CPU seconds, memstats),
+        # so nothing was measured; its counters' increase of 0 read as good.
+        (BEFORE, BEFORE, "identical"),
     ],
 )
 def test_bad_snapshots_give_no_value(tmp_path: Path, before: str, after: str, why: str) -> None:
@@ -182,3 +186,65 @@ def test_a_unit_that_cannot_be_told_is_no_value(tmp_path: Path) -> None:
     metric = PrometheusMetric("q", "histogram", ("queue_depth",), (), 0.5, "ms")
     with pytest.raises(CollectError, match="cannot tell the unit"):
         _read(tmp_path, metric, snapshot(), snapshot(text))
+
+
+def _counter_metric() -> PrometheusMetric:
+    return PrometheusMetric(
+        "w", "counter", ("apiserver_terminated_watchers_total",), (("resource", "nodes"),)
+    )
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        # A `metrics` command that appends (`>>`, a retry loop) leaves two pages in one file:
+        # the later page first here, so its counters read 0 over the window (truth: +11).
+        (BEFORE, AFTER + BEFORE),
+        (BEFORE + AFTER, AFTER),
+        # One series printed twice with two values: which one is the reading is unknown.
+        (
+            BEFORE,
+            AFTER
+            + counter(
+                "apiserver_terminated_watchers_total",
+                [({"group": "", "resource": "nodes", "reason": "unresponsive"}, 3)],
+            ),
+        ),
+    ],
+)
+def test_a_snapshot_holding_a_series_twice_is_no_value(
+    tmp_path: Path, before: str, after: str
+) -> None:
+    # Prometheus refuses such a scrape ("duplicate sample"); last-one-wins read 0 or 1 as good.
+    with pytest.raises(CollectError, match="twice"):
+        _read(tmp_path, _counter_metric(), before, after)
+
+
+def test_a_series_gone_from_the_second_snapshot_is_no_value(tmp_path: Path) -> None:
+    # The le="1" buckets of the first snapshot are missing from the second (a page cut or
+    # edited short): summed without them, the p99's rank (99 of 100) fell past le="0.5"
+    # into +Inf, read as the second highest bound: 500 ms where the window's p99 was 750.
+    after = "\n".join(line for line in AFTER.splitlines() if 'le="1"' not in line) + "\n"
+    with pytest.raises(CollectError, match="missing from"):
+        _read(tmp_path, _quantile(0.99), BEFORE, after)
+    gone = AFTER.replace('reason="unresponsive"} 10', 'reason="x"} 10')
+    with pytest.raises(CollectError, match="missing from"):
+        _read(tmp_path, _counter_metric(), BEFORE, gone)
+
+
+@pytest.mark.parametrize("value", ["+Inf", "-250000", "-Inf"])
+def test_a_summary_quantile_that_is_no_latency_is_no_value(tmp_path: Path, value: str) -> None:
+    # A summary's quantile is its own estimate of observed values: +Inf read as bad, a
+    # negative latency as good (NaN, no observation in its window, already had no value).
+    name = "apiserver_request_latencies_summary"
+    text = snapshot(summary(name, [({"verb": "PATCH"}, {"0.99": 1.0})]))
+    text = text.replace('quantile="0.99"} 1', f'quantile="0.99"}} {value}')
+    metric = PrometheusMetric("s", "summary", (name,), (("verb", "PATCH"),), 0.99)
+    with pytest.raises(CollectError, match="not an observed value"):
+        _read(tmp_path, metric, text, text)
+
+
+def test_one_page_read_as_both_snapshots_is_no_counter_value(tmp_path: Path) -> None:
+    # `score --metrics-before X --metrics-after X`: 0 terminated watchers, good (exit 0).
+    with pytest.raises(CollectError, match="identical"):
+        _read(tmp_path, _counter_metric(), AFTER, AFTER)

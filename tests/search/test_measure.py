@@ -253,3 +253,46 @@ def test_a_log_on_the_wall_clock_must_start_after_its_launch(tmp_path: Path) -> 
         assert (m.reason is None) is ok, (offset, m.reason)
         if not ok:
             assert m.reason is not None and m.reason.startswith("stale log: it starts")
+
+
+# -- whose metrics are they: a source metric's files must be this launch's too -----------
+
+
+class StaleApiserverBackend(ReplayBackend):
+    """The log names this launch, but the `/metrics` snapshots (or processes.json) come
+    from an apiserver an earlier candidate left up: its teardown `pkill`ed without waiting,
+    the new apiserver could not bind :8080, and `curl localhost:8080/metrics` read the old
+    one (the same process in both snapshots: a valid window of the wrong commit)."""
+
+    def __init__(self, started: float) -> None:
+        super().__init__(lines=_named(LAUNCH) + (CONFLICT + "\n") * 5 + WRITE + "\n")
+        self.started = started
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        from bisector.backends.collected import ProcessUsage, write_processes
+        from tests.helpers.evidence import counter, snapshot, write_snapshots
+
+        logs = super().collect(candidate)
+        name = "apiserver_terminated_watchers_total"
+        before = snapshot(counter(name, [({"resource": "nodes"}, 1)]), start_time=self.started)
+        after = snapshot(counter(name, [({"resource": "nodes"}, 2)]), start_time=self.started)
+        write_snapshots(candidate.log_dir, before, after)
+        usage = ProcessUsage("kube-apiserver", 3.0, 1 << 30, self.started, self.started + 60)
+        write_processes(candidate.log_dir, [usage])
+        return logs
+
+
+@pytest.mark.parametrize("metric", ["terminated_watchers", "apiserver_cpu_s"])
+@pytest.mark.parametrize(("offset", "ok"), [(-600.0, False), (-5.0, True), (30.0, True)])
+def test_source_metric_files_of_a_process_older_than_the_launch_are_stale(
+    tmp_path: Path, metric: str, offset: float, ok: bool
+) -> None:
+    from bisector.metric_registry import MetricRegistry
+
+    backend = StaleApiserverBackend(time.time() + offset)
+    candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
+    scorer = MetricRegistry().scorer(metric)
+    m = evaluate_candidate(backend, candidate, metric=metric, scorer=scorer)
+    assert (m.value is not None) is ok, m.reason
+    if not ok:
+        assert m.reason is not None and m.reason.startswith("stale metrics"), m.reason
