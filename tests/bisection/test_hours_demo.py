@@ -25,10 +25,11 @@ def test_demo_stops_bad_warmups_early_and_uses_prefetched_builds(tmp_path: Path)
     result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     screen = result.stdout + result.stderr
-    early = re.findall(r"stopped early: conflicts (\d+) >= ([\d.]+) after (\S+) of 1m00s", screen)
+    # Counts as bisector.numbers writes them: whole, with thousands marked.
+    early = re.findall(r"stopped early: conflicts ([\d,]+) >= ([\d,.]+) after (\S+) of 1m00s", screen)
     assert early, screen
     for value, threshold, _after in early:
-        assert float(value) >= float(threshold)
+        assert float(value.replace(",", "")) >= float(threshold.replace(",", ""))
     assert re.search(r"prefetched the build of [0-9a-f]{12} while a cluster ran", screen)
     assert re.search(r"using the prefetched build of [0-9a-f]{12}", screen)
     run = where / "run"

@@ -396,8 +396,9 @@ def test_upload_copies_the_run_directory_to_gcs(tmp_path: Path, gcs_client: Any)
     assert result.returncode == 0, result.stderr
     names = {blob.name for blob in gcs_client.list_blobs("bisections", prefix="r1/")}
     assert {"r1/report.json", "r1/report.md", "r1/journal.jsonl"} <= names
-    logs = {n for n in names if n.endswith("/logs/kube-apiserver.log")}
-    assert len(logs) == len(list(run_dir.glob("evals/*/logs/kube-apiserver.log"))) >= 4
+    # Scored logs are kept gzipped (bisector.runfiles) and uploaded as they are.
+    logs = {n for n in names if n.endswith("/logs/kube-apiserver.log.gz")}
+    assert len(logs) == len(list(run_dir.glob("evals/*/logs/kube-apiserver.log.gz"))) >= 4
     assert "uploaded" in result.stdout
 
 

@@ -28,7 +28,10 @@ WRITE = (
 
 # The line a launch writes into its apiserver's log to show the log is its own (the
 # helpers' logs are on a 2017 clock, which cannot: bisector.search.measure.WindowRule).
-LAUNCH_LINE = "I0602 05:51:09.000000       7 server.go:105] bisector-launch-id=$BISECTOR_LAUNCH_ID"
+# Unset under a bisector from before launch ids (scripts/bench_noise_cli.py before:REV).
+LAUNCH_LINE = (
+    "I0602 05:51:09.000000       7 server.go:105] bisector-launch-id=${BISECTOR_LAUNCH_ID:-}"
+)
 
 _BUILD = 'echo "$BISECTOR_COMMIT" >> "$T/built.txt"; test ! -e BROKEN\n'
 _LAUNCH = """echo "$BISECTOR_COMMIT" >> "$T/launches.txt"
