@@ -6,6 +6,7 @@ and written as lines for a person.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -17,8 +18,10 @@ import typer
 
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
+from bisector.config import Section
 from bisector.gitrepo import GitRepo
-from bisector.numbers import format_number
+from bisector.metric_registry import MetricRegistry
+from bisector.numbers import format_threshold
 from bisector.runfiles import disk_use, size_text
 from bisector.search.journal import (
     Done,
@@ -79,6 +82,7 @@ def run_state(records: list[Record]) -> str:
 class Threshold:
     value: float
     how: str
+    shown: str  # as `bisector run` printed it (a count's threshold rounded toward its side)
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,7 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
         state=state,
         measurements=measured,
         verdicts=dict(sorted(verdicts.items())),
-        threshold=Threshold(threshold.value, threshold.how) if threshold else None,
+        threshold=_threshold(threshold, start) if threshold else None,
         early_good_withdrawn=withdrawn.why if withdrawn else None,
         teardown_failures=len(failed),
         culprit=done.culprit if done else None,
@@ -150,7 +154,7 @@ def status_lines(run: RunStatus) -> list[str]:
         + (", ".join(f"{k} {v}" for k, v in run.verdicts.items()) or "none yet"),
     ]
     if run.threshold:
-        lines.append(f"  threshold {format_number(run.threshold.value)} ({run.threshold.how})")
+        lines.append(f"  threshold {run.threshold.shown} ({run.threshold.how})")
     if run.early_good_withdrawn:
         # Verdicts above count both searches: the first one's early goods decided nothing.
         lines.append(f"  early good verdicts withdrawn: {run.early_good_withdrawn}; searched again")
@@ -166,6 +170,17 @@ def status_lines(run: RunStatus) -> list[str]:
         lines.append(f"  {verb}: {run.command}")
     lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes)}")
     return lines
+
+
+def _threshold(record: ThresholdSet, start: Start) -> Threshold:
+    """The threshold written as the run wrote it: for the run's metric, in its direction
+    (a built-in's; the question the run answers names the metric)."""
+    metric = ""
+    with contextlib.suppress(ValueError, IndexError, TypeError):
+        named = json.loads(start.question)[1]
+        metric = named if isinstance(named, str) else ""
+    worse = MetricRegistry.from_config(Section()).worse(metric) if metric else "higher"
+    return Threshold(record.value, record.how, format_threshold(record.value, metric, worse))
 
 
 def disk_text(total: int, logs: int) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -71,6 +72,9 @@ def test_run_prints_the_culprit_and_status_shows_it(tmp_path: Path) -> None:
     status = _cli("status", "--repo", str(built.path))
     assert status.returncode == 0
     assert "finished" in status.stdout and built.mainline[6] in status.stdout
+    # The threshold as the run wrote it (a count's rounded toward its side), not re-rounded.
+    shown = re.search(r"threshold (\S+) \(", result.stderr)
+    assert shown is not None and f"threshold {shown.group(1)} (" in status.stdout
 
 
 @pytest.mark.slow
