@@ -26,7 +26,8 @@ def test_demo_stops_bad_warmups_early_and_uses_prefetched_builds(tmp_path: Path)
     assert result.returncode == 0, result.stdout + result.stderr
     screen = result.stdout + result.stderr
     # Counts as bisector.numbers writes them: whole, with thousands marked.
-    early = re.findall(r"stopped early: conflicts ([\d,]+) >= ([\d,.]+) after (\S+) of 1m00s", screen)
+    line = r"stopped early: conflicts ([\d,]+) >= ([\d,.]+) after (\S+) of 1m00s"
+    early = re.findall(line, screen)
     assert early, screen
     for value, threshold, _after in early:
         assert float(value.replace(",", "")) >= float(threshold.replace(",", ""))
