@@ -318,9 +318,8 @@ def test_several_regressions_are_hunted_newest_first_one_a_night(
     ]
     assert all(c["p_value"] < 1e-3 for c in points)
     markdown = next((state / "reports").glob("*/*/nightly.md")).read_text()
-    assert (
-        "change point at runs 519..520: 201 -> 808 (+302%), regression, p<1e-12 (this hunt)"
-        in (markdown)
+    assert "change point at runs 519..520: 201 -> 808 (+302%), regression, p<1e-12 (this hunt)" in (
+        markdown
     )
 
     lines: list[str] = []
