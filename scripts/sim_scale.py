@@ -4,7 +4,7 @@ Runs the built-in model (bisector.sim) with the trigger index on (good, like 144
 f93a270's parent) and off (bad, like f93a270 and 7043372) for each number of extra node
 watchers, at the procs backend's settings (bisector/sim/calibration.py: hollow nodes,
 status period, no NPD, the machine's node lookups and dispatch slowdown), and prints the
-node PATCH 409s (median over seeds) and the good builds' successful node writes, with
+node PATCH 409s (median over seeds) and the good builds' successful status PATCHes, with
 the bad builds at the quiet and the busy machine's slowdown, as a markdown table.
 Real runs are read from `procs_measure.py --json` files named `scale-<watchers>.json`
 (`--real DIR`), each run's "conflicts" by its "expect" (good/bad), and given one by one
@@ -95,7 +95,7 @@ def main() -> None:
     )
     print(
         "| watchers | real good 409s | real bad 409s | sim good 409s | sim bad 409s, quiet "
-        "| sim bad 409s, busy | sim good writes |"
+        "| sim bad 409s, busy | sim good status 200s |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for watchers in (int(w) for w in args.watchers.split(",")):
@@ -118,7 +118,7 @@ def main() -> None:
                 summary = simulate(profile, params, Path(os.devnull))
                 sims[name].append(summary.conflicts)
                 if name == "good":
-                    sims["writes"].append(summary.node_writes)
+                    sims["writes"].append(summary.status_updates)
         points = real.get(watchers, {"good": [], "bad": []})
         print(
             f"| {watchers:,} | {_median(points['good'])} | {_median(points['bad'])} | "
