@@ -7,10 +7,12 @@ that machine are run settings here, fitted on its real apiserver logs (1 Dec 202
 * each status try's node-address lookup (kubelet.py PROCS_NODE_LOOKUP): it paces the
   hollow kubelets to ~one try in 3.5 s, hence ~8,900 writes in 5 min for a good build;
 * the dispatch slowdown: without the trigger index each node event costs 16,105 watcher
-  offers; that machine dispatched them ~1.5x slower than the profile's costs on a quiet
-  machine (make real, 7043372: 957 409s, 7,463 writes, watch delay p50 2.9 s) and ~10x
-  slower while other work shared its two cores (the hunt, 7043372: 7,834 409s, 474
-  writes; f93a270: 7,366 409s, 1,067 writes; watch delay p50 52-153 s).
+  offers, and near the knee (~28 events/s) the CPU the apiserver gets decides how far
+  the cacher falls behind. Fitted by eye on the bad builds' 409s and status 200s
+  together (3 seeds, medians): 1.5 on a quiet machine (make real, 7043372: real 957 409s
+  / 7,463 200s, model 1,061 / 7,562; f93a270's 2,388 / 5,416 sit at ~1.8) and 10 while
+  other work shared the two cores (the hunt, 7043372: 7,834 / 474, f93a270: 7,366 /
+  1,067; model 9,527 / 1,132; watch delay p50 52-153 s against 3-7 s quiet).
 The fit leaves one known gap: a real try waits for its requests' answers, which a
 CPU-starved bad apiserver gives in ~1 s (409 PATCH mean 0.7-1.5 s); the model's tries do
 not wait, so a bad build makes ~20 % more tries than the real one (~10,400 vs ~8,400).
