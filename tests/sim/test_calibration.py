@@ -7,7 +7,8 @@ configs/procs-2017.toml: 100 hollow nodes, status every 1 s, 16,000 extra node w
   1444d25 2 409s / 8,545 writes; 7043372 7,834 / 474; f93a270 7,366 / 1,067;
   48d0249 (its parent) 0 / 8,867; e59fd18 12 / 8,863;
 * `make real` on a quieter machine: 7043372 957 409s / 7,463 writes; f93a270 2,388;
-  1444d25 0 / 8,771; 48d0249 1.
+  1444d25 0 / 8,771; 48d0249 1; then procs_measure.py's spread run: 1444d25 0, 7043372
+  2,670.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ from tests.sim.helpers import read_log
 from tests.sim.test_model import MAX_OVERLAP_S
 
 GOOD, BAD = SimProfile(), SimProfile(trigger_index=False)
-REAL_GOOD_409S = (2, 0, 12, 0, 1)  # 1444d25, 48d0249, e59fd18 (hunt); 1444d25, 48d0249
+REAL_GOOD_409S = (2, 0, 12, 0, 1, 0)  # hunt: 1444d25, 48d0249, e59fd18; quiet: 1444d25 x2, 48d0249
 REAL_GOOD_WRITES = (8545, 8867, 8863, 8771)  # status PATCH 200s
 REAL_BUSY_BAD_409S = (7834, 7366)  # 7043372, f93a270 (hunt)
 REAL_BUSY_BAD_WRITES = (474, 1067)
-REAL_QUIET_BAD_409S = 957  # 7043372 (make real)
+REAL_QUIET_BAD_409S = (957, 2388, 2670)  # 7043372, f93a270 (make real); 7043372 (spread)
 FACTOR = 2.0  # how far the model may land from the real figures
 GOOD_CEILING = max(20, *REAL_GOOD_409S)  # a good build: as few 409s as the real ones
 
