@@ -10,8 +10,10 @@ is as stale as the backlog in front of the channel. Writes themselves are not
 delayed (etcd commits them; its watch buffers the backlog), so back-pressure shows
 only as staleness, hence 409s, hence fewer real writes.
 While the reflector waits to push (the channel full), it holds the watch cache's lock:
-a cache read (a kubelet's GET ?resourceVersion=0, every PATCH's GuaranteedUpdate) waits
-until the push, so requests slow down to the dispatcher's pace.
+a read under that lock (a kubelet's GET ?resourceVersion=0: WaitUntilFreshAndGet) waits
+until the push, so status rounds slow down to the dispatcher's pace. A PATCH's
+GuaranteedUpdate reads the store itself (watchCache.GetByKey, no lock): it does not wait,
+it meets the stale copy.
 The dispatcher takes event k at s_k = max(p_k, f_{k-1}) and spends
 base + per_watcher x (watchers offered to) on it, plus any time blocked on a full
 watcher buffer (f_k). Because the queue is FIFO, event k's whole future is known
@@ -75,9 +77,8 @@ class NodeCacher:
         self._stalls = sorted(stalls or [])
         self._stall_i = 0
         # (from, until): the reflector holds the watch cache's lock while it pushes an event
-        # into the full incoming channel (processEvent calls onEvent under w.Lock()), and
-        # every cache read waits: a kubelet's GET ?resourceVersion=0 and each PATCH
-        # (GuaranteedUpdate starts from watchCache.GetByKey).
+        # into the full incoming channel (processEvent calls onEvent under w.Lock()), and a
+        # kubelet's GET ?resourceVersion=0 waits (WaitUntilFreshAndGet takes w.RLock()).
         self._locks: deque[tuple[float, float]] = deque()
 
     def commit(self, t: float, node: int, watch_delay: float) -> None:

@@ -1,12 +1,15 @@
 """A discrete-event model of a kubemark cluster's node path, writing a v1.7 apiserver log.
 
-Actors, all on one small heap of (time, code) with code = node * 4 + kind:
+Actors, all on one small heap of (time, code) with code = node * 8 + kind:
 * each hollow node registers (POST) during the start-up ramp, then its kubelet
-  reads its node from the watch cache and PATCHes status every `status_period_s`
-  with the read resourceVersion as precondition: 409 when the node changed since
-  (which a stale cache guarantees); every retry is again served from the cache,
-  as the cacher-backed update path does, which is why the incident saw more 409s
-  than status rounds;
+  makes a status round one `status_period_s` after the last one ended: up to
+  `kubelet_retries` tries, each a GET of its node (the first from the watch cache,
+  the others from etcd), the node-address lookup (`RunParams.node_lookup`, see
+  kubelet.py) and a status PATCH. The apiserver applies a PATCH to the node as its
+  watch cache holds it (Cacher.GuaranteedUpdate starts from watchCache.GetByKey)
+  and answers 409 when that copy is older than etcd's, which a stale cache
+  guarantees: every retry meets the same stale copy, which is why the incident saw
+  more 409s than status rounds;
 * a node-problem-detector-like writer PATCHes each node every `npd_period_s`;
 * the controller-manager PUTs each node once after registration (pod CIDR);
 * a background ticker emits unrelated traffic once a simulated second.
@@ -27,10 +30,12 @@ from pathlib import Path
 
 from bisector.sim.cacher import NodeCacher
 from bisector.sim.glog import PID_FIELD, Clock, LogSink
+from bisector.sim.kubelet import Lookup, lookup_table
 from bisector.sim.profile import SimProfile
 from bisector.sim.traffic import Background, NodeStrings, Stamp, latency_table, node_name
 
-REGISTER, KUBELET, NPD, IPAM = 0, 1, 2, 3
+REGISTER, KUBELET, NPD, IPAM, PATCH = 0, 1, 2, 3, 4  # a node's actors: code & KIND
+KIND = 7  # code = node << 3 | kind
 WRAP = PID_FIELD + "wrap.go:42] "
 D3 = [f"{k:03d}" for k in range(1000)]  # microsecond digits, three at a time
 STARTUP_S = 2.0  # the apiserver serves before the first hollow node registers
@@ -55,6 +60,13 @@ class RunParams:
     extra_watchers: int = 0
     status_period_s: float | None = None  # the hollow nodes' status period (None: profile's)
     npd: bool = True  # a node-problem-detector writes each node (kubemark on GCE runs one)
+    # How long each status try's node-address lookup takes (kubelet.py): none on GCE,
+    # 5 or 10 s resolver timeouts for some tries on the procs backend's machine.
+    node_lookup: Lookup = ()
+    # The machine's dispatch cost against the 2017 GCE master the profile's costs are
+    # calibrated on (its speed and the CPU share the apiserver gets): dispatch costs x this.
+    # Real runs of the procs backend on a 2-core machine fit it (calibration.py).
+    dispatch_slowdown: float = 1.0
 
 
 @dataclass
@@ -153,10 +165,16 @@ def _run(
     """The model as a generator: sent a pause time, it runs to it (None: stop there)."""
     rng = random.Random(params.seed)
     cost_factor = math.exp(rng.gauss(0.0, params.noise)) if params.noise > 0 else 1.0
+    if params.dispatch_slowdown <= 0:
+        raise ValueError(f"dispatch_slowdown must be above zero, got {params.dispatch_slowdown}")
     stalls = _stalls(rng, params)
     n, end = params.nodes, params.duration_s
     cacher = NodeCacher(
-        profile, n, cost_factor=cost_factor, stalls=stalls, extra_watchers=params.extra_watchers
+        profile,
+        n,
+        cost_factor=cost_factor * params.dispatch_slowdown,
+        stalls=stalls,
+        extra_watchers=params.extra_watchers,
     )
     summary = SimSummary(nodes=n, duration_s=end, cost_factor=cost_factor, stalls=len(stalls))
     strings = NodeStrings(n, params.git_version, params.commit)
@@ -168,14 +186,20 @@ def _run(
     get_lat = latency_table(rng, TABLE, 1.5e-4, 9e-4)
     patch_lat = latency_table(rng, TABLE, 1.2e-3, 9e-3)
     conflict_lat = latency_table(rng, TABLE, 6e-4, 4e-3)
+    # Drawn from their own stream: a run without lookups draws what it always drew.
+    lookups = (
+        lookup_table(random.Random(f"lookup:{params.seed}"), TABLE, params.node_lookup)
+        if params.node_lookup
+        else None
+    )
     heap: list[tuple[float, int]] = [
-        (STARTUP_S + params.ramp_s * (i + rng.random()) / n, i * 4 + REGISTER) for i in range(n)
+        (STARTUP_S + params.ramp_s * (i + rng.random()) / n, i << 3 | REGISTER) for i in range(n)
     ]
     heap.append((1.0, -1))
     heapq.heapify(heap)
     attempts = [0] * n
     period, npd_period = params.status_period_s or profile.status_period_s, profile.npd_period_s
-    retries = profile.kubelet_retries
+    tries = profile.kubelet_retries
     last_push = cacher.last_push
     clock = Clock(params.start)
     prefix = clock.prefix
@@ -189,7 +213,8 @@ def _run(
     retry_q: deque[tuple[float, int]] = deque()
     commit = cacher.commit
     cache_free_at = cacher.cache_free_at
-    get_head, patch_head = strings.get_head, strings.patch_head
+    get_head, etcd_get_head = strings.get_head, strings.etcd_get_head
+    patch_head = strings.patch_head
     ok_tail, conflict_tail, npd_tail = strings.ok_tail, strings.conflict_tail, strings.npd_tail
     patches = conflicts = status_ok = failed_rounds = 0
     c = 0  # counter into the random tables
@@ -232,40 +257,57 @@ def _run(
             if c == TABLE:
                 c = 0
             if code >= 0:
-                i = code >> 2
-                kind = code & 3
+                i = code >> 3
+                kind = code & KIND
             else:
                 i, kind = -1, -1
-            if kind == KUBELET:
-                free = cache_free_at(t)
-                if free > t:  # the reflector holds the cache's lock: the request waits
-                    if from_retries:  # already taken off the retry queue
-                        heappush(heap, (free, code))
-                    else:
-                        heapreplace(heap, (free, code))
-                    continue
-                read_t = t - read_gaps[c]
-                us = int(read_t * 1e6)
-                sec = us // 1_000_000
-                if sec != cur_sec:
-                    cur_sec, pre = sec, "I" + prefix(sec)
-                us -= sec * 1_000_000
-                out += (
-                    pre,
-                    D3[us // 1000],
-                    D3[us % 1000],
-                    WRAP,
-                    get_head[i],
-                    get_lat[c],
-                    ok_tail[i],
-                )
+            if kind in (KUBELET, PATCH):
+                a = attempts[i]  # this round's try number (409s so far)
+                if kind == KUBELET:  # a try starts: GET the node
+                    if a == 0:
+                        # Try 0's GET ?resourceVersion=0 reads the watch cache under its lock,
+                        # which the reflector holds while it pushes into a full incoming
+                        # channel; later tries GET from etcd, and the PATCH reads the cache's
+                        # store without that lock (watchCache.GetByKey): neither waits.
+                        free = cache_free_at(t)
+                        if free > t:
+                            if from_retries:  # already taken off the retry queue
+                                heappush(heap, (free, code))
+                            else:
+                                heapreplace(heap, (free, code))
+                            continue
+                    delay = lookups[c] if lookups is not None else 0.0
+                    get_t = t - read_gaps[c] if delay == 0.0 else t
+                    us = int(get_t * 1e6)
+                    sec = us // 1_000_000
+                    if sec != cur_sec:
+                        cur_sec, pre = sec, "I" + prefix(sec)
+                    us -= sec * 1_000_000
+                    out += (
+                        pre,
+                        D3[us // 1000],
+                        D3[us % 1000],
+                        WRAP,
+                        get_head[i] if a == 0 else etcd_get_head[i],
+                        get_lat[c],
+                        ok_tail[i],
+                    )
+                    if delay > 0.0:  # the PATCH follows the node-address lookup
+                        patch_code = code - KUBELET + PATCH
+                        if from_retries:
+                            heappush(heap, (t + delay, patch_code))
+                        else:
+                            heapreplace(heap, (t + delay, patch_code))
+                        continue
+                    # no lookup delay: the PATCH is this event (the GET dated just before it)
+                kcode = code - kind + KUBELET
                 patches += 1
                 us = int(t * 1e6)
                 sec = us // 1_000_000
                 if sec != cur_sec:
                     cur_sec, pre = sec, "I" + prefix(sec)
                 us -= sec * 1_000_000
-                if last_push[i] <= read_t:  # the cache had the node's latest version
+                if last_push[i] <= t:  # the cache holds the node's latest version
                     commit(t, i, watch_delays[c])
                     status_ok += 1
                     out += (
@@ -279,9 +321,9 @@ def _run(
                     )
                     attempts[i] = 0
                     if from_retries:
-                        heappush(heap, (t + period, code))
+                        heappush(heap, (t + period, kcode))
                     else:
-                        heapreplace(heap, (t + period, code))
+                        heapreplace(heap, (t + period, kcode))
                 else:
                     conflicts += 1
                     out += (
@@ -293,14 +335,14 @@ def _run(
                         conflict_lat[c],
                         conflict_tail[i],
                     )
-                    a = attempts[i] + 1
-                    if a > retries:
+                    a += 1
+                    if a >= tries:  # pkg/kubelet/kubelet.go: nodeStatusUpdateRetry tries
                         attempts[i] = 0
                         failed_rounds += 1
                         if from_retries:
-                            heappush(heap, (t + period, code))
+                            heappush(heap, (t + period, kcode))
                         else:
-                            heapreplace(heap, (t + period, code))
+                            heapreplace(heap, (t + period, kcode))
                     else:
                         attempts[i] = a
                         if not from_retries:
@@ -309,7 +351,7 @@ def _run(
                         retry_t = t + retry_gaps[c]
                         if retry_q and retry_q[-1][0] > retry_t:
                             retry_t = retry_q[-1][0]
-                        retry_q.append((retry_t, code))
+                        retry_q.append((retry_t, kcode))
                 if len(out) >= 350_000:
                     sink.flush()
                 continue
@@ -341,10 +383,10 @@ def _run(
                     f"[[{strings.kubelet_ua}] {strings.address[i]}]\n"
                 )
                 background.on_register(t, i, stamp, out)
-                heapreplace(heap, (t + period * rng.random(), i * 4 + KUBELET))
+                heapreplace(heap, (t + period * rng.random(), i << 3 | KUBELET))
                 if params.npd:
-                    heapq.heappush(heap, (t + npd_period * rng.random(), i * 4 + NPD))
-                heapq.heappush(heap, (t + rng.uniform(0.05, 1.0), i * 4 + IPAM))
+                    heapq.heappush(heap, (t + npd_period * rng.random(), i << 3 | NPD))
+                heapq.heappush(heap, (t + rng.uniform(0.05, 1.0), i << 3 | IPAM))
             elif kind == IPAM:  # the controller-manager assigns the node's pod CIDR
                 commit(t, i, watch_delays[c])
                 out.append(

@@ -38,7 +38,9 @@ class SimProfile:
     kubelet_watcher_drain_per_s: float = 2000.0
     watcher_drain_per_s: float = 5000.0
     watcher_block_timeout_s: float = 5.0
-    kubelet_retries: int = 5  # extra status-update attempts after a 409
+    # Status tries per round (pkg/kubelet/kubelet.go nodeStatusUpdateRetry = 5, 7043372):
+    # a round gives up after this many 409s.
+    kubelet_retries: int = 5
     status_period_s: float = 10.0  # kubelet --node-status-update-frequency
     npd_period_s: float = 30.0  # node-problem-detector condition updates
 
@@ -60,6 +62,7 @@ _POSITIVE = {
     "watcher_drain_per_s",
     "watcher_block_timeout_s",
     "status_period_s",
+    "kubelet_retries",
     "npd_period_s",
 }
 

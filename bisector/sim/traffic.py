@@ -25,7 +25,8 @@ class NodeStrings:
     def __init__(self, nodes: int, git_version: str, commit: str) -> None:
         kubelet = f"kubelet/{git_version} (linux/amd64) kubernetes/{commit[:7]}"
         npd = "node-problem-detector/v0.4.0 (linux/amd64) kubernetes/$Format"
-        self.get_head: list[str] = []
+        self.get_head: list[str] = []  # a status round's first GET, from the watch cache
+        self.etcd_get_head: list[str] = []  # its later tries' GETs, from etcd
         self.patch_head: list[str] = []
         self.ok_tail: list[str] = []
         self.conflict_tail: list[str] = []
@@ -37,6 +38,7 @@ class NodeStrings:
             kubelet_addr = f"{ip}:{30000 + (i * 7919) % 30000}"
             self.address.append(kubelet_addr)
             self.get_head.append(f"GET /api/v1/nodes/{name}?resourceVersion=0: (")
+            self.etcd_get_head.append(f"GET /api/v1/nodes/{name}: (")
             self.patch_head.append(f"PATCH /api/v1/nodes/{name}/status: (")
             self.ok_tail.append(f") 200 [[{kubelet}] {kubelet_addr}]\n")
             self.conflict_tail.append(f") 409 [[{kubelet}] {kubelet_addr}]\n")

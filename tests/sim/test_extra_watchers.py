@@ -43,8 +43,8 @@ def test_the_status_period_and_npd_are_run_settings(tmp_path: Path) -> None:
 def test_cache_reads_wait_while_the_reflector_pushes_into_a_full_channel() -> None:
     # kubernetes 7043372, staging/src/k8s.io/apiserver/pkg/storage/watch_cache.go
     # processEvent: w.Lock() ... w.onEvent(watchCacheEvent) (the blocking push into the
-    # cacher's incoming channel) ... under the lock; Cacher.GuaranteedUpdate and GETs with
-    # a resourceVersion read watchCache under its RLock.
+    # cacher's incoming channel) ... under the lock; a GET with a resourceVersion reads
+    # watchCache under its RLock (WaitUntilFreshAndGet).
     from bisector.sim.cacher import NodeCacher
 
     profile = replace(SimProfile(trigger_index=False), incoming_capacity=2,

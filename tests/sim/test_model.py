@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -85,3 +86,27 @@ def test_stuck_watchers_are_force_closed(tmp_path: Path) -> None:
     counts = read_log(log)
     assert healthy.forced_closes == 0
     assert counts.forced_closes == summary.forced_closes > 0
+
+
+def test_a_status_round_is_five_tries_and_later_tries_get_from_etcd(tmp_path: Path) -> None:
+    # kubernetes 7043372, pkg/kubelet/kubelet.go: nodeStatusUpdateRetry = 5, and
+    # pkg/kubelet/kubelet_node_status.go updateNodeStatus: `for i := 0; i <
+    # nodeStatusUpdateRetry; i++ { tryUpdateNodeStatus(i) }` -- five tries, not 1 + 5;
+    # tryUpdateNodeStatus reads from the apiserver cache (resourceVersion=0) only on try 0.
+    summary, log = run(tmp_path, SLOW_CACHER, duration_s=60.0)
+    get = re.compile(r"\] GET /api/v1/nodes/(hollow-node-\d+)(\?resourceVersion=0)?: ")
+    tries: dict[str, list[int]] = {}  # per node, the tries of each round
+    etcd_gets = 0
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if m := get.search(line):
+            rounds = tries.setdefault(m.group(1), [])
+            if m.group(2):  # try 0 starts a round
+                rounds.append(1)
+            else:
+                etcd_gets += 1
+                rounds[-1] += 1
+    assert summary.failed_status_rounds > 0
+    assert max(n for rounds in tries.values() for n in rounds) == 5  # a failed round
+    # every 409 but a round's last is followed by a try that GETs from etcd (some pending)
+    retries = summary.conflicts - summary.failed_status_rounds
+    assert retries - summary.nodes <= etcd_gets <= retries
