@@ -200,7 +200,8 @@ def example_setting(dotted: str, examples: Path = EXAMPLES) -> str | None:
     if not examples.is_dir():
         return None
     parts = [part.split("[", 1)[0] for part in dotted.split(".")]
-    for file in sorted(examples.glob("*.toml")):
+    # The general example before its variants: nightly.toml before nightly-cl2.toml.
+    for file in sorted(examples.glob("*.toml"), key=lambda f: (len(f.stem), f.name)):
         try:
             node: object = tomllib.loads(file.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):

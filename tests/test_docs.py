@@ -35,7 +35,9 @@ def test_readme_links_land_on_files_that_exist() -> None:
 
 def test_readme_is_short_and_keeps_the_two_commands() -> None:
     text = (ROOT / "README.md").read_text()
-    assert len(text.splitlines()) <= 80
+    # Two commands, a tour, the first real hunt's figures (issue 19 asks the README to hold
+    # them) and links: the reference is docs/.
+    assert len(text.splitlines()) <= 100
     assert "make demo" in text and "make test" in text
 
 
