@@ -25,11 +25,14 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# Four workers on two cores: many tests wait on subprocesses, signals and timeouts, and
+# with two workers the cores were idle 40% of the run (11m17s user over 10m23s of wall on a
+# quiet 2-core machine); with four, 8m44s, every test passing (1 December 2026).
 test: lint docs
-	$(BIN)/python -m pytest -n 2 -q
+	$(BIN)/python -m pytest -n 4 -q
 
 test-fast: setup
-	$(BIN)/python -m pytest -n 2 -q -m "not slow"
+	$(BIN)/python -m pytest -n 4 -q -m "not slow"
 
 docs: setup
 	@# not --quiet: with it mkdocs 1.6 does not count a broken anchor as a warning
