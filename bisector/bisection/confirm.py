@@ -86,13 +86,14 @@ def confirm(b: Bisection, found: Found, descended: Sequence[str], threshold: flo
     per_commit = 1 if b.settings.noise_aware else b.settings.repeats // 2 + 1
     b.evaluator.expect(len(todo) * per_commit)
     rules = [_rule(b, c) for c in todo]
-    why = "confirming the culprit against its parent"
     decided: list[str] = []
     for start in range(0, len(todo), b.evaluator.slots):
         chunk = todo[start : start + b.evaluator.slots]
         commits = [c.commit for c in chunk]
+        # Each run says what it is to the claim (the report's "why there").
+        whys = [_why(c) for c in chunk]
         part = b.evaluator.decide_each(
-            commits, threshold, rules[start : start + len(chunk)], "confirm", why
+            commits, threshold, rules[start : start + len(chunk)], "confirm", whys
         )
         decided += [d.verdict or "skip" for d in part]
         reasons = [d.reason for d in part]
@@ -115,6 +116,14 @@ def confirm(b: Bisection, found: Found, descended: Sequence[str], threshold: flo
                 "search run(s) ended early as good"
             )
     return out
+
+
+def _why(claim: Claim) -> str:
+    if claim.role == "the culprit":
+        return "confirming the culprit against its parent"
+    if claim.role == "the culprit's parent":
+        return "confirming the culprit's parent against the culprit"
+    return f"confirming the claim at full length: {claim.role}"
 
 
 def _rule(b: Bisection, claim: Claim) -> DecisionRule:

@@ -453,12 +453,13 @@ class Evaluator:
         threshold: float,
         rules: Sequence[DecisionRule],
         phase: str,
-        why: str,
+        why: str | Sequence[str],
     ) -> list[Decision]:
-        """Like `decide_all`, each commit with its own rule."""
+        """Like `decide_all`, each commit with its own rule (and its own why, if given)."""
+        whys = [why] * len(commits) if isinstance(why, str) else list(why)
         tasks = [
-            functools.partial(self.decide, commit, threshold, rule, phase, slot=slot, why=why)
-            for slot, (commit, rule) in enumerate(zip(commits, rules, strict=True))
+            functools.partial(self.decide, commit, threshold, rule, phase, slot=slot, why=said)
+            for slot, (commit, rule, said) in enumerate(zip(commits, rules, whys, strict=True))
         ]
         return self.concurrently(tasks, phase)
 

@@ -82,6 +82,10 @@ def test_a_merge_named_on_early_good_verdicts_of_its_branch_is_not_confirmed(
     tip = [m for m in measured if m.commit == pr[2]]
     assert any(m.early_verdict == "good" for m in tip)  # the scenario: the tip passed early
     assert any(m.phase == "confirm" and m.stopped_early is None for m in tip)
+    # Each confirmation run says what it is to the claim (the report's "why there").
+    assert any(m.why.endswith("the culprit's merged branch's tip") for m in tip), [
+        m.why for m in tip
+    ]
     assert "searching again without early good verdicts" in out
     assert any(isinstance(r, EarlyGoodWithdrawn) for r in records)
     assert report_.culprit is not None
