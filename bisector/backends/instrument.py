@@ -24,13 +24,13 @@ PATCH_DIR = Path(__file__).resolve().parent.parent / "data" / "instrument"
 DISPATCH_PROGRESS = "cacher-dispatch-progress-2017"
 
 
-def resolve_patch(value: str, where: str) -> Path:
-    """A config value -> the patch file: `builtin:<name>` or a path."""
+def resolve_patch(value: str, where: str, builtins: Path = PATCH_DIR) -> Path:
+    """A config value -> the patch file: `builtin:<name>` (a patch in `builtins`) or a path."""
     if value.startswith(BUILTIN_PREFIX):
         name = value[len(BUILTIN_PREFIX) :]
-        path = PATCH_DIR / f"{name}.patch"
+        path = builtins / f"{name}.patch"
         if not path.is_file():
-            known = ", ".join(BUILTIN_PREFIX + p.stem for p in sorted(PATCH_DIR.glob("*.patch")))
+            known = ", ".join(BUILTIN_PREFIX + p.stem for p in sorted(builtins.glob("*.patch")))
             raise ConfigError(f"{where}: no built-in patch {name!r}; choose one of: {known}")
         return path
     path = Path(value).expanduser().absolute()  # git apply runs in the worktree

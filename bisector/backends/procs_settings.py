@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from bisector.backends import instrument
 from bisector.config import Section
 from bisector.errors import ConfigError
 
@@ -41,7 +42,6 @@ KEYS = (
 )
 FIX_KEYS = ("name", "why", "command", "patch", "since", "until")
 SERVING = ("auto", "insecure", "secure")
-BUILTIN_PREFIX = "builtin:"
 DATA = Path(__file__).resolve().parent.parent / "data" / "procs"
 # The 2017 endpoint the harness is built from by default (kubernetes 7043372, 31 May 2017):
 # any commit of the range would do, the harness only has to stay the same for all candidates.
@@ -174,17 +174,7 @@ def _path(s: Section, key: str, default: Path) -> Path:
 
 def resolve_patch(value: str, where: str) -> Path:
     """`builtin:<name>` (bisector/data/procs/<name>.patch) or a path to a patch file."""
-    if value.startswith(BUILTIN_PREFIX):
-        name = value[len(BUILTIN_PREFIX) :]
-        path = DATA / f"{name}.patch"
-        if not path.is_file():
-            known = ", ".join(BUILTIN_PREFIX + p.stem for p in sorted(DATA.glob("*.patch")))
-            raise ConfigError(f"{where}: no built-in patch {name!r}; choose one of: {known}")
-        return path
-    path = Path(value).expanduser().absolute()
-    if not path.is_file():
-        raise ConfigError(f"{where}: patch file {path} does not exist; fix the path")
-    return path
+    return instrument.resolve_patch(value, where, builtins=DATA)
 
 
 def _fixes(s: Section) -> tuple[BuildFix, ...]:
