@@ -49,7 +49,7 @@ contract: setup
 # The procs backend with a REAL kube-apiserver built from each commit of a 2017 kubernetes
 # checkout, on this machine (docs/procs.md): the endpoints 1444d25 (good) and 7043372 (bad),
 # the culprit f93a270 and its parent, each measured once; fails unless all four land on
-# their side of the threshold calibrated from them. ~40 min on 2 cores (builds cached).
+# their side of the threshold calibrated from them. 24 min on 2 cores with the builds cached (1 Dec 2026).
 # Installs golang-1.19-go and etcd-server with apt-get when they are missing and it can.
 #   make real KUBE=/path/to/kubernetes  [REAL_ARGS="--runs 3"]
 .PHONY: real
