@@ -25,9 +25,9 @@ from bisector.logs import (
     parse_request_metric,
     score_logs,
 )
+from bisector.measure.early import MONOTONE_METRICS, GrowingScorer, GrowingScorerFactory, Scorer
 from bisector.metrics import BUILTIN_SOURCE_METRICS, SourceMetric, SourceScorer, Worse
 from bisector.metrics.definitions import SOURCES, parse_source_metric
-from bisector.search.early import MONOTONE_METRICS, GrowingScorer, GrowingScorerFactory, Scorer
 
 DEFAULT_METRIC = "conflicts"
 _BUILTIN_SOURCES = {m.name: m for m in BUILTIN_SOURCE_METRICS}

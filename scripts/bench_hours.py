@@ -80,8 +80,8 @@ from bisector.config import Section
 from bisector.cost import KUBEMARK_2017, Phases, SearchShape, cost, expected_search
 from bisector.errors import BuildError
 from bisector.logs import LogWindow, Scores
-from bisector.search.evaluator import Evaluator
-from bisector.search.journal import Measured, read_journal
+from bisector.measure.evaluator import Evaluator
+from bisector.measure.journal import Measured, read_journal
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from bisector.sim import ProfileError, load_profile

@@ -20,7 +20,7 @@ class Candidate:
     eval_dir: Path  # this evaluation's directory inside the run directory
     slot: int = 0  # parallel slot: backends derive cluster names from it
     # This evaluation's launch id: a log naming it (`bisector-launch-id=<id>`) shows it is
-    # this launch's (bisector.search.measure.WindowRule); the local backend exports it.
+    # this launch's (bisector.measure.evaluation.WindowRule); the local backend exports it.
     launch_id: str = ""
 
     @property

@@ -132,27 +132,27 @@ BACKENDS: dict[str, BackendInfo] = {
         BackendInfo(
             "kind",
             "kubemark inside kind (Kubernetes v1.15 and later)",
-            "kind",
+            "kind.backend",
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
-            "bisector.backends.kind_doctor:check",
+            "bisector.backends.kind.doctor:check",
             cl2_report_from=("workload",),  # only the workload gets the report dir
         ),
         BackendInfo(
             "gce",
             "kubemark on Google Compute Engine with the candidate's own scripts (2017 era)",
-            "gce",
+            "gce.backend",
             "GceBackend",
             ("git", "make", "docker", "gcloud", "gsutil", "python"),
-            "bisector.backends.gce_doctor:check",
+            "bisector.backends.gce.doctor:check",
         ),
         BackendInfo(
             "procs",
             "a real kube-apiserver per candidate with hollow nodes as local processes (no docker)",
-            "procs",
+            "procs.backend",
             "ProcsBackend",
             ("git",),
-            "bisector.backends.procs_doctor:check",
+            "bisector.backends.procs.doctor:check",
         ),
     )
 }

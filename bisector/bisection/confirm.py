@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 from bisector.bisection.start import Bisection
 from bisector.gitrepo import GitRepo
+from bisector.measure.evaluation import Measurement
+from bisector.measure.journal import Mark, read_journal
 from bisector.search.base import Found
 from bisector.search.decide import ConfirmRule, DecisionRule
-from bisector.search.journal import Mark, read_journal
-from bisector.search.measure import Measurement
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ import statistics
 from dataclasses import dataclass, field
 
 from bisector.errors import BisectorError
+from bisector.measure.evaluation import Measurement
+from bisector.measure.evaluator import Evaluator
 from bisector.metrics.direction import Worse, is_bad
 from bisector.search.base import Job, Search, SearchRange
 from bisector.search.decide import DecisionRule, calibrate_threshold
-from bisector.search.evaluator import Evaluator
 from bisector.search.likelihood import MetricLikelihood
-from bisector.search.measure import Measurement
 from bisector.settings import RunSettings
 
 MAX_ENDPOINT_RUNS = 12

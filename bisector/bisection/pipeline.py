@@ -23,12 +23,12 @@ from bisector.bisection.start import (
     prepare_bisection,
 )
 from bisector.gitrepo import BisectSession, GitRepo
+from bisector.measure.early import Scorer
+from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold
 from bisector.report import Report, write_reports
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
-from bisector.search.early import Scorer
-from bisector.search.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
 from bisector.search.noisy import PosteriorSearch, automatic_budget
 from bisector.search.plain import GitBisectSearch

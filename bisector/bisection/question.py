@@ -20,7 +20,7 @@ from pathlib import Path
 from bisector.backends.resources import ResourceRecord
 from bisector.bisection.layout import RunLayout
 from bisector.errors import BisectorError
-from bisector.search.journal import Measured, Record, Start, ThresholdSet
+from bisector.measure.journal import Measured, Record, Start, ThresholdSet
 from bisector.settings import RunSettings
 
 # The parts of RunSettings.question(), in its order (tests/faults/test_run_dir_question.py

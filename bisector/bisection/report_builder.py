@@ -11,6 +11,9 @@ from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary
+from bisector.measure.evaluation import Measurement
+from bisector.measure.journal import Mark as MarkRecord
+from bisector.measure.journal import TeardownFailed
 from bisector.metrics.direction import Worse, is_bad
 from bisector.report.model import (
     Adaptation,
@@ -26,9 +29,6 @@ from bisector.report.model import (
     Threshold,
 )
 from bisector.search.base import Found, Search
-from bisector.search.journal import Mark as MarkRecord
-from bisector.search.journal import TeardownFailed
-from bisector.search.measure import Measurement
 
 _PR = re.compile(r"(?:Merge pull request #|\(#)(\d+)")
 

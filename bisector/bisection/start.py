@@ -27,11 +27,11 @@ from bisector.errors import BisectorError, ConfigError, InfraError
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
+from bisector.measure.early import Scorer, rescoring
+from bisector.measure.evaluation import trait
+from bisector.measure.evaluator import Evaluator, MeasureSettings
+from bisector.measure.journal import Failed, Interrupted, Journal, Resume, Start, TeardownFailed
 from bisector.search.decide import DecisionRule, MajorityRule
-from bisector.search.early import Scorer, rescoring
-from bisector.search.evaluator import Evaluator, MeasureSettings
-from bisector.search.journal import Failed, Interrupted, Journal, Resume, Start, TeardownFailed
-from bisector.search.measure import trait
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from bisector import proclog
 from bisector.bisection.plan import Estimate
+from bisector.measure.evaluation import Measurement
 from bisector.report.model import CostSummary, MeasuredCost, ModelCost, ModelPhases
-from bisector.search.measure import Measurement
 
 LAUNCH_LOG = "launch.log"
 

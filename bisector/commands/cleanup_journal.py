@@ -20,7 +20,7 @@ from bisector.bisection.start import backend_context
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import GitRepo
-from bisector.search.journal import Cleaned, Journal, Start, TeardownFailed, read_journal
+from bisector.measure.journal import Cleaned, Journal, Start, TeardownFailed, read_journal
 from bisector.settings import RunSettings
 from bisector.signals import held_during
 

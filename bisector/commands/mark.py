@@ -15,7 +15,7 @@ from bisector.commands.runs_dirs import pick_run
 from bisector.errors import BisectorError
 from bisector.exitcodes import MarkExit
 from bisector.gitrepo import GitRepo
-from bisector.search.journal import Journal, Mark, Start, read_journal
+from bisector.measure.journal import Journal, Mark, Start, read_journal
 
 VERDICTS = ("good", "bad", "skip")
 

@@ -24,8 +24,8 @@ from bisector.commands.status import (
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
 from bisector.gitrepo import GitRepo
+from bisector.measure.journal import Journal, read_journal
 from bisector.runfiles import prune_logs, size_text
-from bisector.search.journal import Journal, read_journal
 
 
 def _live(run_dir: Path, repo: GitRepo) -> bool:

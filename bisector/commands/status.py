@@ -20,10 +20,7 @@ from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.config import Section
 from bisector.gitrepo import GitRepo
-from bisector.metric_registry import MetricRegistry
-from bisector.numbers import format_threshold
-from bisector.runfiles import disk_use, size_text
-from bisector.search.journal import (
+from bisector.measure.journal import (
     Done,
     EarlyGoodWithdrawn,
     Failed,
@@ -38,6 +35,9 @@ from bisector.search.journal import (
     Verdict,
     read_journal,
 )
+from bisector.metric_registry import MetricRegistry
+from bisector.numbers import format_threshold
+from bisector.runfiles import disk_use, size_text
 
 FINISHED = "finished"
 # Records a run writes when it starts and ends; anything else (a `mark`, the `cleaned`

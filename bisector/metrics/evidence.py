@@ -35,7 +35,7 @@ class Reading:
     where: str  # the file(s) it came from, and what was read
     # Wall time (epoch s) the measured process started (/metrics' process_start_time_seconds)
     # or its measurement began (processes.json `start`): an evaluation holds it to its
-    # launch as it holds the log (bisector.search.measure). None: the files do not say.
+    # launch as it holds the log (bisector.measure.evaluation). None: the files do not say.
     started: float | None = None
 
     def to_dict(self) -> dict[str, object]:

@@ -34,11 +34,11 @@ from bisector.bisection.report_builder import evaluation_of
 from bisector.bisection.start import metric_unmeasurable
 from bisector.errors import BisectorError, ConfigError
 from bisector.gitrepo import GitRepo
+from bisector.measure.journal import Measured, ThresholdSet, read_journal
 from bisector.nightly.budget import BudgetedBackend, BudgetExceeded, budget_exceeded
 from bisector.nightly.config import JobConfig, NightlyConfig
 from bisector.nightly.store import Hunt, NightlyStore
 from bisector.report.model import Culprit, Evaluation, Report, Threshold
-from bisector.search.journal import Measured, ThresholdSet, read_journal
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunFlags, RunSettings
 

@@ -28,11 +28,11 @@ import math
 
 from bisector.errors import BisectorError
 from bisector.gitrepo import BisectSession
+from bisector.measure.evaluation import Measurement
+from bisector.measure.evaluator import Evaluator
 from bisector.report.model import LikelyRange, SearchSummary
 from bisector.search.base import Found, Job, SearchRange
-from bisector.search.evaluator import Evaluator
 from bisector.search.likelihood import Likelihood
-from bisector.search.measure import Measurement
 from bisector.search.posterior import Posterior
 
 NO_CULPRIT = "(no commit in the range is bad)"

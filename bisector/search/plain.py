@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 
 from bisector.gitrepo import BisectSession, GitFailure, GitRepo
+from bisector.measure.evaluator import Evaluator
 from bisector.report.model import SearchSummary
 from bisector.search.ahead import next_candidates
 from bisector.search.base import Found, Job, SearchRange
 from bisector.search.decide import Decision, DecisionRule
-from bisector.search.evaluator import Evaluator
 from bisector.search.strategy import SearchState, SplitStrategy, Strategy
 
 

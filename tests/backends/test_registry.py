@@ -1,6 +1,6 @@
 """The registry says once which backends can hand over a ClusterLoader2 report (a `cl2`
 metric's source): local (every command gets $BISECTOR_REPORT_DIR), kind with a `workload`
-(only that step gets it: bisector/backends/kind_steps.py `workload`); never sim, gce
+(only that step gets it: bisector/backends/kind/steps.py `workload`); never sim, gce
 (the 2017 kubemark scripts) or procs."""
 
 from __future__ import annotations

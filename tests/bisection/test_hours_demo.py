@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.search.journal import Measured, Prefetch, read_journal
+from bisector.measure.journal import Measured, Prefetch, read_journal
 
 ROOT = Path(__file__).resolve().parents[2]
 

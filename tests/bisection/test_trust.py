@@ -17,10 +17,10 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.report_builder import _verdict
 from bisector.ci.changepoint import find_step
 from bisector.errors import LaunchError
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.journal import Journal, ThresholdSet
 from bisector.report import Report
 from bisector.search.decide import MajorityRule
-from bisector.search.journal import Journal, ThresholdSet
-from bisector.search.measure import evaluate_candidate
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.local_backend import write_local_config

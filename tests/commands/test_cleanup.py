@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.gce import SERVER_TARBALL, GceBackend
-from bisector.backends.kind import KindBackend
+from bisector.backends.gce.backend import SERVER_TARBALL, GceBackend
+from bisector.backends.kind.backend import KindBackend
 from bisector.backends.resources import Resource, ResourceRecord
 from bisector.backends.steps import step
 from bisector.commands.cleanup import cleanup

@@ -117,7 +117,7 @@ def _finished_run(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_logs_are_gzipped_once_scored_and_the_journal_names_the_gz(tmp_path: Path) -> None:
-    from bisector.search.journal import Measured, read_journal
+    from bisector.measure.journal import Measured, read_journal
 
     _repo, run_dir = _finished_run(tmp_path)
     logs = [log for r in read_journal(run_dir / "journal.jsonl") if isinstance(r, Measured)

@@ -326,7 +326,7 @@ def test_parallel_2_sigterm_tears_down_every_slot_then_resumes(tmp_path: Path) -
 def test_parallel_2_sigterm_waits_for_the_slot_slowest_to_tear_down(tmp_path: Path) -> None:
     """Slot 0 tears down slowly: the interrupt lands in the main thread's wait for slot 0,
     which Python 3.11 then reports dead (python/cpython#90882, see
-    bisector.search.parallel); the run exited once slot 1 was done, slot 0's teardown
+    bisector.measure.parallel); the run exited once slot 1 was done, slot 0's teardown
     unfinished (its cluster left up). Every slot's teardown ends before the exit."""
     built = build_repo(tmp_path / "repo", _values(6, 3))
     driver = write_local_config(tmp_path)

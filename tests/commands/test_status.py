@@ -29,7 +29,7 @@ def test_example_config_is_valid() -> None:
 def test_interrupted_run_shows_progress_and_the_resume_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bisector.search.journal import append_line
+    from bisector.measure.journal import append_line
 
     built = build_repo(tmp_path / "r", [1, 2])
     run_dir = tmp_path / "r" / ".git" / "bisector" / "runs" / "x"

@@ -114,5 +114,5 @@ def test_kill_9_in_the_warmup_leaves_the_cluster_to_cleanup(
         capture_output=True, text=True, check=False, timeout=120,
     )  # fmt: skip
     assert cleanup.returncode == 0, cleanup.stdout + cleanup.stderr
-    assert "bisector.backends.procs_stop --tag" in cleanup.stdout
+    assert "bisector.backends.procs.stop --tag" in cleanup.stdout
     assert world.leftovers() == []

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.gce_steps import REGISTRY_HOSTS
+from bisector.backends.gce.steps import REGISTRY_HOSTS
 from tests.helpers.fake_proc import FakeProc
 
 

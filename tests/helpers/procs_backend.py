@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.procs import ProcsBackend
+from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.resources import ResourceRecord
 from bisector.config import Section
 from bisector.gitrepo import GitRepo

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import ProcessUsage, write_processes
+from bisector.measure.evaluation import WindowRule, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
-from bisector.search.measure import WindowRule, evaluate_candidate
 from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
 from tests.helpers.local_backend import CONFLICT, WRITE
 

@@ -63,7 +63,7 @@ def test_a_metric_ci_builds_do_not_keep_is_refused_with_one_line(
 def test_the_cl2_example_config_is_valid_and_its_hunt_can_measure_its_metric() -> None:
     """configs/nightly-cl2.toml: the real 2026 job, cl2 metrics built in and user-defined,
     and a kind backend whose workload hands over the CL2 report the hunt measures."""
-    from bisector.backends.kind_steps import KindSettings
+    from bisector.backends.kind.steps import KindSettings
     from bisector.nightly.hunt import run_settings, unmeasurable
     from bisector.nightly.runner import check_run_table
 

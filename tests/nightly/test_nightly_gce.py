@@ -17,7 +17,7 @@ import git
 import pytest
 
 from bisector import proc
-from bisector.backends import gce
+from bisector.backends.gce import backend as gce
 from bisector.demo_repo import create_demo_repo
 from bisector.exitcodes import NightlyExit
 from bisector.nightly import run_nightly

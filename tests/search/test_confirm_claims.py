@@ -19,7 +19,7 @@ import pytest
 from bisector.bisection.confirm import Claim, claims
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import GitRepo
-from bisector.search.journal import EarlyGoodWithdrawn, Measured, read_journal
+from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
 from tests.helpers.faults import (
     FaultDriver,
     measurements,
@@ -29,8 +29,8 @@ from tests.helpers.faults import (
 )
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.repo import PR, BuiltRepo, build_repo
-from tests.search.test_early_good import LATE, ShapedFileValue
-from tests.search.test_early_good_merges import _commit, _git
+from tests.measure.test_early_good import LATE, ShapedFileValue
+from tests.measure.test_early_good_merges import _commit, _git
 
 GOOD, BAD = 20, 400  # ShapedFileValue: BAD passes the threshold (100) after 3 minutes
 FORK, MERGE = 3, 4

@@ -1,0 +1,1 @@
+"""The kind backend: kubemark inside a kind cluster."""

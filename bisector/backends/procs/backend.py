@@ -1,0 +1,640 @@
+"""`procs`: a real kube-apiserver built from each candidate, on this machine, no docker.
+
+Per bisection (`setup`): the harness, the hollow-node binary (`cmd/kubemark`), built
+once from `harness_commit` with the project's patch (bisector/data/procs) in a scratch
+worktree, and cached per machine: it stays the same for every candidate, so only the
+system under test changes.
+
+Per candidate: `build` makes `kube-apiserver` from the candidate's tree with the Go the
+tree needs (bisector.backends.procs.build), cached by tree id, with a persistent GOCACHE
+so a tree near the last one rebuilds incrementally; builds ahead (`prefetch_build`) run
+niced while a cluster is measured. `launch` starts etcd, the apiserver, the watch load
+generator and N hollow nodes (bisector.backends.procs.cluster) and waits until /healthz
+is ok, the apiserver reports the candidate's commit, W watches are open (before any node
+exists, so opening them costs every candidate the same) and N nodes are Ready; the
+warmup starts there (the first `/metrics` snapshot and CPU sample). `collect`
+writes the apiserver log so far, `metrics-after.prom`, `processes.json` (CPU seconds and
+peak RSS over the warmup) and the load generator's figures into the log directory; a
+process that died meanwhile makes it a skip. `teardown` stops everything carrying the
+cluster's tag and removes its temporary directory; the same step is recorded in
+resources.json before anything starts, for `bisector cleanup`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bisector import proc
+from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, write_processes
+from bisector.backends.procs import build as pb
+from bisector.backends.procs import cluster as pc
+from bisector.backends.procs.settings import KEYS, BuildFix, ProcsSettings
+from bisector.backends.resources import BuildCache, Resource, ResourceRecord
+from bisector.backends.steps import Step, run_step, step, tail, tree_step
+from bisector.dirs import write_private
+from bisector.durations import format_duration
+from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
+
+log = logging.getLogger("bisector.procs")
+LOG_NAME = "kube-apiserver.log"
+LOAD_FIGURES = "watch-load.json"
+POLL_S = 1.0
+ETCD_READY_S = 30.0
+LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
+
+
+@dataclass
+class Running:
+    """A launched cluster (one per slot)."""
+
+    layout: pc.Layout
+    api: pc.Api
+    pids: dict[str, int] = field(default_factory=dict)  # "etcd", "kube-apiserver", ...
+    hollow: list[int] = field(default_factory=list)
+    before: dict[int, pc.Sample] = field(default_factory=dict)
+    warmup_start: float = 0.0
+
+    def all_pids(self) -> dict[str, int]:
+        named = dict(self.pids)
+        named.update({f"{pc.HOLLOW_PREFIX}{i}": pid for i, pid in enumerate(self.hollow)})
+        return named
+
+
+class ProcsBackend:
+    KEYS = KEYS
+    name = "procs"
+    real_time_logs = True  # glog times are this machine's wall clock
+
+    def __init__(
+        self, context: BackendContext, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.context = context
+        self.cfg = ProcsSettings.from_section(context.section)
+        self.sleep = sleep
+        self.record = ResourceRecord(context.run_dir)
+        self.cache = BuildCache(self.cfg.build_cache_dir)
+        self.work = context.run_dir.absolute() / "procs"
+        self.kubemark: Path | None = None
+        self._binaries: dict[str, Path] = {}  # commit -> its kube-apiserver
+        self._fixes: dict[str, list[BuildFix]] = {}  # commit -> fixes its build applied
+        self._prefetched: set[str] = set()
+        self._running: dict[int, Running] = {}  # slot -> cluster
+        self._go_versions: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    # -- bisection bracket ---------------------------------------------------------------
+    def setup(self) -> None:
+        """Build (or find in the cache) the hollow-node harness."""
+        try:
+            self.kubemark = self._harness()
+        except OSError as exc:
+            raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
+
+    def close(self) -> None:
+        """Nothing lasts across candidates but the caches."""
+
+    # -- build ---------------------------------------------------------------------------
+    def build(self, candidate: Candidate) -> None:
+        try:
+            binary, fixes = self._build_apiserver(candidate.commit, candidate.worktree, nice=0)
+            pb.write_fixes_applied(candidate.eval_dir, fixes)
+        except OSError as exc:
+            raise BuildError(f"cannot write the build's files: {exc}") from None
+        with self._lock:
+            self._binaries[candidate.commit] = binary
+            self._fixes[candidate.commit] = fixes
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        """Build `commit` into the cache while a cluster runs, at a low CPU priority."""
+        try:
+            # Its commands and their times go to a log of its own: no evaluation's build.log
+            # is open while it runs, and its build time is a figure the user wants.
+            log = self.work / "prefetch-logs" / f"{commit[:12]}-build.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            self._build_apiserver(commit, worktree, nice=self.cfg.prefetch_nice, log=log)
+        except OSError as exc:
+            raise BuildError(f"cannot write the build's files: {exc}") from None
+        with self._lock:
+            self._prefetched.add(commit)
+
+    def prefetched(self, commit: str) -> bool:
+        with self._lock:
+            return commit in self._prefetched
+
+    def _go_version(self, go: str) -> str:
+        with self._lock:
+            known = self._go_versions.get(go)
+        if known is None:
+            known = run_step(pb.version_step(go)).stdout
+            with self._lock:
+                self._go_versions[go] = known
+        return known
+
+    def _tree(self, worktree: Path, commit: str) -> str:
+        try:
+            return run_step(tree_step(worktree, commit, self.cfg.git_timeout)).stdout.strip()
+        except proc.CommandError as exc:
+            raise BuildError(f"cannot read the tree of {commit[:12]}: {tail(exc)}") from None
+
+    def _contains(self, worktree: Path) -> Callable[[str], bool]:
+        def contains(commit: str) -> bool:
+            s = pb.ancestor_step(worktree, commit, self.cfg.git_timeout)
+            code = run_step(s, check=False).code
+            if code not in (0, 1):
+                raise BuildError(
+                    f"cannot tell whether the tree contains {commit[:12]} (a build fix's "
+                    "range): is that commit in this repository?"
+                )
+            return code == 0
+
+        return contains
+
+    def _fixes_for(self, worktree: Path) -> list[BuildFix]:
+        contains = self._contains(worktree)
+        return [f for f in self.cfg.build_fixes if pb.fix_applies(f, contains)]
+
+    def _key(self, tree: str, tool: pb.Toolchain, fixes: list[BuildFix], extra: str = "") -> str:
+        blob = "\0".join([pb.RECIPE, tool.version, extra, *(f.fingerprint() for f in fixes)])
+        return f"{tree}-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
+
+    def _gopath(self, worktree: Path) -> Path:
+        return self.work / "gopath" / worktree.name
+
+    def _build_apiserver(
+        self, commit: str, worktree: Path, *, nice: int, log: Path | None = None
+    ) -> tuple[Path, list[BuildFix]]:
+        tree = self._tree(worktree, commit)
+        tool = pb.choose_toolchain(self.cfg, pb.go_needs(worktree), self._go_version)
+        fixes = self._fixes_for(worktree)
+        key = self._key(tree, tool, fixes)
+        found = pb.cached_binary(self.cache, key, "kube-apiserver")
+        if found is not None:
+            return found, fixes
+        place = pb.build_place(self.cfg, tool, worktree, self._gopath(worktree))
+        pb.link_gopath(place)
+        for fix in fixes:
+            pb.run_build_step(
+                pb.nice(pb.fix_step(fix, place, self.cfg.build_timeout), nice),
+                f"build fix {fix.name}",
+                commit,
+                log,
+            )
+        output = worktree / pb.OUTPUT_DIR / "kube-apiserver"
+        build = pb.go_build_step(
+            place, "cmd/kube-apiserver", output, commit, self.cfg.build_timeout, static=True
+        )
+        pb.run_build_step(pb.nice(build, nice), "go build ./cmd/kube-apiserver", commit, log)
+        if not output.is_file():
+            raise BuildError(f"go build left no {output} for {commit[:12]}")
+        self.cache.store(key, worktree, [f"{pb.OUTPUT_DIR}/kube-apiserver"])
+        found = pb.cached_binary(self.cache, key, "kube-apiserver")
+        if found is None:
+            raise BuildError(f"the build cache {self.cache.root} did not keep {key}")
+        return found, fixes
+
+    def _harness(self) -> Path:
+        """kubemark from `harness_commit` plus the harness patch, once per machine."""
+        base = self.context.base_worktree
+        if base is None:
+            raise InfraError(
+                "the harness (kubemark) is built from a checkout of this repository: "
+                "run through `bisector run`, which provides one"
+            )
+        commit = self.cfg.harness_commit
+        source = self.work / "harness-src"
+        add = step(
+            "git",
+            "worktree",
+            "add",
+            "--detach",
+            "--force",
+            source,
+            commit,
+            cwd=base,
+            timeout=self.cfg.git_timeout,
+        )
+        remove = step(
+            "git", "worktree", "remove", "--force", source, cwd=base, timeout=self.cfg.git_timeout
+        )
+        try:
+            if source.exists():
+                run_step(remove, check=False)
+                shutil.rmtree(source, ignore_errors=True)
+            run_step(add)
+        except proc.CommandError as exc:
+            raise InfraError(
+                f"cannot check out the harness commit {commit[:12]} ({tail(exc)}); set "
+                "`harness_commit` in [backends.procs] to a commit of this repository"
+            ) from None
+        try:
+            return self._build_harness(commit, source)
+        finally:
+            run_step(remove, check=False)
+            shutil.rmtree(source, ignore_errors=True)
+
+    def _build_harness(self, commit: str, source: Path) -> Path:
+        tree = self._tree(source, commit)
+        tool = pb.choose_toolchain(self.cfg, pb.go_needs(source), self._go_version)
+        fixes = self._fixes_for(source)
+        patch = self.cfg.harness_patch
+        key = "harness-" + self._key(tree, tool, fixes, patch.read_text(encoding="utf-8"))
+        found = pb.cached_binary(self.cache, key, "kubemark")
+        if found is not None:
+            return found
+        apply = step("git", "apply", patch, cwd=source, timeout=self.cfg.git_timeout)
+        try:
+            run_step(apply)
+        except proc.CommandError as exc:
+            raise InfraError(
+                f"the harness patch {patch.name} does not apply to {commit[:12]}: {tail(exc)}"
+            ) from None
+        place = pb.build_place(self.cfg, tool, source, self.work / "gopath" / "harness")
+        pb.link_gopath(place)
+        for fix in fixes:
+            pb.run_build_step(
+                pb.fix_step(fix, place, self.cfg.build_timeout),
+                f"build fix {fix.name} (harness)",
+                commit,
+            )
+        output = source / pb.OUTPUT_DIR / "kubemark"
+        build = pb.go_build_step(
+            place, "cmd/kubemark", output, commit, self.cfg.build_timeout, static=False
+        )
+        pb.run_build_step(build, "go build ./cmd/kubemark (the harness)", commit)
+        self.cache.store(key, source, [f"{pb.OUTPUT_DIR}/kubemark"])
+        found = pb.cached_binary(self.cache, key, "kubemark")
+        if found is None:
+            raise InfraError(f"the build cache {self.cache.root} did not keep {key}")
+        return found
+
+    # -- launch --------------------------------------------------------------------------
+    def _secure(self, worktree: Path) -> bool:
+        if self.cfg.serving != "auto":
+            return self.cfg.serving == "secure"
+        return pb.go_needs(worktree).modules  # module-era trees have no insecure port
+
+    def _layout(self, candidate: Candidate, ports: pc.Ports) -> pc.Layout:
+        tag = f"{self.context.run_dir.name}-{candidate.slot}-{uuid.uuid4().hex[:10]}"
+        root = self.cfg.tmpdir / f"bisector-procs-{tag[-10:]}"
+        return pc.Layout(
+            tag,
+            root,
+            pc.ClusterFiles.under(candidate.eval_dir),
+            ports,
+            self._secure(candidate.worktree),
+        )
+
+    def _resource_id(self, slot: int) -> str:
+        return f"procs/slot-{slot}"
+
+    def launch(self, candidate: Candidate) -> None:
+        binary = self._binaries.get(candidate.commit)
+        if binary is None:
+            raise LaunchError(f"launch before build for {candidate.commit[:12]}")
+        if self.kubemark is None:
+            raise LaunchError("the harness (kubemark) was not built: setup did not run")
+        try:
+            ports = pc.Ports.pick(self.cfg.hollow_nodes)
+        except OSError as exc:
+            raise LaunchError(f"no free loopback ports for the cluster: {exc}") from None
+        layout = self._layout(candidate, ports)
+        nodes = self.cfg.hollow_nodes
+        what = f"local cluster {layout.tag} (etcd, kube-apiserver, {nodes} hollow nodes)"
+        stop = pc.stop_step(layout, self.cfg.stop_grace)
+        # Recorded before anything starts: a crash from here on is found by `bisector cleanup`.
+        self.record.add(Resource(self._resource_id(candidate.slot), self.name, what, (stop,)))
+        pb.reprioritize(self.cfg.prefetch_nice)  # a cluster runs: builds ahead step back
+        secure = layout.secure
+        running = Running(layout, pc.Api(layout.server))
+        with self._lock:
+            self._running[candidate.slot] = running  # the teardown's from here on
+        try:
+            _keep_earlier_attempt(layout.files.directory)
+            layout.files.directory.mkdir(parents=True)
+            layout.root.mkdir(mode=0o700, parents=True)
+            token = pc.write_credentials(layout) if secure else None
+            running.api = pc.Api(layout.server, layout.credentials.ca if secure else None, token)
+            state = {"tag": layout.tag, "root": str(layout.root), "server": layout.server}
+            layout.files.state.write_text(json.dumps(state, indent=1) + "\n")
+            write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
+            self._start_etcd(running)
+            self._start_apiserver(running, binary, candidate.commit)
+            # The watches first, while no node exists and no event flows: opening 16,000
+            # costs every candidate the same (after the nodes, a bad build took minutes to
+            # register them, its dispatcher holding the cacher's lock for each event).
+            self._start_load(running)
+            self._start_hollow_nodes(running)
+            self._start_warmup(running, candidate)
+        except proc.CommandError as exc:
+            reason = f"`{exc.cmd[-1][:60]}` failed ({exc.why}): {tail(exc)}"
+            raise _launch_failed(layout, reason) from None
+        except (OSError, BisectorError) as exc:  # a full disk, a tmpdir that went away
+            raise _launch_failed(layout, f"cannot write the cluster's files: {exc}") from None
+        except LaunchError as exc:
+            raise _launch_failed(layout, exc.reason) from None
+
+    def _spawn(self, running: Running, s: Step, what: str) -> int:
+        out = run_step(s).stdout.strip().splitlines()
+        if not out or not out[-1].isdigit():
+            raise LaunchError(f"starting {what} printed no pid ({out!r})")
+        return int(out[-1])
+
+    def _alive_or_raise(self, running: Running, error: type[InfraError], when: str) -> None:
+        for name, pid in running.all_pids().items():
+            if pc.cpu_seconds(pid) is None:
+                raise error(f"{name} exited {when}: {pc.last_lines(self._log_of(running, name))}")
+
+    def _log_of(self, running: Running, name: str) -> Path:
+        files = running.layout.files
+        if name.startswith(pc.HOLLOW_PREFIX):
+            return files.hollow_log(int(name[len(pc.HOLLOW_PREFIX) :]))
+        return {
+            "etcd": files.etcd_log,
+            "kube-apiserver": files.apiserver_log,
+            "watch-load": files.load_log,
+        }[name]
+
+    def _wait(self, running: Running, what: str, seconds: float, ready: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + seconds
+        while True:
+            self._alive_or_raise(running, LaunchError, f"while waiting for {what}")
+            if ready():
+                return
+            if time.monotonic() >= deadline:
+                raise LaunchError(f"{what}: not after {format_duration(seconds)}")
+            self.sleep(POLL_S)
+
+    def _start_etcd(self, running: Running) -> None:
+        layout = running.layout
+        s = pc.daemon_step(pc.etcd_cmd(self.cfg, layout), layout.files.etcd_log, layout)
+        running.pids["etcd"] = self._spawn(running, s, "etcd")
+        health = pc.Api(f"http://127.0.0.1:{layout.ports.etcd_client}")
+        self._wait(
+            running,
+            "etcd healthy",
+            ETCD_READY_S,
+            lambda: b'"true"' in (health.try_get("/health") or b""),
+        )
+
+    def _start_apiserver(self, running: Running, binary: Path, commit: str) -> None:
+        layout = running.layout
+        s = pc.daemon_step(
+            pc.apiserver_cmd(self.cfg, binary, layout), layout.files.apiserver_log, layout
+        )
+        running.pids["kube-apiserver"] = self._spawn(running, s, "kube-apiserver")
+        self._wait(
+            running,
+            "kube-apiserver /healthz ok",
+            self.cfg.ready_timeout,
+            lambda: (running.api.try_get("/healthz") or b"").strip() == b"ok",
+        )
+        served = pc.served_commit(running.api.try_get("/version") or b"")
+        if served != commit:
+            raise LaunchError(
+                f"the apiserver answering reports commit {served!r}, not {commit[:12]}: "
+                "another apiserver on the port, or a binary of another tree"
+            )
+
+    def _start_hollow_nodes(self, running: Running) -> None:
+        layout, kubemark = running.layout, self.kubemark
+        assert kubemark is not None
+        layout.files.hollow_log(0).parent.mkdir(parents=True, exist_ok=True)
+        for i in range(self.cfg.hollow_nodes):
+            layout.hollow_root(i).mkdir(parents=True, exist_ok=True)
+            s = pc.daemon_step(
+                pc.hollow_cmd(kubemark, layout, i),
+                layout.files.hollow_log(i),
+                layout,
+                pc.hollow_env(self.cfg, layout, i),
+            )
+            running.hollow.append(self._spawn(running, s, f"hollow node {i}"))
+        want = self.cfg.hollow_nodes
+        seen = [0]
+
+        def all_ready() -> bool:
+            seen[0] = pc.ready_hollow_nodes(running.api.try_get("/api/v1/nodes") or b"")
+            return seen[0] >= want
+
+        try:
+            self._wait(running, f"{want} hollow nodes Ready", self.cfg.ready_timeout, all_ready)
+        except LaunchError as exc:
+            raise LaunchError(f"{exc.reason} (only {seen[0]} of {want} were)") from None
+
+    def _start_load(self, running: Running) -> None:
+        if self.cfg.watchers == 0:
+            return
+        layout = running.layout
+        s = pc.daemon_step(pc.load_cmd(self.cfg, layout), layout.files.load_log, layout)
+        running.pids["watch-load"] = self._spawn(running, s, "the watch load generator")
+        want = self.cfg.watchers
+
+        def opened() -> bool:
+            opened = _load_figures(layout.files.load_status).get("opened", 0)
+            return isinstance(opened, int) and opened >= want
+
+        self._wait(running, f"{want} node watches open", self.cfg.ready_timeout, opened)
+
+    def _start_warmup(self, running: Running, candidate: Candidate) -> None:
+        """The measurement window opens: first /metrics snapshot and CPU sample."""
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        metrics = running.api.try_get("/metrics", timeout=30)
+        if metrics is None:
+            raise LaunchError("the apiserver's /metrics cannot be read at the warmup's start")
+        (candidate.log_dir / METRICS_BEFORE).write_bytes(metrics)
+        running.warmup_start = time.time()
+        running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
+
+    # -- warmup --------------------------------------------------------------------------
+    def _running_for(self, candidate: Candidate, error: type[InfraError]) -> Running:
+        with self._lock:
+            running = self._running.get(candidate.slot)
+        if running is None:
+            raise error(f"no cluster is running for slot {candidate.slot}")
+        return running
+
+    def _wait_alive(self, running: Running, seconds: float) -> None:
+        """Sleep `seconds`, checking every few seconds that every process still runs."""
+        left = seconds
+        while left > 0:
+            chunk = min(LIVENESS_EVERY_S, left)
+            self.sleep(chunk)
+            left -= chunk
+            self._alive_or_raise(running, CollectError, "during the warmup")
+
+    def warmup(self, candidate: Candidate) -> None:
+        running = self._running_for(candidate, CollectError)
+        self._wait_alive(running, self.context.warmup_s)
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        running = self._running_for(candidate, CollectError)
+        total, elapsed, every_s = self.context.warmup_s, 0.0, max(every_s, 1e-3)
+        while elapsed < total:
+            chunk = min(every_s, total - elapsed)
+            self._wait_alive(running, chunk)
+            elapsed += chunk
+            yield elapsed
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        """The apiserver's own log, growing: reading it does not disturb the cluster."""
+        running = self._running_for(candidate, CollectError)
+        path = running.layout.files.apiserver_log
+        try:
+            return [path] if path.stat().st_size else []
+        except OSError as exc:
+            raise CollectError(f"the apiserver log cannot be read: {exc}") from None
+
+    # -- collect -------------------------------------------------------------------------
+    def collect(self, candidate: Candidate) -> list[Path]:
+        running = self._running_for(candidate, CollectError)
+        self._alive_or_raise(running, CollectError, "before the end of the warmup")
+        try:
+            return self._collect(running, candidate.log_dir)
+        except OSError as exc:
+            raise CollectError(f"cannot write the collected files: {exc}") from None
+
+    def _collect(self, running: Running, log_dir: Path) -> list[Path]:
+        end = time.time()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        metrics = running.api.try_get("/metrics", timeout=30)
+        if metrics is None:
+            raise CollectError("the apiserver's /metrics cannot be read at the warmup's end")
+        (log_dir / METRICS_AFTER).write_bytes(metrics)
+        usages = [pc.usage(name, [pid], running.before, end) for name, pid in running.pids.items()]
+        usages.append(pc.usage("hollow-nodes", running.hollow, running.before, end))
+        write_processes(log_dir, usages)
+        figures = _load_figures(running.layout.files.load_status)
+        (log_dir / LOAD_FIGURES).write_text(json.dumps(figures, indent=1) + "\n")
+        log_file = log_dir / LOG_NAME
+        shutil.copyfile(running.layout.files.apiserver_log, log_file)
+        if not log_file.stat().st_size:
+            raise CollectError("the apiserver log is empty")
+        return [log_file]
+
+    # -- teardown ------------------------------------------------------------------------
+    def teardown(self, candidate: Candidate) -> None:
+        """Stop the slot's cluster; a failure keeps it in resources.json and raises."""
+        resource_id = self._resource_id(candidate.slot)
+        with self._lock:
+            running = self._running.pop(candidate.slot, None)
+        recorded = [r for r in self.record.load() if r.id == resource_id]
+        if running is not None:
+            stops = [pc.stop_step(running.layout, self.cfg.stop_grace)]
+        else:
+            stops = list(recorded[0].teardown) if recorded else []
+        for s in stops:
+            try:
+                run_step(s)
+            except proc.CommandError as exc:
+                log.warning(
+                    "stopping the local cluster failed (%s); run `bisector cleanup`", tail(exc)
+                )
+                raise InfraError(
+                    f"the local cluster of slot {candidate.slot} was not stopped: {tail(exc)}; "
+                    "run `bisector cleanup`"
+                ) from None
+        self.record.remove(resource_id)
+        with self._lock:
+            idle = not self._running
+        if idle:  # no cluster to disturb: builds ahead go at full speed (needs CAP_SYS_NICE)
+            pb.reprioritize(0)
+
+    # -- dry run -------------------------------------------------------------------------
+    def plan(self, candidate: Candidate) -> list[str]:
+        cfg, wt = self.cfg, candidate.worktree
+        layout = pc.Layout(
+            "<tag>",
+            cfg.tmpdir / "bisector-procs-<tag>",
+            pc.ClusterFiles.under(candidate.eval_dir),
+            pc.Ports.placeholder(cfg.hollow_nodes),
+            cfg.serving == "secure",
+        )
+        binary = Path(f"{cfg.build_cache_dir}/<tree>/{pb.OUTPUT_DIR}/kube-apiserver")
+        kubemark = Path(f"{cfg.build_cache_dir}/harness-<tree>/{pb.OUTPUT_DIR}/kubemark")
+        lines = [
+            f"# setup, once: kubemark from {cfg.harness_commit[:12]} + {cfg.harness_patch.name}"
+            f" (cached in {cfg.build_cache_dir})",
+            f"# build (skipped when the tree is cached in {cfg.build_cache_dir})",
+            tree_step(wt, candidate.commit, cfg.git_timeout).render(),
+        ]
+        gopath = self._gopath(wt)
+        lines.append(
+            f"# Go: {cfg.go} in GOPATH mode for trees without go.mod (GOPATH={gopath}, "
+            f"src/k8s.io/kubernetes -> the worktree), {cfg.go_modules} in module mode otherwise"
+        )
+        for fix in cfg.build_fixes:
+            lines.append(f"# build fix {fix.describe()}, in the worktree: {fix.why}".rstrip(": "))
+            body = fix.command.strip() if fix.command else f"git apply {fix.patch}"
+            lines += [f"#   {line}" for line in body.splitlines()]
+        lines.append(
+            f"GOCACHE={cfg.gocache} GOFLAGS=-trimpath CGO_ENABLED=0 go build -ldflags "
+            f"'-X .../version.gitCommit={candidate.commit[:12]}...' -o {binary} "
+            "./cmd/kube-apiserver"
+        )
+        lines.append("# launch (ports: free loopback ports chosen at launch)")
+        lines.append(
+            pc.daemon_step(pc.etcd_cmd(cfg, layout), layout.files.etcd_log, layout).render()
+        )
+        api_cmd = pc.apiserver_cmd(cfg, binary, layout)
+        lines.append(pc.daemon_step(api_cmd, layout.files.apiserver_log, layout).render())
+        lines.append("# until /healthz is ok and /version reports the candidate's commit")
+        if cfg.watchers:
+            lines.append(
+                pc.daemon_step(pc.load_cmd(cfg, layout), layout.files.load_log, layout).render()
+            )
+            lines.append(f"# until {cfg.watchers} node watches are open (no node exists yet)")
+        first = pc.daemon_step(
+            pc.hollow_cmd(kubemark, layout, 0),
+            layout.files.hollow_log(0),
+            layout,
+            pc.hollow_env(cfg, layout, 0),
+        )
+        lines.append(f"# {cfg.hollow_nodes} hollow nodes, the first:")
+        lines.append(first.render())
+        lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
+        lines.append(
+            f"# warmup: {format_duration(self.context.warmup_s)}; /metrics and CPU "
+            "samples at its start and end"
+        )
+        lines.append(f"# collect: {layout.files.apiserver_log} -> {candidate.log_dir / LOG_NAME}")
+        lines.append("# teardown")
+        lines.append(pc.stop_step(layout, cfg.stop_grace).render())
+        return lines
+
+
+def _keep_earlier_attempt(directory: Path) -> None:
+    """A launch attempt again: the failed one's files move to `cluster.failed-K`, so its
+    evidence stays and nothing of it (a status file saying 16,000 watches are open) can
+    be read as this attempt's."""
+    if not directory.exists():
+        return
+    k = 1
+    while directory.with_name(f"{directory.name}.failed-{k}").exists():
+        k += 1
+    directory.rename(directory.with_name(f"{directory.name}.failed-{k}"))
+
+
+def _launch_failed(layout: pc.Layout, reason: str) -> LaunchError:
+    """The reason, also in `cluster/launch-error.txt` (a retried attempt's is kept there)."""
+    with contextlib.suppress(OSError):
+        (layout.files.directory / "launch-error.txt").write_text(reason + "\n")
+    return LaunchError(reason)
+
+
+def _load_figures(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,277 @@
+"""Building kube-apiserver (and the harness's kubemark) from a tree, with the Go it needs.
+
+The toolchain comes from the tree itself: a tree with `go.mod` builds in module mode with
+`go_modules` (at least the `go` line of go.mod, the exact `.go-version` noted); a tree
+without it is a GOPATH-era tree (Kubernetes <= 1.14), built with `go` (Debian's
+golang-1.19 by default) and GO111MODULE=off, inside a GOPATH whose
+`src/k8s.io/kubernetes` is a symlink to the worktree (Go takes the import path from
+$PWD, which is set to the link). Its minimum is what `hack/lib/golang.sh` checks.
+
+Every build runs with `-trimpath` and one persistent GOCACHE: without the directory in
+the compiler's cache keys, a tree one commit away from the last one, in any worktree,
+recompiles only the packages that differ. The binary is stored by tree id (plus the
+fixes applied and the Go version) in the build cache; a later build of the same tree
+takes it from there. The version is stamped with -X (gitCommit = the candidate), so the
+launch can check that the apiserver answering is the candidate's own build.
+
+Build fixes (`[[backends.procs.build_fixes]]`) run in the candidate's worktree before
+the build, only for trees in their range (`since`/`until` by ancestry); the list applied
+is written to `<eval>/build-fixes.json` for the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bisector import proc
+from bisector.backends.procs.settings import BuildFix, ProcsSettings
+from bisector.backends.resources import BuildCache
+from bisector.backends.steps import Step, run_step, step, tail
+from bisector.errors import BuildError
+
+IMPORT_PATH = "k8s.io/kubernetes"
+OUTPUT_DIR = "_output/bisector"
+# Bump when the recipe changes what a cached binary is.
+RECIPE = "procs-build-1"
+_GO_MOD_LINE = re.compile(r"^go\s+(\d+)\.(\d+)", re.MULTILINE)
+_GO_VERSION = re.compile(r"\bgo(\d+)\.(\d+)(?:\.(\d+))?")
+# hack/lib/golang.sh: `minimum_go_version=go1.13.4` (2019 on) or, in 2017,
+# `if [[ "${go_version[2]}" < "go1.6" ...`.
+_GOLANG_SH_MIN = (
+    re.compile(r"minimum_go_version=go(\d+)\.(\d+)"),
+    re.compile(r'<\s*"go(\d+)\.(\d+)"'),
+)
+VERSION_PACKAGES = (
+    f"{IMPORT_PATH}/pkg/version",  # <= 1.15
+    f"{IMPORT_PATH}/vendor/k8s.io/client-go/pkg/version",  # GOPATH-era vendored copy
+    "k8s.io/component-base/version",  # 1.16+
+    "k8s.io/client-go/pkg/version",
+)
+
+
+@dataclass(frozen=True)
+class GoNeeds:
+    """What a tree asks of the Go toolchain."""
+
+    modules: bool  # go.mod at the root: module mode; else GOPATH mode
+    minimum: tuple[int, int] | None
+    exact: str | None  # `.go-version`, when the tree pins one
+
+    def describe(self) -> str:
+        mode = "module mode" if self.modules else "GOPATH mode (GO111MODULE=off)"
+        need = f", Go >= {self.minimum[0]}.{self.minimum[1]}" if self.minimum else ""
+        pinned = f" (the tree pins {self.exact})" if self.exact else ""
+        return mode + need + pinned
+
+
+def go_needs(tree: Path) -> GoNeeds:
+    go_mod = tree / "go.mod"
+    exact_file = tree / ".go-version"
+    exact = exact_file.read_text(encoding="utf-8").strip() if exact_file.is_file() else None
+    if go_mod.is_file():
+        match = _GO_MOD_LINE.search(go_mod.read_text(encoding="utf-8", errors="replace"))
+        minimum = (int(match.group(1)), int(match.group(2))) if match else None
+        return GoNeeds(True, minimum, exact)
+    golang_sh = tree / "hack" / "lib" / "golang.sh"
+    minimum = None
+    if golang_sh.is_file():
+        text = golang_sh.read_text(encoding="utf-8", errors="replace")
+        for pattern in _GOLANG_SH_MIN:
+            if found := pattern.search(text):
+                minimum = (int(found.group(1)), int(found.group(2)))
+                break
+    return GoNeeds(False, minimum, exact)
+
+
+def parse_go_version(text: str) -> tuple[int, int] | None:
+    """(1, 19) from `go version go1.19.8 linux/amd64`."""
+    match = _GO_VERSION.search(text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    go: str
+    version: str  # `go version` output, part of the cache key
+    modules: bool
+
+    @property
+    def bin_dir(self) -> str:
+        return str(Path(self.go).parent) if "/" in self.go else ""
+
+
+def version_step(go: str) -> Step:
+    return step(go, "version", timeout=60)
+
+
+def choose_toolchain(cfg: ProcsSettings, needs: GoNeeds, ask: Callable[[str], str]) -> Toolchain:
+    """The configured Go for this tree's mode, checked against its minimum; BuildError if
+    it is missing or too old. `ask(go)` returns `go version`'s output (cached by the caller)."""
+    go = cfg.go_modules if needs.modules else cfg.go
+    key = "go_modules" if needs.modules else "go"
+    try:
+        shown = ask(go)
+    except proc.CommandError as exc:
+        raise BuildError(
+            f"the tree needs {needs.describe()}; `{go} version` failed ({tail(exc)}): install "
+            f"that Go or set `{key}` in [backends.procs]"
+        ) from None
+    have = parse_go_version(shown)
+    if have is None:
+        raise BuildError(f"`{go} version` printed {shown.strip()!r}, not a Go version")
+    if needs.minimum is not None and have < needs.minimum:
+        raise BuildError(
+            f"the tree needs {needs.describe()}; {go} is go{have[0]}.{have[1]}: set `{key}` "
+            "in [backends.procs] to a newer Go"
+        )
+    return Toolchain(go, shown.strip(), needs.modules)
+
+
+@dataclass(frozen=True)
+class BuildPlace:
+    """Where one tree is built: the directory Go runs in and the environment it gets."""
+
+    tree: Path  # the worktree
+    src: Path  # where Go sees it: GOPATH/src/k8s.io/kubernetes (a link), or the tree itself
+    env: dict[str, str]
+
+
+def build_place(cfg: ProcsSettings, tool: Toolchain, worktree: Path, gopath: Path) -> BuildPlace:
+    env = {
+        "GOCACHE": str(cfg.gocache),
+        "GOFLAGS": "-trimpath",
+        "GO": tool.go,
+        "GOTOOLCHAIN": "local",  # never download another Go behind our back
+        "BISECTOR_TOOLS": str(gopath / "bin"),
+    }
+    if tool.bin_dir:
+        env["PATH"] = f"{tool.bin_dir}:{_os_path()}"
+    if tool.modules:
+        return BuildPlace(worktree, worktree, {**env, "GO111MODULE": "on", "PWD": str(worktree)})
+    src = gopath / "src" / IMPORT_PATH
+    env |= {"GO111MODULE": "off", "GOPATH": str(gopath), "PWD": str(src)}
+    return BuildPlace(worktree, src, env)
+
+
+def _os_path() -> str:
+    return os.environ.get("PATH", "/usr/bin:/bin")
+
+
+def link_gopath(place: BuildPlace) -> None:
+    """GOPATH/src/k8s.io/kubernetes -> the worktree (replacing an older link)."""
+    if place.src == place.tree:
+        return
+    place.src.parent.mkdir(parents=True, exist_ok=True)
+    (Path(place.env["BISECTOR_TOOLS"])).mkdir(parents=True, exist_ok=True)
+    if place.src.is_symlink() or place.src.exists():
+        place.src.unlink()
+    place.src.symlink_to(place.tree.absolute(), target_is_directory=True)
+
+
+def ancestor_step(worktree: Path, commit: str, timeout: float) -> Step:
+    """`git merge-base --is-ancestor commit HEAD`: exit 0 when the tree contains `commit`."""
+    return step("git", "merge-base", "--is-ancestor", commit, "HEAD", cwd=worktree, timeout=timeout)
+
+
+def fix_applies(fix: BuildFix, contains: Callable[[str], bool]) -> bool:
+    if fix.since is not None and not contains(fix.since):
+        return False
+    return fix.until is None or not contains(fix.until)
+
+
+def fix_step(fix: BuildFix, place: BuildPlace, timeout: float) -> Step:
+    if fix.patch is not None:
+        return step("git", "apply", fix.patch, cwd=place.tree, timeout=timeout)
+    assert fix.command is not None
+    return step(
+        "bash", "-euo", "pipefail", "-c", fix.command, cwd=place.src, env=place.env, timeout=timeout
+    )
+
+
+def ldflags(commit: str) -> str:
+    values = {"gitCommit": commit, "gitTreeState": "clean"}
+    return " ".join(
+        f"-X {package}.{key}={value}"
+        for package in VERSION_PACKAGES
+        for key, value in values.items()
+    )
+
+
+def go_build_step(
+    place: BuildPlace, package: str, output: Path, commit: str, timeout: float, *, static: bool
+) -> Step:
+    """`go build` of ./cmd/<name> into `output`; servers are static, as hack/lib/golang.sh
+    builds them (CGO_ENABLED=0)."""
+    env = dict(place.env)
+    if static:
+        env["CGO_ENABLED"] = "0"
+    return step(
+        place.env["GO"],
+        "build",
+        "-ldflags",
+        ldflags(commit),
+        "-o",
+        output,
+        f"./{package}",
+        cwd=place.src,
+        env=env,
+        timeout=timeout,
+    )
+
+
+AHEAD_ENV = "BISECTOR_PROCS_BUILD_AHEAD"  # marks the processes of a build made ahead
+
+
+def nice(s: Step, level: int) -> Step:
+    """The same step at a lower CPU priority (builds ahead, while a cluster is measured),
+    its processes marked so `reprioritize` finds them."""
+    if level <= 0:
+        return s
+    env = {**s.env, AHEAD_ENV: "1"}
+    return Step(("nice", "-n", str(level), *s.cmd), s.cwd, env, s.timeout)
+
+
+def reprioritize(level: int) -> int:
+    """Set the CPU priority of every running build-ahead process (and the compilers it
+    starts from now on) to `level`: normal while no cluster is measured, low while one is.
+    Raising a priority needs CAP_SYS_NICE; without it a build ahead simply stays low.
+    Returns how many processes were changed."""
+    mark = f"{AHEAD_ENV}=1".encode()
+    changed = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            os.setpriority(os.PRIO_PROCESS, int(entry.name), level)
+            changed += 1
+        except (OSError, ValueError):
+            continue
+    return changed
+
+
+def write_fixes_applied(eval_dir: Path, applied: list[BuildFix]) -> None:
+    """`<eval>/build-fixes.json`: the fixes this candidate's tree was built with."""
+    eval_dir.mkdir(parents=True, exist_ok=True)
+    records = [{"name": f.name, "why": f.why, "range": f.describe()} for f in applied]
+    (eval_dir / "build-fixes.json").write_text(json.dumps(records, indent=1) + "\n")
+
+
+def cached_binary(cache: BuildCache, key: str, name: str) -> Path | None:
+    if not cache.has(key):
+        return None
+    path = cache.entry(key) / OUTPUT_DIR / name
+    return path if path.is_file() else None
+
+
+def run_build_step(s: Step, what: str, commit: str, log: Path | None = None) -> None:
+    try:
+        run_step(s, log=log)
+    except proc.CommandError as exc:
+        raise BuildError(f"{what} failed for {commit[:12]} ({exc.why}): {tail(exc)}") from None

@@ -1,0 +1,196 @@
+"""What `bisector doctor` checks for the procs backend beyond git.
+
+- the Go toolchains: `go` (GOPATH-era trees, Kubernetes <= 1.14) and `go_modules`
+  (trees with go.mod); run in a Kubernetes checkout, doctor reads which one the tree
+  needs and whether the configured Go is new enough;
+- etcd (3.x: the apiserver talks etcd3);
+- free loopback ports for etcd, the apiserver and every hollow node;
+- the open-file limit: the load generator holds one socket per watch, the apiserver
+  one per watch plus its clients (both raise their soft limit to the hard one);
+- memory for N hollow nodes, and the inotify instances they use (a shortage there
+  only makes hollow kubelets log warnings);
+- the temporary directory (tmpfs when there is one) is writable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+from pathlib import Path
+
+from bisector import proc
+from bisector.backends.procs import build as pb
+from bisector.backends.procs.cluster import Ports
+from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.registry import Finding
+from bisector.config import Section
+from bisector.errors import ConfigError
+
+_TIMEOUT_S = 30.0
+# Measured here (kubernetes 7043372 hollow kubelet, status every 1s): up to ~70 MiB resident
+# each (budgeted 90 MiB); kube-apiserver up to 2.1 GiB with 16,000 watches, etcd
+# ~0.2 GiB. The budget counts the resident size, so it errs on the safe side.
+HOLLOW_NODE_BYTES = 90 << 20
+CONTROL_PLANE_BYTES = 3 << 30
+FILES_PER_NODE = 5
+FILES_SPARE = 1000
+_ETCD_VERSION = re.compile(r"etcd Version:\s*(\d+)\.(\d+)\.(\d+)")
+
+
+def _output(*cmd: str) -> str | None:
+    try:
+        return proc.run(list(cmd), timeout=_TIMEOUT_S).stdout.strip()
+    except proc.CommandError:
+        return None
+
+
+def _go(cfg: ProcsSettings, tree: Path) -> list[Finding]:
+    is_checkout = (tree / "hack" / "lib" / "golang.sh").is_file()
+    needs = pb.go_needs(tree) if is_checkout else None
+    found = []
+    for modules, go, key in ((False, cfg.go, "go"), (True, cfg.go_modules, "go_modules")):
+        what = f"[backends.procs] {key}"
+        era = "trees with go.mod" if modules else "GOPATH-era trees (no go.mod, <= 1.14)"
+        # Outside a checkout: the GOPATH-era Go (the 2017 range) is needed, the other one
+        # only by trees with go.mod (doctor run in such a checkout checks it).
+        needed = needs.modules == modules if needs is not None else not modules
+        shown = _output(go, "version")
+        version = pb.parse_go_version(shown) if shown else None
+        if version is None:
+            if needed and needs is not None:
+                found.append(
+                    Finding(
+                        False,
+                        what,
+                        f"{go} not found; this checkout needs "
+                        f"{needs.describe()}: install it or set `{key}`",
+                    )
+                )
+            elif needed:
+                found.append(
+                    Finding(
+                        False,
+                        what,
+                        f"{go} not found; it builds {era}: install it "
+                        f"(apt-get install golang-1.19-go) or set `{key}`",
+                    )
+                )
+            else:
+                found.append(
+                    Finding(
+                        True,
+                        what,
+                        f"{go} not found (only {era} need it; run "
+                        "doctor in such a checkout to check it)",
+                    )
+                )
+            continue
+        text = f"go{version[0]}.{version[1]} ({go}) for {era}"
+        if needs is not None and needed and needs.minimum and version < needs.minimum:
+            found.append(Finding(False, what, f"{text}; this checkout needs {needs.describe()}"))
+        else:
+            found.append(Finding(True, what, text))
+    return found
+
+
+def _etcd(cfg: ProcsSettings) -> Finding:
+    shown = _output(cfg.etcd, "--version")
+    match = _ETCD_VERSION.search(shown or "")
+    if match is None:
+        return Finding(
+            False,
+            "[backends.procs] etcd",
+            f"{cfg.etcd} not found or not etcd; "
+            "install it (apt-get install etcd-server) or set `etcd`",
+        )
+    version = tuple(int(g) for g in match.groups())
+    if version < (3, 0, 0):
+        return Finding(
+            False,
+            "[backends.procs] etcd",
+            f"etcd {'.'.join(match.groups())} is too old: the apiserver needs etcd 3",
+        )
+    return Finding(True, "[backends.procs] etcd", f"etcd {'.'.join(match.groups())} ({cfg.etcd})")
+
+
+def _ports(cfg: ProcsSettings) -> Finding:
+    try:
+        Ports.pick(cfg.hollow_nodes)
+    except OSError as exc:
+        return Finding(
+            False,
+            "loopback ports",
+            f"cannot bind {3 + 2 * cfg.hollow_nodes} free "
+            f"ports on 127.0.0.1 ({exc}); free some or lower hollow_nodes",
+        )
+    return Finding(True, "loopback ports", f"{3 + 2 * cfg.hollow_nodes} free on 127.0.0.1")
+
+
+def _files(cfg: ProcsSettings) -> Finding:
+    need = cfg.watchers + FILES_PER_NODE * cfg.hollow_nodes + FILES_SPARE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    limit = hard if hard != resource.RLIM_INFINITY else need
+    if limit < need:
+        return Finding(
+            False,
+            "open files (ulimit -n)",
+            f"hard limit {hard}, {cfg.watchers} "
+            f"watches and {cfg.hollow_nodes} hollow nodes need {need}: raise it "
+            f"(ulimit -Hn {need}, or nofile in /etc/security/limits.conf)",
+        )
+    return Finding(True, "open files (ulimit -n)", f"soft {soft}, hard {hard} (need {need})")
+
+
+def _memory(cfg: ProcsSettings, meminfo: Path = Path("/proc/meminfo")) -> Finding:
+    need = CONTROL_PLANE_BYTES + HOLLOW_NODE_BYTES * cfg.hollow_nodes
+    available = None
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if available is None:
+        return Finding(True, "memory", "cannot read MemAvailable; not checked")
+    gib = 1 << 30
+    text = (
+        f"{available / gib:.1f} GiB available, {cfg.hollow_nodes} hollow nodes need "
+        f"~{need / gib:.1f} GiB"
+    )
+    if available < need:
+        return Finding(False, "memory", f"{text}: lower hollow_nodes or free memory")
+    return Finding(True, "memory", text)
+
+
+def _inotify(cfg: ProcsSettings) -> Finding:
+    path = Path("/proc/sys/fs/inotify/max_user_instances")
+    try:
+        limit = int(path.read_text())
+    except (OSError, ValueError):
+        return Finding(True, "inotify instances", "cannot read the limit; not checked")
+    if limit < cfg.hollow_nodes + 8:
+        return Finding(
+            True,
+            "inotify instances",
+            f"limit {limit} < {cfg.hollow_nodes} hollow "
+            "nodes: they log warnings, not fatal (sysctl fs.inotify.max_user_instances "
+            "raises it)",
+        )
+    return Finding(True, "inotify instances", f"limit {limit}")
+
+
+def _tmpdir(cfg: ProcsSettings) -> Finding:
+    if cfg.tmpdir.is_dir() and os.access(cfg.tmpdir, os.W_OK):
+        return Finding(True, "[backends.procs] tmpdir", f"{cfg.tmpdir} is writable")
+    return Finding(False, "[backends.procs] tmpdir", f"{cfg.tmpdir} is not a writable directory")
+
+
+def check(section: Section, tree: Path | None = None) -> list[Finding]:
+    try:
+        cfg = ProcsSettings.from_section(section)
+    except ConfigError:
+        return []  # the config check reports it
+    found = _go(cfg, tree or Path.cwd())
+    found += [_etcd(cfg), _ports(cfg), _files(cfg), _memory(cfg), _inotify(cfg), _tmpdir(cfg)]
+    return found

@@ -1,0 +1,109 @@
+"""Stopping one local cluster: every process carrying its tag, then its temporary files.
+
+Each process the `procs` backend starts (etcd, the apiserver, the hollow nodes, the
+load generator) gets BISECTOR_PROCS_CLUSTER=<tag> in its environment; children inherit
+it. Stopping a cluster is: SIGTERM to every process whose environment carries the tag,
+up to `grace` seconds for them to exit, SIGKILL to the rest, a last check that none is
+left, then the cluster's temporary directory removed. The tag, not a list of pids, is
+what is recorded, so a process started a moment before a crash is found as well, and a
+pid the kernel reused for another program is never signalled.
+
+The same is the recorded teardown step (`python -m bisector.backends.procs.stop --tag T
+--remove DIR`), which `bisector cleanup` replays after a crash; exit 0 when nothing of
+the cluster is left, 1 otherwise (what is left is printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+TAG_ENV = "BISECTOR_PROCS_CLUSTER"
+_POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class Found:
+    pid: int
+    name: str
+
+
+def tagged(tag: str) -> list[Found]:
+    """Live processes (zombies left out) whose environment says TAG_ENV=tag."""
+    want = f"{TAG_ENV}={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        state = stat[stat.rfind(")") + 2 :].split(" ", 1)[0]
+        if state in ("Z", "X") or want not in environ.split(b"\0"):
+            continue
+        found.append(Found(int(entry.name), stat[stat.find("(") + 1 : stat.rfind(")")]))
+    return found
+
+
+def _signal(found: list[Found], signum: int) -> None:
+    for p in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p.pid, signum)
+
+
+def _wait_gone(tag: str, seconds: float) -> list[Found]:
+    deadline = time.monotonic() + seconds
+    left = tagged(tag)
+    while left and time.monotonic() < deadline:
+        time.sleep(_POLL_S)
+        left = tagged(tag)
+    return left
+
+
+def stop_cluster(tag: str, remove: Sequence[Path] = (), grace_s: float = 10.0) -> list[str]:
+    """Stop everything tagged `tag`, remove `remove`; returns what is still there (empty: all
+    gone). Processes that ignore SIGTERM for `grace_s` are killed."""
+    left = tagged(tag)
+    if left:
+        _signal(left, signal.SIGTERM)
+        left = _wait_gone(tag, grace_s)
+    for _ in range(3):  # a dying process may have forked meanwhile
+        if not left:
+            break
+        _signal(left, signal.SIGKILL)
+        left = _wait_gone(tag, 5.0)
+    problems = [f"process {p.pid} ({p.name}) still running" for p in left]
+    for directory in remove:
+        shutil.rmtree(directory, ignore_errors=True)
+        if directory.exists():
+            problems.append(f"{directory} could not be removed")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bisector.backends.procs.stop",
+        description="Stop a procs-backend cluster: its tagged processes, then its files.",
+    )
+    parser.add_argument("--tag", required=True, help=f"the cluster's {TAG_ENV} value")
+    parser.add_argument("--remove", action="append", default=[], help="a directory to delete")
+    parser.add_argument("--grace", type=float, default=10.0, help="seconds before SIGKILL")
+    args = parser.parse_args(argv)
+    problems = stop_cluster(args.tag, [Path(d) for d in args.remove], args.grace)
+    for line in problems:
+        print(line, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

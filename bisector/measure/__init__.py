@@ -1,0 +1,1 @@
+"""Measuring commits: one evaluation, early verdicts, prefetches, the journal, parallel slots."""

@@ -1,0 +1,365 @@
+"""The procs backend's parts: settings, the toolchain a tree needs, build fixes, serving
+flags and credentials, the load generator's parsing, stopping a cluster, doctor."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from bisector.backends.procs import build as pb
+from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import doctor as procs_doctor
+from bisector.backends.procs import load as procs_load
+from bisector.backends.procs import stop as procs_stop
+from bisector.backends.procs.pki import make_pki
+from bisector.backends.procs.settings import DATA, BuildFix, ProcsSettings
+from bisector.backends.registry import backend_info
+from bisector.backends.steps import step
+from bisector.config import Section
+from bisector.errors import BuildError, ConfigError
+from tests.helpers.processes import gone
+
+
+def _settings(**data: object) -> ProcsSettings:
+    return ProcsSettings.from_section(Section(data, "p.toml", "backends.procs"))
+
+
+# -- settings --------------------------------------------------------------------------
+
+
+def test_defaults_are_the_2017_setup() -> None:
+    cfg = _settings()
+    assert cfg.go == "/usr/lib/go-1.19/bin/go" and cfg.hollow_nodes == 100
+    assert cfg.harness_patch == DATA / "hollow-node-1.7.patch"
+    assert cfg.node_status_period == 10.0 and cfg.watchers == 0 and cfg.serving == "auto"
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        ({"hollow_nodes": 0}, "hollow_nodes` must be at least 1"),
+        ({"watchers": -1}, "watchers` must be 0 or more"),
+        ({"node_status_period": "500ms"}, "at least 1s"),
+        ({"serving": "tls"}, "serving` must be one of auto, insecure, secure"),
+        ({"prefetch_nice": 20}, "0 to 19"),
+        ({"harness_commit": "main"}, "write a commit hash"),
+        ({"harness_patch": "builtin:nope"}, "no built-in patch 'nope'"),
+        ({"hollow_node": 5}, "is not a known setting"),
+        ({"build_fixes": [{"name": "x"}]}, "one `command` or `patch`"),
+        ({"build_fixes": [{"name": "x", "command": "a", "patch": "b"}]}, "one `command`"),
+        ({"build_fixes": [{"name": "x", "command": "a", "since": "HEAD~1"}]}, "commit hash"),
+        ({"build_fixes": [{"name": "x", "command": "a", "when": "1"}]}, "not a known setting"),
+        ({"build_fixes": [{"name": "x", "command": "a"}, {"name": "x", "command": "b"}]}, "share"),
+        ({"build_fixes": "sed"}, "build_fixes]] tables"),
+    ],
+)
+def test_bad_settings_are_one_clear_config_error(data: dict[str, object], says: str) -> None:
+    with pytest.raises(ConfigError, match=r"p\.toml") as caught:
+        _settings(**data)
+    assert says in str(caught.value)
+
+
+def test_the_registry_describes_the_backend_and_its_keys() -> None:
+    info = backend_info("procs")
+    assert "hollow_nodes" in info.keys() and info.checks is not None  # noqa: SIM118
+
+
+def test_the_shipped_config_reads() -> None:
+    from bisector.config import load_config
+    from bisector.settings import RunSettings
+
+    config = load_config(Path(__file__).parents[3] / "configs" / "procs-2017.toml")
+    s = RunSettings.from_config(config, good="a", bad="b")
+    cfg = ProcsSettings.from_section(s.backend_section)
+    assert s.backend == "procs" and s.first_parent and s.check_every_s
+    assert [f.name for f in cfg.build_fixes] == [
+        "apiextensions-import-comments",
+        "generate-openapi",
+    ]
+
+
+# -- the toolchain a tree needs --------------------------------------------------------
+
+
+def test_a_2017_tree_builds_in_gopath_mode_with_its_golang_sh_minimum(tmp_path: Path) -> None:
+    # kubernetes 7043372, hack/lib/golang.sh: `if [[ "${go_version[2]}" < "go1.6" ...`
+    (tmp_path / "hack" / "lib").mkdir(parents=True)
+    (tmp_path / "hack" / "lib" / "golang.sh").write_text(
+        'if [[ "${go_version[2]}" < "go1.6" && "${go_version[2]}" != "devel" ]]; then\n'
+    )
+    needs = pb.go_needs(tmp_path)
+    assert needs == pb.GoNeeds(modules=False, minimum=(1, 6), exact=None)
+
+
+def test_a_module_tree_needs_its_go_line_and_notes_go_version(tmp_path: Path) -> None:
+    (tmp_path / "go.mod").write_text("module k8s.io/kubernetes\n\ngo 1.24.0\n")
+    (tmp_path / ".go-version").write_text("1.24.6\n")
+    needs = pb.go_needs(tmp_path)
+    assert needs == pb.GoNeeds(modules=True, minimum=(1, 24), exact="1.24.6")
+    assert "module mode" in needs.describe() and "1.24.6" in needs.describe()
+
+
+def test_a_go_too_old_for_the_tree_is_a_build_skip() -> None:
+    cfg = _settings(go_modules="/opt/go1.21/bin/go")
+    needs = pb.GoNeeds(modules=True, minimum=(1, 24), exact=None)
+    with pytest.raises(BuildError, match=r"go1\.21: set `go_modules`"):
+        pb.choose_toolchain(cfg, needs, lambda go: "go version go1.21.3 linux/amd64")
+    tool = pb.choose_toolchain(cfg, needs, lambda go: "go version go1.25.1 linux/amd64")
+    assert tool.modules and tool.go == "/opt/go1.21/bin/go"
+
+
+def test_a_missing_go_is_a_build_skip_saying_what_to_set() -> None:
+    from bisector import proc
+
+    def missing(go: str) -> str:
+        raise proc.CommandError([go, "version"], None, "", "No such file", why="could not start")
+
+    with pytest.raises(BuildError, match="set `go` in"):
+        pb.choose_toolchain(_settings(), pb.GoNeeds(False, None, None), missing)
+
+
+def test_gopath_and_module_builds_get_their_environment(tmp_path: Path) -> None:
+    cfg = _settings(gocache=str(tmp_path / "cache"))
+    gopath = pb.build_place(cfg, pb.Toolchain("/usr/lib/go-1.19/bin/go", "go1.19", False),
+                            tmp_path / "wt", tmp_path / "gp")  # fmt: skip
+    assert gopath.src == tmp_path / "gp" / "src" / "k8s.io" / "kubernetes"
+    assert gopath.env["GO111MODULE"] == "off" and gopath.env["PWD"] == str(gopath.src)
+    assert gopath.env["GOFLAGS"] == "-trimpath" and gopath.env["GOCACHE"] == str(tmp_path / "cache")
+    assert gopath.env["PATH"].startswith("/usr/lib/go-1.19/bin:")
+    modules = pb.build_place(cfg, pb.Toolchain("go", "go1.24", True), tmp_path / "wt", tmp_path)
+    assert modules.src == tmp_path / "wt" and modules.env["GO111MODULE"] == "on"
+    assert modules.env["GOTOOLCHAIN"] == "local"
+
+
+def test_the_gopath_link_points_at_the_worktree_and_follows_it(tmp_path: Path) -> None:
+    cfg = _settings()
+    tool = pb.Toolchain("go", "go1.19", False)
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        place = pb.build_place(cfg, tool, tmp_path / name, tmp_path / "gp")
+        pb.link_gopath(place)
+        assert place.src.resolve() == (tmp_path / name).resolve()
+
+
+def test_fixes_apply_by_ancestry() -> None:
+    fix = BuildFix("f", "", "true", None, since="aaaa", until="bbbb")
+    inside = {"aaaa"}
+    assert pb.fix_applies(fix, inside.__contains__)
+    assert not pb.fix_applies(fix, {"aaaa", "bbbb"}.__contains__)  # fixed upstream
+    assert not pb.fix_applies(fix, set().__contains__)  # before the breakage
+
+
+def test_the_version_is_stamped_in_every_generation_of_the_version_package() -> None:
+    flags = pb.ldflags("7043372d05510b13a0928af92deda6110740dd5e")
+    assert "-X k8s.io/kubernetes/pkg/version.gitCommit=7043372d0551" in flags
+    assert "-X k8s.io/component-base/version.gitCommit=7043372d0551" in flags
+
+
+# -- serving ---------------------------------------------------------------------------
+
+
+def _layout(tmp_path: Path, secure: bool) -> pc.Layout:
+    return pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"),
+                     pc.Ports(2379, 2380, 6443, ((1, 2),)), secure)  # fmt: skip
+
+
+def test_a_2017_apiserver_gets_the_flags_measured_for_1_7(tmp_path: Path) -> None:
+    args = pc.apiserver_cmd(_settings(), Path("/b/kube-apiserver"), _layout(tmp_path, False))
+    # As run by hand on kubernetes 7043372 (healthy in ~1 s).
+    for flag in ("--insecure-bind-address=127.0.0.1", "--insecure-port=6443", "--secure-port=0",
+                 "--storage-backend=etcd3", "--admission-control=AlwaysAdmit",
+                 "--authorization-mode=AlwaysAllow", "--v=3"):  # fmt: skip
+        assert flag in args
+    assert not any("token" in a for a in args)
+
+
+def test_a_modern_apiserver_is_served_securely_with_generated_credentials(tmp_path: Path) -> None:
+    layout = _layout(tmp_path, True)
+    token = pc.write_credentials(layout)
+    args = pc.apiserver_cmd(_settings(apiserver_args=["--x=1"]), Path("/b/a"), layout)
+    c = layout.credentials
+    for flag in (
+        "--secure-port=6443",
+        f"--tls-cert-file={c.cert}",
+        f"--token-auth-file={c.token_file}",
+        f"--service-account-signing-key-file={c.sa_key}",
+        "--bind-address=127.0.0.1",
+    ):
+        assert flag in args
+    assert args[-1] == "--x=1" and not any("insecure" in a for a in args)
+    assert c.token_file.read_text().startswith(f"{token},bisector,bisector,system:masters")
+    assert all(p.stat().st_mode & 0o077 == 0 for p in (c.key, c.sa_key, c.token_file))
+    config = pc.kubeconfig_text(layout, token)
+    assert 'server: "https://127.0.0.1:6443"' in config and str(c.ca) in config and token in config
+    load = pc.load_cmd(_settings(watchers=3), layout)
+    assert load[load.index("--ca-file") + 1] == str(c.ca)
+
+
+def test_the_serving_certificate_is_for_loopback_and_signed_by_the_ca() -> None:
+    pki = make_pki()
+    ca = x509.load_pem_x509_certificate(pki.ca_pem)
+    cert = x509.load_pem_x509_certificate(pki.cert_pem)
+    cert.verify_directly_issued_by(ca)
+    names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "127.0.0.1" in {str(ip) for ip in names.get_values_for_type(x509.IPAddress)}
+    context = ssl.create_default_context(cadata=pki.ca_pem.decode())
+    assert context.cert_store_stats()["x509_ca"] == 1
+
+
+# -- the load generator ----------------------------------------------------------------
+
+
+def test_watch_delay_is_arrival_minus_the_newest_heartbeat() -> None:
+    beat = dt.datetime(2026, 12, 1, 16, 0, 0, tzinfo=dt.UTC)
+    event = {"type": "MODIFIED", "object": {"status": {"conditions": [
+        {"type": "Ready", "lastHeartbeatTime": "2026-12-01T15:59:58Z"},
+        {"type": "OutOfDisk", "lastHeartbeatTime": "2026-12-01T16:00:00Z"}]}}}  # fmt: skip
+    line = json.dumps(event).encode()
+    assert procs_load.heartbeat_delay(line, beat.timestamp() + 2.5) == pytest.approx(2.5)
+    added = json.dumps({**event, "type": "ADDED"}).encode()
+    assert procs_load.heartbeat_delay(added, beat.timestamp()) is None
+    assert procs_load.heartbeat_delay(b"{garbled", 0.0) is None
+
+
+def test_the_load_generator_asks_for_one_node_by_name() -> None:
+    target = procs_load.Target("127.0.0.1", 8080, None, "tok")
+    request = target.request("hollow-node-7", "1234").decode()
+    assert request.startswith(
+        "GET /api/v1/watch/nodes?fieldSelector=metadata.name%3Dhollow-node-7"
+        "&resourceVersion=1234 HTTP/1.1\r\n"
+    )
+    assert "Authorization: Bearer tok\r\n" in request and request.endswith("\r\n\r\n")
+
+
+# -- stopping a cluster ----------------------------------------------------------------
+
+
+def _tagged_sleeper(tag: str, ready: Path, ignore_term: bool = False) -> subprocess.Popen[bytes]:
+    """A process carrying `tag`; `ready` appears once its signal handling is in place."""
+    code = "import signal,sys,time\n"
+    if ignore_term:
+        code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    code += "open(sys.argv[1], 'w').close()\ntime.sleep(60)\n"
+    env = {**os.environ, procs_stop.TAG_ENV: tag}
+    return subprocess.Popen([sys.executable, "-c", code, str(ready)], env=env)
+
+
+def test_stop_ends_every_tagged_process_then_removes_the_directory(tmp_path: Path) -> None:
+    tag = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    polite = _tagged_sleeper(tag, tmp_path / "polite")
+    stubborn = _tagged_sleeper(tag, tmp_path / "stubborn", ignore_term=True)
+    other = _tagged_sleeper(tag + "-other", tmp_path / "other")
+    try:
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / n).exists() for n in ("polite", "stubborn", "other")):
+            assert time.monotonic() < deadline, "the sleepers did not start"
+            time.sleep(0.05)
+        (tmp_path / "root").mkdir()
+        problems = procs_stop.stop_cluster(tag, [tmp_path / "root"], grace_s=0.5)
+        polite.wait(5)
+        stubborn.wait(5)
+        assert problems == [] and not (tmp_path / "root").exists()
+        assert stubborn.returncode == -signal.SIGKILL and polite.returncode == -signal.SIGTERM
+        assert other.poll() is None  # another cluster's process is never touched
+    finally:
+        for p in (polite, stubborn, other):
+            p.kill()
+            p.wait()
+
+
+def test_stop_as_a_command_says_what_is_left(tmp_path: Path) -> None:
+    code = procs_stop.main(["--tag", "nothing-carries-this", "--remove", str(tmp_path / "x")])
+    assert code == 0
+
+
+# -- doctor ----------------------------------------------------------------------------
+
+
+def test_doctor_checks_go_etcd_ports_files_memory(tmp_path: Path) -> None:
+    from tests.helpers import fake_kube
+
+    kube = fake_kube.install(tmp_path / "fake")
+    section = Section({"go": str(kube.go), "go_modules": "/nonexistent/go",
+                       "etcd": str(tmp_path / "no-etcd"), "watchers": 100, "hollow_nodes": 5},
+                      "p.toml", "backends.procs")  # fmt: skip
+    findings = {f.what: f for f in procs_doctor.check(section, tree=tmp_path)}
+    assert findings["[backends.procs] go"].ok and "go1.19" in findings["[backends.procs] go"].detail
+    assert findings["[backends.procs] go_modules"].ok  # not needed by a GOPATH-era tree
+    assert not findings["[backends.procs] etcd"].ok
+    assert "apt-get install etcd-server" in findings["[backends.procs] etcd"].detail
+    assert findings["loopback ports"].ok and findings["open files (ulimit -n)"].ok
+
+
+def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None:
+    (tmp_path / "hack" / "lib").mkdir(parents=True)
+    (tmp_path / "hack" / "lib" / "golang.sh").write_text("")
+    (tmp_path / "go.mod").write_text("module k8s.io/kubernetes\ngo 1.24\n")
+    section = Section({"go_modules": "/nonexistent/go"}, "p.toml", "backends.procs")
+    findings = {f.what: f for f in procs_doctor.check(section, tree=tmp_path)}
+    assert not findings["[backends.procs] go_modules"].ok
+    assert "Go >= 1.24" in findings["[backends.procs] go_modules"].detail
+
+
+def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal: 24000000 kB\nMemAvailable: 4194304 kB\n")
+    assert procs_doctor._memory(_settings(hollow_nodes=5), meminfo).ok
+    small = procs_doctor._memory(_settings(hollow_nodes=500), meminfo)
+    assert not small.ok and "lower hollow_nodes" in small.detail
+
+
+def test_a_process_gone_is_gone() -> None:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert gone(p.pid) and pc.cpu_seconds(p.pid) is None
+    assert pc.cpu_seconds(os.getpid()) is not None and pc.peak_rss_bytes(os.getpid()) > 0
+
+
+def test_ports_are_free_distinct_and_outside_the_ephemeral_range(tmp_path: Path) -> None:
+    # The load generator's 16,000 connections take ephemeral ports: a kubelet port picked
+    # there was taken before the hollow node bound it.
+    low, high = pc.ephemeral_range()
+    ports = pc.Ports.pick(50)
+    every = [ports.etcd_client, ports.etcd_peer, ports.apiserver]
+    every += [p for pair in ports.kubelets for p in pair]
+    assert len(set(every)) == len(every) == 103
+    assert all(pc.MIN_PORT <= p <= 65535 and not low <= p <= high for p in every)
+    ranges = tmp_path / "range"
+    ranges.write_text("1024\t65000\n")
+    assert pc.ephemeral_range(ranges) == (1024, 65000)
+    narrow = pc.Ports.pick(1, ephemeral=(10000, 65000))
+    assert all(p > 65000 for p in (narrow.etcd_client, narrow.apiserver, *narrow.kubelets[0]))
+
+
+def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None:
+    marked = pb.nice(step("sleep", "30"), 10)
+    assert marked.cmd[:3] == ("nice", "-n", "10") and marked.env[pb.AHEAD_ENV] == "1"
+    env = {**os.environ, **marked.env}
+    ahead = subprocess.Popen(list(marked.cmd), env=env)
+    other = subprocess.Popen(["sleep", "30"])
+    base = os.getpriority(os.PRIO_PROCESS, 0)  # the tests may run niced: nice is relative
+    try:
+        deadline = time.monotonic() + 10
+        while os.getpriority(os.PRIO_PROCESS, ahead.pid) != min(19, base + 10):
+            assert time.monotonic() < deadline, "nice did not start sleep"
+            time.sleep(0.01)
+        assert pb.reprioritize(19) >= 1  # lower: anyone may
+        assert os.getpriority(os.PRIO_PROCESS, ahead.pid) == 19
+        assert os.getpriority(os.PRIO_PROCESS, other.pid) == base  # unmarked: untouched
+        if os.geteuid() == 0:  # raising a priority needs CAP_SYS_NICE
+            pb.reprioritize(0)
+            assert os.getpriority(os.PRIO_PROCESS, ahead.pid) == 0
+    finally:
+        for p in (ahead, other):
+            p.kill()
+            p.wait()

@@ -1,0 +1,324 @@
+"""Early verdicts: a warmup whose log already passes the threshold ends there, as *bad*;
+nothing else changes (good needs the whole warmup, a skip stays a skip)."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import Candidate, PartialLogs, sleep_steps
+from bisector.bisection.pipeline import run_bisection
+from bisector.errors import CollectError
+from bisector.logs import score_logs
+from bisector.measure.early import EarlyStop, is_monotone, rescoring
+from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.journal import Journal, Measured, read_journal
+from bisector.search.progress import PlainProgress
+from tests.helpers.backend import FileValueBackend
+from tests.helpers.inprocess import bisect_built
+from tests.helpers.local_backend import write_local_config
+from tests.helpers.repo import build_repo
+from tests.helpers.settings import settings_for
+
+T0 = 1_496_382_660.0  # 2017-06-02 05:51:00 UTC
+
+
+def _line(when: float, status: int) -> str:
+    stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(when))
+    return (
+        f"I{stamp}.000001       7 wrap.go:42] PATCH /api/v1/nodes/hollow-node-1/status: "
+        f"(3.1ms) {status} [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.0.0.5:3]\n"
+    )
+
+
+class GrowingBackend:
+    """A cluster whose log gains `per_step` conflicts every `step_s` of a `total_s` warmup.
+
+    `collect` returns the log as it is when called (the warmup may have stopped early);
+    `collect_fails`: the copy fails; `collect_stale`: an old, short file arrives instead.
+    """
+
+    name = "growing"
+    own_logs = True  # writes each evaluation's log itself, like the sim
+
+    def __init__(
+        self,
+        per_step: int,
+        *,
+        total_s: float = 120.0,
+        step_s: float = 10.0,
+        collect_fails: bool = False,
+        collect_stale: bool = False,
+        peek_fails: bool = False,
+    ) -> None:
+        self.per_step = per_step
+        self.total_s = total_s
+        self.step_s = step_s
+        self.collect_fails = collect_fails
+        self.collect_stale = collect_stale
+        self.peek_fails = peek_fails
+        self.steps: list[str] = []
+        self.elapsed = 0.0
+
+    def setup(self) -> None: ...
+    def close(self) -> None: ...
+    def plan(self, candidate: Candidate) -> list[str]:
+        return []
+
+    def build(self, candidate: Candidate) -> None:
+        self.steps.append("build")
+
+    def launch(self, candidate: Candidate) -> None:
+        self.steps.append("launch")
+        self._log(candidate).parent.mkdir(parents=True, exist_ok=True)
+        self._log(candidate).write_text(_line(T0, 200))
+
+    def _log(self, candidate: Candidate) -> Path:
+        return candidate.eval_dir / "master" / "kube-apiserver.log"
+
+    def _grow(self, candidate: Candidate, until: float) -> None:
+        with self._log(candidate).open("a") as f:
+            while self.elapsed < until:
+                self.elapsed += self.step_s
+                f.writelines(_line(T0 + self.elapsed, 409) for _ in range(self.per_step))
+                f.write(_line(T0 + self.elapsed, 200))
+
+    def warmup(self, candidate: Candidate) -> None:
+        self.steps.append("warmup")
+        self._grow(candidate, self.total_s)
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        def grow(seconds: float) -> None:
+            self.steps.append(f"step {self.elapsed + seconds:g}")
+            self._grow(candidate, self.elapsed + seconds)
+
+        return sleep_steps(grow, self.total_s, every_s)
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        if self.peek_fails:
+            raise CollectError("ssh refused")
+        return [self._log(candidate)]
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        self.steps.append("collect")
+        if self.collect_fails:
+            raise CollectError("scp failed")
+        if self.collect_stale:
+            self._log(candidate).write_text(_line(T0, 409) + _line(T0 + 5, 200))
+        return [self._log(candidate)]
+
+    def teardown(self, candidate: Candidate) -> None:
+        self.steps.append("teardown")
+
+
+def _evaluate(tmp_path: Path, backend: GrowingBackend, threshold: float = 250) -> Measurement:
+    assert isinstance(backend, PartialLogs)
+    cand = Candidate("c" * 40, tmp_path, tmp_path / "eval")
+    early = EarlyStop("conflicts", threshold, 10.0, backend.total_s, rescoring(score_logs))
+    return evaluate_candidate(
+        backend,
+        cand,
+        metric="conflicts",
+        window=WindowRule(backend.total_s),
+        early=early,
+        partial=backend,
+    )
+
+
+def test_a_bad_warmup_ends_once_the_log_passes_the_threshold(tmp_path: Path) -> None:
+    backend = GrowingBackend(100)
+    m = _evaluate(tmp_path, backend)
+    assert m.stopped_early == "conflicts 300 >= 250 after 30s of 2m00s"
+    assert backend.steps == [
+        "build",
+        "launch",
+        "step 10",
+        "step 20",
+        "step 30",
+        "collect",
+        "teardown",
+    ]
+    # The verdict's value is the collected log's, and its short window is no skip.
+    assert m.value == 300 and m.reason is None and m.span_s == 30
+
+
+def test_a_good_warmup_runs_to_its_end_with_the_same_value(tmp_path: Path) -> None:
+    stepped = _evaluate(tmp_path / "a", GrowingBackend(20))
+    assert stepped.stopped_early is None and stepped.value == 240  # 12 steps x 20 < 250
+    whole = evaluate_candidate(
+        GrowingBackend(20),
+        Candidate("c" * 40, tmp_path, tmp_path / "b"),
+        metric="conflicts",
+        window=WindowRule(120.0),
+    )
+    assert whole.value == stepped.value
+
+
+def test_an_early_stop_never_turns_a_failed_collect_into_bad(tmp_path: Path) -> None:
+    m = _evaluate(tmp_path, GrowingBackend(100, collect_fails=True))
+    assert m.value is None and m.reason == "collect: scp failed"
+    assert m.stopped_early is None  # a skip: the early look decided nothing
+
+
+def test_a_collected_log_below_the_threshold_is_held_to_the_window(tmp_path: Path) -> None:
+    # The peeked file passed the threshold, but what was collected is a short old file
+    # with 1 conflict: not bad, and a 5 s log of a 2 min warmup is a skip, not good.
+    m = _evaluate(tmp_path, GrowingBackend(100, collect_stale=True))
+    assert m.value is None and m.reason is not None and "log covers 5s of 2m00s" in m.reason
+    assert m.stopped_early is None
+
+
+def test_a_log_that_cannot_be_peeked_waits_for_the_whole_warmup(tmp_path: Path) -> None:
+    backend = GrowingBackend(100, peek_fails=True)
+    m = _evaluate(tmp_path, backend)
+    assert m.stopped_early is None and m.value == 1200
+    assert backend.steps[-3:] == ["step 120", "collect", "teardown"]
+
+
+def test_only_metrics_that_grow_during_a_run_stop_early() -> None:
+    for name in (
+        "conflicts",
+        "cacher_hwm",
+        "dispatch_lag_s",
+        "forced_watcher_closes",
+        "node_writes",
+        "pod_binding_errors",  # a user-defined request count
+    ):
+        assert is_monotone(name), name
+    for name in ("conflicts_per_min", "cacher_saturated_after_s", "window"):
+        assert not is_monotone(name), name
+
+
+def test_a_run_stopped_early_is_journaled_but_never_cached(tmp_path: Path) -> None:
+    journal = Journal(tmp_path / "journal.jsonl", tmp_path / "cache.jsonl", "fp")
+    early = Measurement("c" * 40, "t1", "bisect", value=300.0, stopped_early="conflicts 300 >= 250")
+    full = Measurement("d" * 40, "t2", "bisect", value=1200.0)
+    journal.add(early)
+    journal.add(full)
+    (record,) = [
+        r
+        for r in read_journal(journal.path)
+        if isinstance(r, Measured) and r.measurement.tree == "t1"
+    ]
+    assert record.measurement.stopped_early == "conflicts 300 >= 250"
+    # Another run (maybe another threshold) must not take 300 for the commit's value.
+    again = Journal(tmp_path / "other.jsonl", tmp_path / "cache.jsonl", "fp")
+    assert again.for_tree("t1") == [] and [m.value for m in again.for_tree("t2")] == [1200.0]
+
+
+# -- through the run: endpoints full length, early stops after, journal and report ------
+
+
+class GrowingFileValue(FileValueBackend):
+    """FileValueBackend whose log grows in 10 steps; `value` conflicts by the end."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps_run: dict[str, int] = {}
+        self._count: dict[Path, int] = {}
+
+    def _write(self, candidate: Candidate, count: int) -> Path:
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        log = candidate.log_dir / "kube-apiserver.log"
+        value = int((candidate.worktree / "value").read_text())
+        lines = [_line(T0, 200)]
+        for k in range(1, count + 1):
+            lines += [_line(T0 + 60 * k, 409)] * self.per_minute(value, k)
+            lines += [_line(T0 + 60 * k, 200)]
+        log.write_text("".join(lines))
+        return log
+
+    @staticmethod
+    def per_minute(value: int, minute: int) -> int:
+        """Conflicts written in `minute` of the run of a commit with this `value`."""
+        return value // 10
+
+    def warmup(self, candidate: Candidate) -> None:
+        self._count[candidate.eval_dir] = 10
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        for k in range(1, 11):
+            self._count[candidate.eval_dir] = k
+            self.steps_run[candidate.commit] = k
+            self._write(candidate, k)
+            yield 60.0 * k
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        return [candidate.log_dir / "kube-apiserver.log"]
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        self.steps.append(("collect", candidate.commit))
+        return [self._write(candidate, self._count.pop(candidate.eval_dir, 10))]
+
+
+@pytest.mark.slow
+def test_a_bisection_stops_bad_warmups_early_after_the_endpoints(tmp_path: Path) -> None:
+    values = [20] * 9 + [400] * 7  # culprit: mainline 9
+    built = build_repo(tmp_path / "repo", values)
+    backend = GrowingFileValue()
+    report, out = bisect_built(
+        tmp_path,
+        built,
+        backend,
+        threshold=100.0,
+        warmup="10m",
+        check_every="1m",
+    )
+    assert report.culprit is not None and report.culprit.commit == built.mainline[9]
+    # The endpoints ran their whole warmup, though the bad one passed 100 after 3 minutes.
+    assert backend.steps_run.get(built.mainline[-1]) in (None, 10)
+    early = [e for e in report.evaluations if e.stopped_early]
+    assert early and all(e.phase != "endpoint" for e in early)
+    for e in early:
+        assert built.value(e.commit) == 400  # only bad commits stop early
+        assert e.stopped_early == "conflicts 120 >= 100 after 3m00s of 10m00s"
+        assert backend.steps_run[e.commit] == 3
+    goods = [e for e in report.evaluations if built.value(e.commit) == 20]
+    assert goods and all(e.stopped_early is None and e.value == 20 for e in goods)
+    assert "stopped early: conflicts 120 >= 100 after 3m00s of 10m00s" in out
+    journaled = [
+        r.measurement
+        for r in read_journal(Path(report.run_dir) / "journal.jsonl")
+        if isinstance(r, Measured) and r.measurement.stopped_early
+    ]
+    assert len(journaled) == len(early)
+    saved = json.loads((Path(report.run_dir) / "report.json").read_text())
+    assert sum(bool(e["stopped_early"]) for e in saved["evaluations"]) == len(early)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("metric", ["conflicts_per_min"])
+def test_a_rate_metric_never_stops_early(tmp_path: Path, metric: str) -> None:
+    values = [1] * 5 + [400] * 5
+    built = build_repo(tmp_path / "repo", values)
+    backend = GrowingFileValue()
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        metric=metric,
+        threshold=5.0,
+        warmup="10m",
+        check_every="1m",
+    )
+    report = run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+    assert report.culprit is not None and report.culprit.commit == built.mainline[5]
+    assert not any(e.stopped_early for e in report.evaluations)
+    assert backend.steps_run == {}  # the warmup ran whole, never in steps
+
+
+def test_a_look_and_a_collected_log_exactly_at_the_threshold_are_bad(tmp_path: Path) -> None:
+    # 50 conflicts per 10 s, threshold 100: the look after 20 s reads exactly 100. At the
+    # threshold is bad (as everywhere): the warmup ends there, and the collected log, also
+    # exactly 100, is bad with its short window waived (not "log covers 20s of 2m00s").
+    backend = GrowingBackend(50)
+    m = _evaluate(tmp_path, backend, threshold=100)
+    assert m.stopped_early == "conflicts 100 >= 100 after 20s of 2m00s"
+    assert backend.steps[-3:] == ["step 20", "collect", "teardown"]
+    assert m.value == 100 and m.early_verdict == "bad" and m.reason is None
