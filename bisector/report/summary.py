@@ -18,6 +18,7 @@ from bisector.report.facts import (
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
+from bisector.report.wording import same_tree_plain
 
 SKIP_OUTPUT_LINES = 3  # of the failing command's output, under each skip
 
@@ -75,7 +76,7 @@ def summary_lines(report: Report) -> list[str]:
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
         if twin := twin_text(report, culprit.commit):
-            lines.append(f"    the culprit's search verdict: {twin}")
+            lines.append(f"    {same_tree_plain(twin, 'the culprit')}")
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")
