@@ -105,5 +105,20 @@ def disk_line(run_dir: Path) -> str:
         return f"{size_text(use.total_bytes)} in {run_dir}"
     return (
         f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
-        "(gzipped; `bisector runs --prune` keeps the reports and drops them)"
+        f"(gzipped; `{prune_command(run_dir)}` keeps the reports and drops them)"
     )
+
+
+def prune_command(run_dir: Path) -> str:
+    """`bisector runs --prune`, with the run's --repo when it is not the current directory's
+    repository (the demo's run, read from the project's checkout): as said, it works here."""
+    import shlex
+
+    from bisector.measure.journal import Start, read_journal
+
+    starts = [r for r in read_journal(run_dir / "journal.jsonl") if isinstance(r, Start)]
+    repo = Path(starts[0].repo).resolve() if starts and starts[0].repo else None
+    here = Path.cwd().resolve()
+    if repo is None or here == repo or repo in here.parents:
+        return "bisector runs --prune"
+    return f"bisector runs --repo {shlex.quote(str(repo))} --prune"

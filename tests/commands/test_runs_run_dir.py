@@ -64,3 +64,22 @@ def test_a_removed_run_dir_is_no_longer_listed(
     assert code == 0 and not run_dir.exists()
     code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--json")
     assert code == 0 and json.loads(out) == []
+
+
+def test_the_summarys_prune_advice_works_as_printed_from_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The demo's summary is read from the project's checkout, not the demo's repository."""
+    import re
+    import shlex
+
+    from bisector.report.summary import disk_line
+
+    repo, run_dir = _run_elsewhere(tmp_path)
+    monkeypatch.chdir(tmp_path)  # not inside the run's repository
+    advice = re.search(r"`(bisector runs[^`]*)`", disk_line(run_dir))
+    assert advice is not None and "--repo" in advice[1]
+    code, out, _ = _cli(capsys, *shlex.split(advice[1])[1:])
+    assert code == 0 and f"pruned {run_dir}" in out
+    monkeypatch.chdir(repo)  # inside it: the short form
+    assert "`bisector runs --prune`" in disk_line(run_dir)
