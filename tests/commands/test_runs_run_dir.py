@@ -79,7 +79,8 @@ def test_the_summarys_prune_advice_works_as_printed_from_elsewhere(
     monkeypatch.chdir(tmp_path)  # not inside the run's repository
     advice = re.search(r"`(bisector runs[^`]*)`", disk_line(run_dir))
     assert advice is not None and "--repo" in advice[1]
-    code, out, _ = _cli(capsys, *shlex.split(advice[1])[1:])
-    assert code == 0 and f"pruned {run_dir}" in out
     monkeypatch.chdir(repo)  # inside it: the short form
     assert "`bisector runs --prune`" in disk_line(run_dir)
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = _cli(capsys, *shlex.split(advice[1])[1:])
+    assert code == 0 and f"pruned {run_dir}" in out
