@@ -34,6 +34,6 @@ def test_run_without_config_plans_in_a_demo_repository(
     with pytest.raises(SystemExit) as info:
         main(["run", "--repo", str(demo.path), "--good", demo.good, "--bad", demo.bad,
               "--first-parent", "--dry-run"])  # fmt: skip
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert info.value.code in (0, None), err
     assert "simulated duration" not in err
