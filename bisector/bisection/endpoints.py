@@ -56,6 +56,14 @@ def _value(runs: list[Measurement], which: str, commit: str, *, before_bad: bool
     return float(statistics.median(values))
 
 
+def _swap(good: str, bad: str) -> str:
+    """The fix when the endpoints come out reversed: most often --good and --bad swapped."""
+    return (
+        f"are --good and --bad swapped? rerun with --good {bad[:12]} --bad {good[:12]} "
+        "(or pick another range or metric)"
+    )
+
+
 def _separated(good: list[float], bad: list[float], worse: Worse = "higher") -> bool:
     """The runs tell the endpoints apart: the bad side's median is worse, and a
     threshold between the medians puts most of each side's runs on its own side."""
@@ -147,6 +155,11 @@ class EndpointCheck:
         if self.settings.threshold is not None:
             threshold, how = self.settings.threshold, "given"
         else:
+            if is_bad(good_value, bad_value, self.settings.worse) and good_value != bad_value:
+                raise BisectorError(
+                    f"the good endpoint {good[:12]} scored worse ({good_value:g}) than the bad "
+                    f"endpoint {bad[:12]} ({bad_value:g}): {_swap(good, bad)}"
+                )
             threshold, how = calibrate_threshold(good_value, bad_value, self.settings.worse)
         found = Endpoints(
             threshold, how, good_value, bad_value, _values(runs_good), _values(runs_bad)
@@ -170,9 +183,14 @@ class EndpointCheck:
                 self.b.decide(bad, threshold, self.rule, "endpoint", why="endpoint").verdict,
             )
         if verdicts != ("good", "bad"):
+            fix = (
+                _swap(good, bad)
+                if verdicts == ("bad", "good")
+                else "pick another range, metric or threshold"
+            )
             raise BisectorError(
                 f"endpoints do not separate at threshold {threshold:g}: good {good[:12]} scored "
                 f"{good_value:g} ({verdicts[0]}), bad {bad[:12]} scored {bad_value:g} "
-                f"({verdicts[1]}); pick another range, metric or threshold"
+                f"({verdicts[1]}); {fix}"
             )
         return found
