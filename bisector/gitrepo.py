@@ -152,6 +152,11 @@ class GitRepo:
                 f"good and bad are the same commit {good[:12]}; pass a good commit older than bad"
             )
         if not self.is_ancestor(good, bad):
+            if self.is_ancestor(bad, good):  # the likeliest slip: the two given the wrong way
+                raise BisectorError(
+                    f"bad {bad[:12]} is older than good {good[:12]} (its ancestor): are --good "
+                    f"and --bad swapped? rerun with --good {bad[:12]} --bad {good[:12]}"
+                )
             raise BisectorError(
                 f"good {good[:12]} is not an ancestor of bad {bad[:12]}; pass a good commit "
                 "from the history of the bad one"

@@ -244,7 +244,7 @@ class RunSettings:
             metrics=metrics,
             metric=metric,
             threshold=threshold,
-            warmup_s=run.get_duration("warmup", 0),
+            warmup_s=run.get_duration("warmup", backend_info(backend).default_warmup_s),
             repeats=repeats,
             first_parent=run.get_bool("first_parent", False),
             paths=tuple(run.get_str_list("paths", [])),

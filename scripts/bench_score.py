@@ -31,6 +31,7 @@ import os
 import random
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -226,6 +227,7 @@ def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse
     print(f"[{label}] {path.name}: {size:.2f} GiB")
     ok = True
     here = str(Path(__file__).resolve().parent.parent)
+    ratios: dict[str, list[tuple[float, float]]] = {}  # name -> (wall, cpu) ratio per pair
     for k in range(args.runs):
         grep = timed(["bash", "-c", pipeline.format(f=path)])
         runs = {"score": timed_scorer(path, here)}
@@ -236,6 +238,9 @@ def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse
             f"  count {int(grep.stdout):,}"
         )
         for name, run in runs.items():
+            ratios.setdefault(name, []).append(
+                (run.wall_s / grep.wall_s, run.cpu_s / max(grep.cpu_s, 1e-9))
+            )
             metrics = json.loads(run.stdout)["metrics"]
             count = metrics["conflicts"]
             ok &= bool(count == expected)
@@ -246,6 +251,13 @@ def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse
                 f" {run.peak_rss_kib / 1024:4.0f})  count {count:,} (exact {expected:,})"
                 f"  node_writes {metrics['node_writes']:,}"
             )
+    for name, pairs in ratios.items():  # each run against the grep run beside it
+        walls, cpus = sorted(w for w, _ in pairs), sorted(c for _, c in pairs)
+        print(
+            f"  {name}: median of {len(pairs)} paired runs: wall ratio "
+            f"{statistics.median(walls):.2f} ({walls[0]:.2f}-{walls[-1]:.2f}), cpu ratio "
+            f"{statistics.median(cpus):.2f} ({cpus[0]:.2f}-{cpus[-1]:.2f})"
+        )
     print("  targets: ratio <= 1.0, peak <= 200 MiB")
     return ok
 

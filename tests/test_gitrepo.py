@@ -26,7 +26,7 @@ def test_resolve_and_range_checks(tmp_path: Path) -> None:
         repo.resolve("nope")
     with pytest.raises(BisectorError, match="same commit"):
         repo.check_range(built.mainline[1], built.mainline[1])
-    with pytest.raises(BisectorError, match="not an ancestor"):
+    with pytest.raises(BisectorError, match="are --good and --bad swapped"):  # issue 29
         repo.check_range(built.mainline[2], built.mainline[0])
     repo.check_range(built.mainline[0], built.mainline[2])
 

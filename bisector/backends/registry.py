@@ -75,6 +75,9 @@ class BackendInfo:
     # evaluation's log dir, backends/collected.py): None, never (no step runs CL2); else
     # the keys of [backends.<name>] one of which must be set for it ((): always possible).
     cl2_report_from: tuple[str, ...] | None = None
+    # [run] warmup when the config sets none (0: the backend needs one said): the sim
+    # backend runs without a config, as `run -h` and `doctor` promise (configs/default.toml).
+    default_warmup_s: float = 0.0
 
     def cl2_problem(self, section: Section) -> str | None:
         """Why this backend, configured by `section`, gives no CL2 report (None: it can).
@@ -118,6 +121,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "sim",
             "SimBackend",
             ("git",),
+            default_warmup_s=300.0,  # 5m, configs/default.toml's
         ),
         BackendInfo(
             "local",

@@ -44,15 +44,24 @@ def _values(runs: list[Measurement]) -> list[float]:
     return [m.value for m in runs if m.value is not None]
 
 
-def _value(runs: list[Measurement], which: str, commit: str) -> float:
+def _value(runs: list[Measurement], which: str, commit: str, *, before_bad: bool = False) -> float:
     values = _values(runs)
     if not values:
         reason = runs[-1].reason if runs else "not measured"
+        unlaunched = " (the bad endpoint was not launched)" if before_bad else ""
         raise BisectorError(
-            f"the {which} endpoint {commit[:12]} could not be measured ({reason}); "
+            f"the {which} endpoint {commit[:12]} could not be measured ({reason}){unlaunched}; "
             "fix the backend or the metric and rerun the same command"
         )
     return float(statistics.median(values))
+
+
+def _swap(good: str, bad: str) -> str:
+    """The fix when the endpoints come out reversed: most often --good and --bad swapped."""
+    return (
+        f"are --good and --bad swapped? rerun with --good {bad[:12]} --bad {good[:12]} "
+        "(or pick another range or metric)"
+    )
 
 
 def _separated(good: list[float], bad: list[float], worse: Worse = "higher") -> bool:
@@ -91,6 +100,12 @@ class EndpointCheck:
 
     def _measure(self, n: int) -> tuple[list[Measurement], list[Measurement]]:
         good, bad = self.whole.good, self.whole.bad
+        if self.b.slots == 1:
+            # One cluster at a time: the good endpoint's runs first, alone. If none gives a
+            # value the run stops here, before the bad endpoint's cluster is paid for (a
+            # real one took 35 minutes). With parallel slots both run at once anyway.
+            (runs_good,) = self.b.measure_n([good], "endpoint", n)
+            _value(runs_good, "good", good, before_bad=True)
         runs_good, runs_bad = self.b.measure_n([good, bad], "endpoint", n, self._spare)
         return runs_good, runs_bad
 
@@ -140,6 +155,11 @@ class EndpointCheck:
         if self.settings.threshold is not None:
             threshold, how = self.settings.threshold, "given"
         else:
+            if is_bad(good_value, bad_value, self.settings.worse) and good_value != bad_value:
+                raise BisectorError(
+                    f"the good endpoint {good[:12]} scored worse ({good_value:g}) than the bad "
+                    f"endpoint {bad[:12]} ({bad_value:g}): {_swap(good, bad)}"
+                )
             threshold, how = calibrate_threshold(good_value, bad_value, self.settings.worse)
         found = Endpoints(
             threshold, how, good_value, bad_value, _values(runs_good), _values(runs_bad)
@@ -163,9 +183,14 @@ class EndpointCheck:
                 self.b.decide(bad, threshold, self.rule, "endpoint", why="endpoint").verdict,
             )
         if verdicts != ("good", "bad"):
+            fix = (
+                _swap(good, bad)
+                if verdicts == ("bad", "good")
+                else "pick another range, metric or threshold"
+            )
             raise BisectorError(
                 f"endpoints do not separate at threshold {threshold:g}: good {good[:12]} scored "
                 f"{good_value:g} ({verdicts[0]}), bad {bad[:12]} scored {bad_value:g} "
-                f"({verdicts[1]}); pick another range, metric or threshold"
+                f"({verdicts[1]}); {fix}"
             )
         return found

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bisector import proc
+from bisector import proc, run_index
 from bisector.backends.base import Backend, BackendContext
 from bisector.backends.registry import backend_info, create_backend
 from bisector.bisection.layout import RunLayout, measurement_cache
@@ -162,6 +162,7 @@ def open_bisection(
         # One process and one clone per run directory; then, before anything builds in
         # its worktrees, stop what a killed run of it left running.
         stack.enter_context(own_run_dir(layout.root, repo.common_dir))
+        run_index.remember(repo.common_dir, layout.root)  # `bisector runs` lists it
         for line in proc.stop_orphans(layout.processes):
             progress.note(line)
         stack.enter_context(proc.track_groups(layout.processes))

@@ -19,6 +19,7 @@ import typer
 from bisector import proc
 from bisector.backends.resources import RECORD_NAME, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, tail
+from bisector.bisection.layout import RunLayout
 from bisector.commands.cleanup_journal import tear_down_from_journal
 from bisector.errors import BisectorError
 from bisector.exitcodes import CleanupExit
@@ -31,6 +32,12 @@ _ALREADY_GONE = re.compile(r"was not found|notFound|not found|No such|does not e
 def cleanup(run_dir: Path) -> int:
     if not run_dir.is_dir():
         raise BisectorError(f"run directory {run_dir} does not exist; pass the run's --run-dir")
+    if not _is_run_dir(run_dir):
+        # Saying "nothing recorded" and 0 here would read as "nothing left up" after a typo.
+        raise BisectorError(
+            f"{run_dir.resolve()} is not a bisector run directory (no {_RUN_FILES}); "
+            "pass the run's --run-dir (see `bisector runs`)"
+        )
     left = _replay_resources(run_dir) + tear_down_from_journal(run_dir)
     if left:
         typer.echo(
@@ -38,6 +45,16 @@ def cleanup(run_dir: Path) -> int:
         )
         return EXIT_LEFTOVERS
     return 0
+
+
+_RUN_FILES = "journal.jsonl, resources.json nor processes.jsonl"
+
+
+def _is_run_dir(run_dir: Path) -> bool:
+    """A run leaves its journal; a gce/kind backend records resources.json before it
+    creates anything, and processes.jsonl tracks process groups: any of them is a run."""
+    layout = RunLayout(run_dir)
+    return any(p.is_file() for p in (layout.journal, layout.resources, layout.processes))
 
 
 def _replay_resources(run_dir: Path) -> int:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bisector.errors import BisectorError
 from bisector.gitrepo import GitRepo
+from bisector.run_index import remembered
 
 
 def runs_root(repo: GitRepo) -> Path:
@@ -13,11 +14,12 @@ def runs_root(repo: GitRepo) -> Path:
 
 
 def run_dirs(repo: GitRepo) -> list[Path]:
-    """The repository's run directories, least recently active first."""
+    """The repository's run directories, least recently active first: those under its
+    runs/ and those its runs were given with --run-dir (bisector.run_index)."""
     root = runs_root(repo)
-    if not root.is_dir():
-        return []
-    found = [p for p in root.iterdir() if (p / "journal.jsonl").is_file()]
+    candidates = list(root.iterdir()) if root.is_dir() else []
+    candidates += remembered(repo.common_dir)
+    found = {p.resolve() for p in candidates if (p / "journal.jsonl").is_file()}
     return sorted(found, key=lambda p: (p / "journal.jsonl").stat().st_mtime)
 
 

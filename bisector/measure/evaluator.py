@@ -304,10 +304,8 @@ class Evaluator:
             why = f" ({m.reason})" if m.reason else ""
             if m.stopped_early:
                 why += f"; stopped early: {m.stopped_early}"
-            self.progress.note(
-                f"measured {job.commit[:12]} [{job.phase}]: {shown}{why} in "
-                f"{format_duration(m.duration_s)}"
-            )
+            took = format_duration(m.duration_s)  # before the reason: it has durations too
+            self.progress.note(f"measured {job.commit[:12]} [{job.phase}] in {took}: {shown}{why}")
         return m
 
     def _unchecked_out(self, job: Job, tree: str, slot: int, why: str) -> Measurement:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from bisector.durations import format_duration
 from bisector.report.model import CostSummary, ModelPhases
+from bisector.report.wording import counted_whole_plain
 
 MODEL_HEADER = "model (expected before the run)"
 MEASURED_HEADER = "measured (this run)"
@@ -149,5 +150,5 @@ def cost_summary_lines(cost: CostSummary) -> list[str]:
     if price and measured.money is not None:
         used += f", money {money_text(measured.money)}"
     if measured.counted_whole:
-        used += f" ({measured.counted_whole} counted with their build: no launch log)"
+        used += f" ({counted_whole_plain(measured.counted_whole)})"
     return [expected, used]

@@ -13,6 +13,7 @@ from pathlib import Path
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE, format_threshold, format_value
 from bisector.report.model import Endpoint, Evaluation, Report
+from bisector.report.wording import same_tree_plain
 
 
 def short(commit: str) -> str:
@@ -89,7 +90,7 @@ def why_culprit(report: Report) -> str:
             f", which entered the first-parent history with merge {short(culprit.merges[0].commit)}"
         )
     if twin := twin_text(report, culprit.commit):
-        text += f" (its search verdict: {twin})"
+        text += f" ({same_tree_plain(twin)})"
     if culprit.confirmed:
         return text + "; measuring both again agreed."
     return text + "; measuring both again did NOT agree, so treat it as a suspect only."

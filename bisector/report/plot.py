@@ -9,6 +9,7 @@ Without --first-parent the axis is `range`, every commit.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -33,7 +34,14 @@ class Panel:
 
 
 def panels(report: Report) -> list[Panel]:
-    """The main axis, then one panel per merged branch holding measured commits."""
+    """The main axis, then a panel for the merged branch the search went into.
+
+    The branch panel holds the commits measured off the first-parent line, oldest left,
+    and ends with the merge they came in with (report.json's culprit.merge): bounded by
+    that merge, however the branch's commits interleave by date with older first-parent
+    merges in `range` (the 2017 hunt's culprit f93a270 sits there before merge 82765ba,
+    seven merges older than its own 481e01706033).
+    """
     fp = report.first_parent_range if report.first_parent else []
     if not fp:
         return [Panel("every commit of good..bad, oldest left", list(report.range))]
@@ -42,21 +50,25 @@ def panels(report: Report) -> list[Panel]:
     measured = {e.commit for e in report.evaluations} - on_main
     if not measured:
         return [main]
-    branches: dict[str, list[str]] = defaultdict(list)
-    pending: list[str] = []
-    for commit in report.range:
-        if commit in on_main:
-            if pending:
-                branches[commit] = pending
-            pending = []
-        else:
-            pending.append(commit)
-    extra = []
-    for merge in fp:
-        branch = branches.get(merge, [])
-        if measured & set(branch):
-            extra.append(Panel(_merge_title(report, merge), [*branch, merge], merge))
-    return [main, *extra]
+    order = {c: i for i, c in enumerate(report.range)}
+    branch = sorted(measured, key=lambda c: (order.get(c, len(order)), c))
+    merge = descended_merge(report)
+    if merge is None:
+        return [main, Panel("off the first-parent line", branch)]
+    return [main, Panel(_merge_title(report, merge), [*branch, merge], merge)]
+
+
+def descended_merge(report: Report) -> str | None:
+    """The first-parent merge whose branch the search went into: the culprit's merge
+    (report.json culprit.merge); without a culprit, the first bad first-parent commit
+    right after a good one (where git bisect --first-parent stopped and descended)."""
+    if report.culprit is not None:
+        return report.culprit.merge.commit if report.culprit.merge else None
+    verdicts = {report.good.commit: "good", report.bad.commit: "bad", **report.verdicts}
+    for older, newer in itertools.pairwise(report.first_parent_range):
+        if verdicts.get(older) == "good" and verdicts.get(newer) == "bad":
+            return newer
+    return None
 
 
 def _merge_title(report: Report, merge: str) -> str:
@@ -209,6 +221,8 @@ def range_svg(report: Report) -> str:
     log = _log_scale(values)
     widths = [max(len(p.commits), 8) for p in layout]  # room for a branch panel's title
     widths[0] = max(widths[0], 2 * sum(widths[1:]))
+    if len(layout) > 1:  # a long first-parent range left the branch panel too narrow for
+        widths[1] = max(widths[1], widths[0] // 3)  # its title ("inside merg" at 1280 px)
 
     def draw(fig: Any) -> None:
         fig.set_layout_engine("constrained")

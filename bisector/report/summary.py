@@ -18,6 +18,7 @@ from bisector.report.facts import (
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
+from bisector.report.wording import same_tree_plain
 
 SKIP_OUTPUT_LINES = 3  # of the failing command's output, under each skip
 
@@ -75,7 +76,7 @@ def summary_lines(report: Report) -> list[str]:
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
         if twin := twin_text(report, culprit.commit):
-            lines.append(f"    the culprit's search verdict: {twin}")
+            lines.append(f"    {same_tree_plain(twin, 'the culprit')}")
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")
@@ -104,5 +105,20 @@ def disk_line(run_dir: Path) -> str:
         return f"{size_text(use.total_bytes)} in {run_dir}"
     return (
         f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
-        "(gzipped; `bisector runs --prune` keeps the reports and drops them)"
+        f"(gzipped; `{prune_command(run_dir)}` keeps the reports and drops them)"
     )
+
+
+def prune_command(run_dir: Path) -> str:
+    """`bisector runs --prune`, with the run's --repo when it is not the current directory's
+    repository (the demo's run, read from the project's checkout): as said, it works here."""
+    import shlex
+
+    from bisector.measure.journal import Start, read_journal
+
+    starts = [r for r in read_journal(run_dir / "journal.jsonl") if isinstance(r, Start)]
+    repo = Path(starts[0].repo).resolve() if starts and starts[0].repo else None
+    here = Path.cwd().resolve()
+    if repo is None or here == repo or repo in here.parents:
+        return "bisector runs --prune"
+    return f"bisector runs --repo {shlex.quote(str(repo))} --prune"

@@ -38,6 +38,7 @@ def _crashed_gce_run(tmp_path: Path, fake: FakeProc) -> tuple[Path, Candidate, P
     cand = Candidate(COMMIT, wt, run_dir / "e1")
     backend.setup()
     backend.launch(cand)
+    (run_dir / "journal.jsonl").touch()  # as a run's: what marks the directory as a run
     fake.calls.clear()
     return run_dir, cand, base
 

@@ -70,7 +70,7 @@ def test_without_phase_durations_the_model_says_no_estimate(tmp_path: Path) -> N
     )
     assert lines[-3] == (
         "cost, measured (this run): 10 evaluations (+1 reused), wall 8h25m, 5.5 cluster-hours "
-        "(10 counted with their build: no launch log)"
+        "(10 evaluations have no launch log, so their builds are counted in their cluster time)"
     )
     html = render_html(report)
     assert re.search(r'<td class="num muted">no estimate</td><td class="num"><strong>8h25m', html)
