@@ -267,11 +267,13 @@ class Key:
     low: float | None = None  # at least
     high: float | None = None  # at most
     above: float | None = None  # more than (a timeout of 0 fails every command at once)
+    below: float | None = None  # less than
     choices: tuple[str, ...] = ()
     why: str = ""  # why the bound holds, said with it (memory, ports, open files ...)
     # A key read its own way (a patch name resolved to a file, tables of build fixes): the
     # function gets the section and the key's name and returns the field's value.
     reader: Callable[[Section, str], object] | None = None
+    automatic: int | None = None  # the value that means "bisector decides" (read as None)
 
     def read(self, s: Section, name: str) -> object:
         """The key's value from `s` (or its default), checked against its bounds."""
@@ -308,7 +310,7 @@ class Key:
         else:
             value = s.get_str(name, default)
         self.check(s, name, value)
-        return value
+        return None if self.automatic is not None and value == self.automatic else value
 
     def check(self, s: Section, name: str, value: object) -> None:
         """One line naming the file, the table path, the key, the value and the bound."""
@@ -324,6 +326,7 @@ class Key:
             (self.above is not None and value <= self.above, "more than", self.above),
             (self.low is not None and value < self.low, "at least", self.low),
             (self.high is not None and value > self.high, "at most", self.high),
+            (self.below is not None and value >= self.below, "less than", self.below),
         )
         for wrong, word, bound in broken:
             if wrong and bound is not None:
@@ -352,16 +355,20 @@ def setting(
     low: float | None = None,
     high: float | None = None,
     above: float | None = None,
+    below: float | None = None,
     choices: tuple[str, ...] = (),
     why: str = "",
     reader: Callable[[Section, str], object] | None = None,
+    automatic: int | None = None,
 ) -> Any:
     """A dataclass field that is also a config key (see `Key`); `default` may be a function
     of no arguments for a default computed when read (a cache directory)."""
-    key = Key(kind, default, doc, low, high, above, choices, why, reader)
+    key = Key(kind, default, doc, low, high, above, below, choices, why, reader, automatic)
     metadata = {_SPEC: key}
     if default is REQUIRED or reader is not None or callable(default):
         return field(metadata=metadata)
+    if automatic is not None and default == automatic:
+        return field(default=None, metadata=metadata)
     if kind == "duration" and isinstance(default, str):
         return field(default=parse_duration(default), metadata=metadata)
     if kind == "str_list":
