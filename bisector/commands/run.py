@@ -10,12 +10,13 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import Plan, plan_bisection, prefetch_share
 from bisector.config import Section, load_config
 from bisector.cost import evaluation_s
 from bisector.durations import format_duration
-from bisector.errors import BisectorError
+from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
 from bisector.report import Report, summary_lines
 from bisector.search.progress import make_progress
@@ -116,6 +117,7 @@ def run(
         if as_json:
             raise BisectorError("--json is the final summary of a run; --dry-run prints a plan")
         return dry_run(settings)
+    preflight(settings)
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
@@ -135,6 +137,19 @@ def run(
     if as_json:
         return print_json(report)
     return print_outcome(report)
+
+
+def preflight(settings: RunSettings) -> None:
+    """What `bisector doctor` finds missing for the backend, refused before anything starts,
+    with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
+    minutes while doctor already said the limit was too low (issue 30, item 3)."""
+    info = backend_info(settings.backend)
+    for finding in info.doctor(settings.backend_section):
+        if not finding.ok:
+            raise ConfigError(
+                f"MISSING {finding.what}: {finding.detail} (bisector doctor --config "
+                f"{settings.config_file} says the same; nothing was started)"
+            )
 
 
 def upload_report(settings: RunSettings, run_dir: Path) -> None:

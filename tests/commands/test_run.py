@@ -481,3 +481,37 @@ def test_the_sim_default_on_a_repository_without_a_profile_says_to_pass_config(
     assert "the sim backend (the default without --config)" in last
     assert "pass --config FILE naming a backend" in last
     assert "local-example.toml is one" in result.stderr
+
+
+def test_what_doctor_finds_missing_run_refuses_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 30 item 3: under `ulimit -n 256` doctor said MISSING, and `bisector run` with
+    # the same config gave no answer in 7.5 minutes. Now: doctor's line, exit 2, no run
+    # directory, no build.
+    from tests.helpers.procs_backend import fake_env, make_world
+
+    world = make_world(tmp_path)
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "1s"',
+             "[backends.procs]"]  # fmt: skip
+    data = world.data(watchers=200, hollow_nodes=5)
+    lines += [f"{k} = {json.dumps(v)}" for k, v in data.items()]
+    config = tmp_path / "procs.toml"
+    config.write_text("\n".join(lines) + "\n")
+    args = ["run", "--repo", str(world.repo.path), "--config", str(config), "--good",
+            world.repo.mainline[0], "--bad", world.repo.mainline[-1], "--run-dir",
+            str(world.run_dir)]  # fmt: skip
+    with fake_env(monkeypatch, world):
+        result = subprocess.run(
+            ["bash", "-c", 'ulimit -n 256 && exec "$@"', "bash", *bisector_argv(*args)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    _assert_one_line_exit_2(
+        result,
+        "MISSING open files (ulimit -n): hard limit 256, 200 watches (`watchers`) and 5 "
+        "hollow nodes (`hollow_nodes`) need 1225",
+    )
+    assert not world.run_dir.exists() and not (world.root / "go-calls").exists()

@@ -347,7 +347,7 @@ def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
     meminfo.write_text("MemTotal: 24000000 kB\nMemAvailable: 4194304 kB\n")
     assert procs_doctor._memory(_settings(hollow_nodes=5), meminfo).ok
     small = procs_doctor._memory(_settings(hollow_nodes=500), meminfo)
-    assert not small.ok and "lower hollow_nodes" in small.detail
+    assert not small.ok and "lower `hollow_nodes`" in small.detail
 
 
 def test_a_process_gone_is_gone() -> None:
