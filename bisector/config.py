@@ -315,22 +315,26 @@ class Key:
     def check(self, s: Section, name: str, value: object) -> None:
         """One line naming the file, the table path, the key, the value and the bound."""
         if self.choices and value not in self.choices:
+            because = f" ({self.why})" if self.why else ""
             raise ConfigError(
-                f"{s.where(name)} must be one of {', '.join(self.choices)}, got {value!r}"
+                f"{s.where(name)} must be one of {', '.join(self.choices)}{because}, got {value!r}"
             )
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return
         shown = _shown_value(s, name, value)
         unit = "s" if self.kind == "duration" else ""
+        # `why` explains the upper bound when there is one (a count's lower bound of 1
+        # needs none), else the lower one.
+        upper = self.high is not None or self.below is not None
         broken = (
-            (self.above is not None and value <= self.above, "more than", self.above),
-            (self.low is not None and value < self.low, "at least", self.low),
-            (self.high is not None and value > self.high, "at most", self.high),
-            (self.below is not None and value >= self.below, "less than", self.below),
+            (self.above is not None and value <= self.above, "more than", self.above, not upper),
+            (self.low is not None and value < self.low, "at least", self.low, not upper),
+            (self.high is not None and value > self.high, "at most", self.high, True),
+            (self.below is not None and value >= self.below, "less than", self.below, True),
         )
-        for wrong, word, bound in broken:
+        for wrong, word, bound, explained in broken:
             if wrong and bound is not None:
-                because = f" ({self.why})" if self.why else ""
+                because = f" ({self.why})" if self.why and explained else ""
                 raise ConfigError(
                     f"{s.where(name)} must be {word} {_number(bound)}{unit}{because}, got {shown}"
                 )

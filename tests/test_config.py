@@ -167,8 +167,8 @@ def test_a_misspelt_table_is_refused_with_the_nearest_known_name(
     [
         ("[search]\nerror_rate = 0.5\n", "search.error_rate` must be less than 0.5 (a run's"),
         ("[search]\nconfidence = 1\n", "search.confidence` must be less than 1 ("),
-        ("[search]\nconfidence = 0.5\n", "search.confidence` must be more than 0.5 ("),
-        ("[search]\nparallel = 0\n", "search.parallel` must be at least 1 (each slot"),
+        ("[search]\nconfidence = 0.5\n", "search.confidence` must be more than 0.5, got 0.5"),
+        ("[search]\nparallel = 0\n", "search.parallel` must be at least 1, got 0"),
         ("[search]\nendpoint_runs = -1\n", "search.endpoint_runs` must be at least 0, got -1"),
         ('[search]\nlikelihood = "x"\n', "likelihood` must be one of verdict, metric, got 'x'"),
         ('[run]\nestimate = "0s"\n', "run.estimate` must be more than 0s, got '0s'"),
