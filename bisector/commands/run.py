@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.base import BackendContext
 from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import Plan, plan_bisection, prefetch_share
@@ -144,6 +145,16 @@ def preflight(settings: RunSettings) -> None:
     with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
     minutes while doctor already said the limit was too low (issue 30, item 3)."""
     info = backend_info(settings.backend)
+    # The backend's own table first, as doctor reads it: a key missing from it is the
+    # problem to say, not what doctor finds without it.
+    info.create(
+        BackendContext(
+            settings.backend_section,
+            Path(".bisector-doctor"),
+            warmup_s=settings.warmup_s,
+            seed=settings.seed,
+        )
+    )
     for finding in info.doctor(settings.backend_section):
         if not finding.ok:
             raise ConfigError(
