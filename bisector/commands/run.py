@@ -145,8 +145,11 @@ def preflight(settings: RunSettings) -> None:
     with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
     minutes while doctor already said the limit was too low (issue 30, item 3)."""
     info = backend_info(settings.backend)
-    # The backend's own table first, as doctor reads it: a key missing from it is the
-    # problem to say, not what doctor finds without it.
+    missing = [f for f in info.doctor(settings.backend_section) if not f.ok]
+    if not missing:
+        return
+    # A mistake in the backend's own table is the problem to say (doctor's findings may
+    # come from it): read the table as the run would, then say doctor's first line.
     info.create(
         BackendContext(
             settings.backend_section,
@@ -155,12 +158,10 @@ def preflight(settings: RunSettings) -> None:
             seed=settings.seed,
         )
     )
-    for finding in info.doctor(settings.backend_section):
-        if not finding.ok:
-            raise ConfigError(
-                f"MISSING {finding.what}: {finding.detail} (bisector doctor --config "
-                f"{settings.config_file} says the same; nothing was started)"
-            )
+    raise ConfigError(
+        f"MISSING {missing[0].what}: {missing[0].detail} (bisector doctor --config "
+        f"{settings.config_file} says the same; nothing was started)"
+    )
 
 
 def upload_report(settings: RunSettings, run_dir: Path) -> None:
