@@ -515,3 +515,19 @@ def test_what_doctor_finds_missing_run_refuses_before_anything_starts(
         "hollow nodes (`hollow_nodes`) need 1225",
     )
     assert not world.run_dir.exists() and not (world.root / "go-calls").exists()
+
+
+def test_a_local_command_doctor_cannot_find_is_refused_before_a_build(tmp_path: Path) -> None:
+    # The same rule on the local backend (bisector/backends/local_doctor.py): a launch
+    # command that is on no PATH would skip every candidate; run says doctor's line.
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    driver = write_local_config(tmp_path)
+    text = driver.config.read_text()
+    driver.config.write_text(
+        re.sub(r"(?m)^launch = .*$", 'launch = "bisector-no-such-tool up"', text)
+    )
+    result = _cli(*_args(built, driver, "--run-dir", str(tmp_path / "run")))
+    _assert_one_line_exit_2(
+        result, "MISSING [backends.local] launch: bisector-no-such-tool: not found on PATH"
+    )
+    assert driver.calls("built") == [] and not (tmp_path / "run").exists()
