@@ -175,13 +175,17 @@ class Section:
         for key in self.data:
             if key not in known:
                 close = get_close_matches(key, known, n=1)
-                dotted = f"{self.path}.{key}" if self.path else key
                 hint = f"did you mean [{self._dotted(close[0])}]? " if close else ""
                 place = "no --config FILE" if self.file == DEFAULTS else self.file
-                what = "table" if isinstance(self.data[key], dict) else "setting"
+                # A key outside the known tables (`warmup = "1m"` above `[run]`) is no table.
+                what = (
+                    f"`[{self._dotted(key)}]` is not a known table"
+                    if isinstance(self.data[key], dict)
+                    else f"key `{self._dotted(key)}` is in no known table"
+                )
                 raise ConfigError(
-                    f"{place}: `[{dotted}]` is not a known {what}; {hint}"
-                    f"known here: {', '.join(self._dotted(k) for k in known)}"
+                    f"{place}: {what}; {hint}known tables here: "
+                    + ", ".join(self._dotted(k) for k in known)
                 )
 
     def _dotted(self, key: str) -> str:

@@ -151,7 +151,8 @@ def _run_settings(path: Path) -> object:
             "[backends.simm]\nnodes = 10\n",
             "`[backends.simm]` is not a known table; did you mean [backends.sim]?",
         ),
-        ("[zzz]\n", "`[zzz]` is not a known table; known here: backends, metrics, run, search"),
+        ("[zzz]\n", "`[zzz]` is not a known table; known tables here: backends, metrics, run"),
+        ('warmup = "1m"\n[run]\n', "key `warmup` is in no known table; known tables here: b"),
     ],
 )
 def test_a_misspelt_table_is_refused_with_the_nearest_known_name(
