@@ -531,3 +531,35 @@ def test_a_local_command_doctor_cannot_find_is_refused_before_a_build(tmp_path: 
         result, "MISSING [backends.local] launch: bisector-no-such-tool: not found on PATH"
     )
     assert driver.calls("built") == [] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("ready_timeout", "0s", "ready_timeout` must be more than 0s"),
+        ("hollow_nodes", 1_000_000_000, "hollow_nodes` must be at most 27,766"),
+        ("watchers", 1_000_000_000, "watchers` must be at most 1,048,576"),
+        ("tmpdir", "/nonexistent/bisector-tmp", "tmpdir` = '/nonexistent/bisector-tmp' is not an"),
+    ],
+)
+def test_a_bad_procs_key_is_refused_before_a_build_or_a_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: object, says: str
+) -> None:
+    # Issue 30 item 2, end to end: each launched a cluster (or hung) before; now one line
+    # naming the key, exit 2, no run directory, nothing built, the tmpdir not created.
+    from tests.helpers.procs_backend import fake_env, make_world
+
+    world = make_world(tmp_path)
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "1s"',
+             "[backends.procs]"]  # fmt: skip
+    lines += [f"{k} = {json.dumps(v)}" for k, v in world.data(**{key: value}).items()]
+    config = tmp_path / "procs.toml"
+    config.write_text("\n".join(lines) + "\n")
+    args = ["run", "--repo", str(world.repo.path), "--config", str(config), "--good",
+            world.repo.mainline[0], "--bad", world.repo.mainline[-1], "--run-dir",
+            str(world.run_dir)]  # fmt: skip
+    with fake_env(monkeypatch, world):
+        result = _cli(*args)
+    _assert_one_line_exit_2(result, f"{config}: key `backends.procs.{says}")
+    assert not world.run_dir.exists() and not (world.root / "go-calls").exists()
+    assert not Path("/nonexistent").exists()
