@@ -11,10 +11,11 @@ import hashlib
 import json
 import math
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
+from difflib import get_close_matches
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from bisector.durations import parse_duration
 from bisector.errors import BisectorError, ConfigError
@@ -167,6 +168,29 @@ class Section:
                     + ", ".join(sorted(known))
                 )
 
+    def check_tables(self, allowed: Iterable[str]) -> None:
+        """Reject a table nobody reads (`[serch]`, `[backend.sim]`), naming the nearest known
+        one: its keys would be silently unused and the defaults run instead."""
+        known = sorted(set(allowed))
+        for key in self.data:
+            if key not in known:
+                close = get_close_matches(key, known, n=1)
+                hint = f"did you mean [{self._dotted(close[0])}]? " if close else ""
+                place = "no --config FILE" if self.file == DEFAULTS else self.file
+                # A key outside the known tables (`warmup = "1m"` above `[run]`) is no table.
+                what = (
+                    f"`[{self._dotted(key)}]` is not a known table"
+                    if isinstance(self.data[key], dict)
+                    else f"key `{self._dotted(key)}` is in no known table"
+                )
+                raise ConfigError(
+                    f"{place}: {what}; {hint}known tables here: "
+                    + ", ".join(self._dotted(k) for k in known)
+                )
+
+    def _dotted(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
     def with_overrides(self, overrides: Mapping[str, object]) -> Section:
         """A copy where the non-None `overrides` (CLI flags) replace file values."""
         given = {k: v for k, v in overrides.items() if v is not None}
@@ -226,3 +250,155 @@ def _shown(file: Path) -> str:
 def load_config(path: Path | str) -> Section:
     """Parse a TOML config file into its root `Section`."""
     return Section(read_toml(path), str(path))
+
+
+# Declared settings: one `setting(...)` per key, as a dataclass field, from which the
+# table's known keys (`keys_of`), the typed values, the range checks and their error
+# lines all come (`read_settings`). A key is written once: its field's name.
+Kind = Literal["str", "int", "float", "bool", "duration", "str_list", "path", "dir", "table"]
+REQUIRED: object = _MISSING  # a key the file must set
+_SPEC = "bisector.setting"
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its type, default (in the file's own form: "5m", 100), bounds and doc."""
+
+    kind: Kind
+    default: object
+    doc: str
+    low: float | None = None  # at least
+    high: float | None = None  # at most
+    above: float | None = None  # more than (a timeout of 0 fails every command at once)
+    below: float | None = None  # less than
+    choices: tuple[str, ...] = ()
+    why: str = ""  # why the bound holds, said with it (memory, ports, open files ...)
+    # A key read its own way (a patch name resolved to a file, tables of build fixes): the
+    # function gets the section and the key's name and returns the field's value.
+    reader: Callable[[Section, str], object] | None = None
+    automatic: int | None = None  # the value that means "bisector decides" (read as None)
+
+    def read(self, s: Section, name: str) -> object:
+        """The key's value from `s` (or its default), checked against its bounds."""
+        if self.reader is not None:
+            return self.reader(s, name)
+        if self.default is None and name not in s:
+            return None
+        default = self.default
+        if self.kind in ("path", "dir"):
+            text = s.get_str(name) if default is REQUIRED or name in s else None
+            if text is None:
+                return default() if callable(default) else default
+            path = Path(text).expanduser().absolute()
+            if self.kind == "dir" and not path.is_dir():
+                raise ConfigError(
+                    f"{s.where(name)} = {text!r} is not an existing directory; create it "
+                    "or leave the key out for the default (bisector creates nothing there)"
+                )
+            return path
+        value: object
+        if self.kind == "duration":
+            value = s.get_duration(name, default)
+        elif self.kind == "int":
+            value = s.get_int(name, default)
+        elif self.kind == "float":
+            value = s.get_float(name, default)
+        elif self.kind == "bool":
+            value = s.get_bool(name, default)
+        elif self.kind == "str_list":
+            fallback = list(default) if isinstance(default, tuple) else default
+            value = tuple(s.get_str_list(name, fallback))
+        elif self.kind == "table":
+            value = s.table(name)
+        else:
+            value = s.get_str(name, default)
+        self.check(s, name, value)
+        return None if self.automatic is not None and value == self.automatic else value
+
+    def check(self, s: Section, name: str, value: object) -> None:
+        """One line naming the file, the table path, the key, the value and the bound."""
+        if self.choices and value not in self.choices:
+            because = f" ({self.why})" if self.why else ""
+            raise ConfigError(
+                f"{s.where(name)} must be one of {', '.join(self.choices)}{because}, got {value!r}"
+            )
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return
+        shown = _shown_value(s, name, value)
+        unit = "s" if self.kind == "duration" else ""
+        # `why` explains the upper bound when there is one (a count's lower bound of 1
+        # needs none), else the lower one.
+        upper = self.high is not None or self.below is not None
+        broken = (
+            (self.above is not None and value <= self.above, "more than", self.above, not upper),
+            (self.low is not None and value < self.low, "at least", self.low, not upper),
+            (self.high is not None and value > self.high, "at most", self.high, True),
+            (self.below is not None and value >= self.below, "less than", self.below, True),
+        )
+        for wrong, word, bound, explained in broken:
+            if wrong and bound is not None:
+                because = f" ({self.why})" if self.why and explained else ""
+                raise ConfigError(
+                    f"{s.where(name)} must be {word} {_number(bound)}{unit}{because}, got {shown}"
+                )
+
+
+def _number(bound: float) -> str:
+    """1,048,576 and 0.5: a bound as a reader counts it."""
+    return f"{int(bound):,}" if float(bound).is_integer() else f"{bound:g}"
+
+
+def _shown_value(s: Section, name: str, value: object) -> str:
+    """The value as the user wrote it ("0s"), else as read."""
+    written = s.data.get(name, value)
+    return repr(written) if isinstance(written, str) else f"{written}"
+
+
+def setting(
+    kind: Kind,
+    default: object = REQUIRED,
+    doc: str = "",
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    above: float | None = None,
+    below: float | None = None,
+    choices: tuple[str, ...] = (),
+    why: str = "",
+    reader: Callable[[Section, str], object] | None = None,
+    automatic: int | None = None,
+) -> Any:
+    """A dataclass field that is also a config key (see `Key`); `default` may be a function
+    of no arguments for a default computed when read (a cache directory)."""
+    key = Key(kind, default, doc, low, high, above, below, choices, why, reader, automatic)
+    metadata = {_SPEC: key}
+    if default is REQUIRED or reader is not None or callable(default):
+        return field(metadata=metadata)
+    if automatic is not None and default == automatic:
+        return field(default=None, metadata=metadata)
+    if kind == "duration" and isinstance(default, str):
+        return field(default=parse_duration(default), metadata=metadata)
+    if kind == "str_list":
+        return field(default=tuple(cast("Iterable[str]", default)), metadata=metadata)
+    if kind in ("path", "dir") and isinstance(default, str):
+        return field(default=Path(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def key_specs(cls: type) -> dict[str, Key]:
+    """The declared keys of a settings dataclass, in declaration order."""
+    return {f.name: f.metadata[_SPEC] for f in fields(cls) if _SPEC in f.metadata}
+
+
+def keys_of(cls: type) -> tuple[str, ...]:
+    """The table's known keys: the names of `cls`'s declared settings."""
+    return tuple(key_specs(cls))
+
+
+def read_settings(cls: type[S], s: Section, **given: object) -> S:
+    """`cls` from the section `s`: unknown keys refused, every key read and checked as
+    declared; `given` fills the fields that are not keys (a run directory)."""
+    s.check_keys(keys_of(cls))
+    values = {name: key.read(s, name) for name, key in key_specs(cls).items()}
+    return cast("Callable[..., S]", cls)(**values, **given)

@@ -14,38 +14,13 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bisector.backends.registry import DEFAULT_BACKEND, backend_info
-from bisector.config import Section
+from bisector.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_info
+from bisector.config import Section, keys_of, read_settings, setting
 from bisector.errors import ConfigError
 from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
 from bisector.metrics import Worse
 
-RUN_KEYS = (
-    "backend",
-    "metric",
-    "threshold",
-    "warmup",
-    "repeats",
-    "first_parent",
-    "paths",
-    "launch_attempts",
-    "retry_wait",
-    "estimate",
-    "seed",
-    "upload",
-    "check_every",
-    "early_good",
-    "prefetch_builds",
-    "price_per_cluster_hour",
-)
-SEARCH_KEYS = (
-    "error_rate",
-    "likelihood",
-    "confidence",
-    "max_evaluations",
-    "parallel",
-    "endpoint_runs",
-)
+TABLES = ("run", "search", "metrics", "backends")  # a run's config file
 LIKELIHOODS = ("verdict", "metric")
 # Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
 # a cluster), and a value past them is a typo that would launch clusters without end
@@ -97,12 +72,36 @@ class RunFlags:
 
 @dataclass(frozen=True)
 class SearchSettings:
-    error_rate: float = 0.0  # per-run verdict error; 0 with likelihood "verdict": plain git bisect
-    likelihood: str = "verdict"  # or "metric": evidence from the endpoints' fitted samples
-    confidence: float = 0.99  # posterior mass that ends the search
-    max_evaluations: int | None = None  # budget for endpoints + search (None: automatic)
-    parallel: int = 1  # backend slots evaluating candidates at once
-    endpoint_runs: int | None = None  # runs per endpoint (None: repeats, 3 for "metric")
+    """`[search]`: every key declared once (bisector.config.setting)."""
+
+    error_rate: float = setting(
+        "float",
+        0.0,
+        "per-run verdict error; 0 with likelihood verdict: plain git bisect",
+        low=0,
+        below=0.5,
+        why="a run's chance of a wrong verdict",
+    )
+    likelihood: str = setting(
+        "str", "verdict", "or metric: evidence from the endpoints' fitted samples",
+        choices=LIKELIHOODS,
+    )  # fmt: skip
+    confidence: float = setting(
+        "float", 0.99, "posterior mass that ends the search", above=0.5, below=1,
+        why="a posterior probability, e.g. 0.99",
+    )  # fmt: skip
+    max_evaluations: int | None = setting(
+        "int", 0, "budget for endpoints + search (0: automatic)", low=0,
+        high=MAX_EVALUATIONS, automatic=0,
+    )  # fmt: skip
+    parallel: int = setting(
+        "int", 1, "backend slots evaluating candidates at once", low=1, high=MAX_SLOTS,
+        why="each slot is a cluster",
+    )  # fmt: skip
+    endpoint_runs: int | None = setting(
+        "int", 0, "runs per endpoint (0: repeats, 3 for metric)", low=0, high=MAX_RUNS,
+        automatic=0,
+    )  # fmt: skip
     # Idle slots measure ahead: search points beside the endpoints, the likely culprit's
     # confirmation beside the last search runs. False only for the benchmark's baseline.
     measure_ahead: bool = True
@@ -114,41 +113,43 @@ class SearchSettings:
 
     @classmethod
     def from_section(cls, search: Section) -> SearchSettings:
-        search.check_keys(SEARCH_KEYS)
+        return read_settings(cls, search)
 
-        def bad(key: str, what: str, got: object) -> ConfigError:
-            return ConfigError(f"{search.where(key)} must be {what}, got {got!r}")
 
-        error_rate = search.get_float("error_rate", 0.0)
-        if not 0 <= error_rate < 0.5:
-            raise bad(
-                "error_rate",
-                "at least 0 and below 0.5 (a run's chance of a wrong verdict)",
-                error_rate,
-            )
-        likelihood = search.get_str("likelihood", "verdict")
-        if likelihood not in LIKELIHOODS:
-            raise bad("likelihood", "one of " + ", ".join(LIKELIHOODS), likelihood)
-        confidence = search.get_float("confidence", 0.99)
-        if not 0.5 < confidence < 1:
-            raise bad("confidence", "between 0.5 and 1 (e.g. 0.99)", confidence)
-        budget = search.get_int("max_evaluations", 0, high=MAX_EVALUATIONS)
-        if budget < 0:
-            raise bad("max_evaluations", "0 (automatic) or a positive number", budget)
-        parallel = search.get_int("parallel", 1, high=MAX_SLOTS)
-        if parallel < 1:
-            raise bad("parallel", "at least 1 (backend slots at once)", parallel)
-        endpoint_runs = search.get_int("endpoint_runs", 0, high=MAX_RUNS)
-        if endpoint_runs < 0:
-            raise bad("endpoint_runs", "0 (automatic) or a positive number of runs", endpoint_runs)
-        return cls(
-            error_rate=error_rate,
-            likelihood=likelihood,
-            confidence=confidence,
-            max_evaluations=budget or None,
-            parallel=parallel,
-            endpoint_runs=endpoint_runs or None,
-        )
+SEARCH_KEYS = keys_of(SearchSettings)
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """`[run]` as written (flags on top): every key declared once; `RunSettings` adds
+    what depends on other tables (the backend's, the metrics')."""
+
+    backend: str = setting("str", DEFAULT_BACKEND, "which backend evaluates candidates")
+    metric: str = setting("str", DEFAULT_METRIC, "the metric that got worse")
+    threshold: float | None = setting("float", None, "bad from this value on")
+    warmup: float = setting("duration", 0, "how long a cluster runs before collect", low=0)
+    repeats: int = setting(
+        "int", 1, "runs per commit", low=1, high=MAX_RUNS, why="each run is a cluster"
+    )
+    first_parent: bool = setting("bool", False, "search the first-parent line")
+    paths: tuple[str, ...] = setting("str_list", (), "only commits touching these paths")
+    launch_attempts: int = setting(
+        "int", 3, "launches before a skip", low=1, high=MAX_RUNS, why="each is a cluster"
+    )
+    retry_wait: float = setting("duration", 0, "wait between launch attempts", low=0)
+    estimate: float | None = setting(
+        "duration", None, "one evaluation's wall time, for --dry-run and ETAs", above=0
+    )
+    seed: int = setting("int", 0, "seed of the simulator and the search's tie-breaks")
+    upload: str | None = setting("str", None, "gs://bucket/prefix the run is copied to")
+    check_every: float | None = setting(
+        "duration", None, "read the log this often during the warmup", above=0
+    )
+    early_good: bool = setting("bool", False, "runs may end early as good (needs check_every)")
+    prefetch_builds: int = setting(
+        "int", 0, "builds ahead while a cluster warms up", low=0, high=MAX_SLOTS
+    )
+    price_per_cluster_hour: float | None = setting("float", None, "money in the cost model", low=0)
 
 
 @dataclass(frozen=True)
@@ -202,63 +203,55 @@ class RunSettings:
     ) -> RunSettings:
         """Read `[run]`, `[search]`, `[metrics]`, `[backends.<name>]`; flags win over the file."""
         flags = flags or RunFlags()
+        # A misspelt table ([serch], [backend.sim]) would leave its keys unread.
+        config.check_tables(TABLES)
+        config.table("backends").check_tables(BACKENDS)
         run = config.table("run").with_overrides(flags.run_table())
-        run.check_keys(RUN_KEYS)
+        table = read_settings(RunTable, run)
         search = SearchSettings.from_section(
             config.table("search").with_overrides(flags.search_table())
         )
-        repeats = run.get_int("repeats", 1, low=1, high=MAX_RUNS)
-        attempts = run.get_int("launch_attempts", 3, low=1, high=MAX_RUNS)
-        backend = run.get_str("backend", DEFAULT_BACKEND)
         try:
-            backend_info(backend)
+            backend_info(table.backend)
         except ConfigError as exc:
             raise ConfigError(f"{run.where('backend')}: {exc}") from None
         metrics = MetricRegistry.from_config(config)
-        metric = metrics.check(run.get_str("metric", DEFAULT_METRIC), run.where("metric"))
-        threshold = check_threshold(run.opt_float("threshold"), run.where("threshold"))
-        upload = run.opt_str("upload")
-        if upload is not None and not upload.startswith("gs://"):
+        metric = metrics.check(table.metric, run.where("metric"))
+        threshold = check_threshold(table.threshold, run.where("threshold"))
+        if table.upload is not None and not table.upload.startswith("gs://"):
             raise ConfigError(f"{run.where('upload')}: expected gs://bucket/prefix")
-        check_every = (
-            run.get_duration("check_every", positive=True) if "check_every" in run else None
-        )
-        early_good = run.get_bool("early_good", False)
-        if early_good and check_every is None:
+        if table.early_good and table.check_every is None:
             raise ConfigError(
                 f"{run.where('early_good')} needs {run.where('check_every')}: the log is "
                 "looked at during the warmup only that often"
-            )
-        prefetch = run.get_int("prefetch_builds", 0, low=0, high=MAX_SLOTS)
-        price = run.opt_float("price_per_cluster_hour")
-        if price is not None and price < 0:
-            raise ConfigError(
-                f"{run.where('price_per_cluster_hour')} must be 0 or more, got {price}"
             )
         return cls(
             good=good,
             bad=bad,
             repo=repo,
-            backend=backend,
-            backend_section=config.table("backends").table(backend),
+            backend=table.backend,
+            backend_section=config.table("backends").table(table.backend),
             metrics=metrics,
             metric=metric,
             threshold=threshold,
-            warmup_s=run.get_duration("warmup", backend_info(backend).default_warmup_s),
-            repeats=repeats,
-            first_parent=run.get_bool("first_parent", False),
-            paths=tuple(run.get_str_list("paths", [])),
-            launch_attempts=attempts,
-            retry_wait_s=run.get_duration("retry_wait", 0),
-            estimate_s=run.get_duration("estimate", positive=True) if "estimate" in run else None,
-            check_every_s=check_every,
-            early_good=early_good,
-            prefetch_builds=prefetch,
-            price_per_cluster_hour=price,
-            seed=run.get_int("seed", 0),
+            # a backend may say how long its clusters run when [run] does not (the sim: 5m)
+            warmup_s=table.warmup
+            if "warmup" in run
+            else backend_info(table.backend).default_warmup_s,
+            repeats=table.repeats,
+            first_parent=table.first_parent,
+            paths=table.paths,
+            launch_attempts=table.launch_attempts,
+            retry_wait_s=table.retry_wait,
+            estimate_s=table.estimate,
+            check_every_s=table.check_every,
+            early_good=table.early_good,
+            prefetch_builds=table.prefetch_builds,
+            price_per_cluster_hour=table.price_per_cluster_hour,
+            seed=table.seed,
             run_dir=run_dir,
             resume_command=resume_command,
-            upload=upload,
+            upload=table.upload,
             search=search,
             config_file=config.file,
         )

@@ -127,3 +127,81 @@ def test_examples_are_found_through_arrays_and_tables(tmp_path: Path) -> None:
     assert example_setting("run.warmup", tmp_path) == str(tmp_path / "b.toml")
     assert example_setting("run.metric", tmp_path) is None
     assert example_setting("run.warmup", tmp_path / "absent") is None
+
+
+# -- declared settings and tables (issues 27.5, 29.4) ------------------------------------
+
+
+def _run_settings(path: Path) -> object:
+    from bisector.settings import RunSettings
+
+    return RunSettings.from_config(load_config(path), good="a", bad="b")
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        # issue 29: each was accepted and its keys silently unused (the defaults ran).
+        ("[serch]\nparallel = 2\n", "`[serch]` is not a known table; did you mean [search]?"),
+        (
+            "[backend.sim]\nnodes = 10\n",
+            "`[backend]` is not a known table; did you mean [backends]?",
+        ),
+        (
+            "[backends.simm]\nnodes = 10\n",
+            "`[backends.simm]` is not a known table; did you mean [backends.sim]?",
+        ),
+        ("[zzz]\n", "`[zzz]` is not a known table; known tables here: backends, metrics, run"),
+        ('warmup = "1m"\n[run]\n', "key `warmup` is in no known table; known tables here: b"),
+    ],
+)
+def test_a_misspelt_table_is_refused_with_the_nearest_known_name(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _run_settings(_write(tmp_path, text))
+    assert str(caught.value).startswith(f"{tmp_path / 'c.toml'}: ") and says in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[search]\nerror_rate = 0.5\n", "search.error_rate` must be less than 0.5 (a run's"),
+        ("[search]\nconfidence = 1\n", "search.confidence` must be less than 1 ("),
+        ("[search]\nconfidence = 0.5\n", "search.confidence` must be more than 0.5, got 0.5"),
+        ("[search]\nparallel = 0\n", "search.parallel` must be at least 1, got 0"),
+        ("[search]\nendpoint_runs = -1\n", "search.endpoint_runs` must be at least 0, got -1"),
+        ('[search]\nlikelihood = "x"\n', "likelihood` must be one of verdict, metric, got 'x'"),
+        ('[run]\nestimate = "0s"\n', "run.estimate` must be more than 0s, got '0s'"),
+        ("[run]\nprefetch_builds = 65\n", "run.prefetch_builds` must be at most 64, got 65"),
+        ("[run]\nprice_per_cluster_hour = -1\n", "price_per_cluster_hour` must be at least 0"),
+    ],
+)
+def test_run_and_search_keys_out_of_bounds_name_key_value_and_bound(
+    tmp_path: Path, text: str, says: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _run_settings(_write(tmp_path, text))
+    assert says in str(caught.value) and "c.toml: key `" in str(caught.value)
+
+
+def test_automatic_counts_read_as_none_and_keys_come_from_the_declaration(tmp_path: Path) -> None:
+    from bisector.settings import SEARCH_KEYS, RunSettings, SearchSettings
+
+    settings = RunSettings.from_config(
+        load_config(_write(tmp_path, "[search]\nmax_evaluations = 0\nendpoint_runs = 2\n")),
+        good="a",
+        bad="b",
+    )
+    assert isinstance(settings, RunSettings)
+    assert settings.search.max_evaluations is None and settings.search.endpoint_runs == 2
+    assert SearchSettings().max_evaluations is None and SearchSettings().parallel == 1
+    assert "measure_ahead" not in SEARCH_KEYS and "parallel" in SEARCH_KEYS
+
+
+def test_a_nightly_job_error_keeps_the_jobs_table_path(tmp_path: Path) -> None:
+    from bisector.settings import RunSettings
+
+    job = Section({"search": {"parallel": 0}}, "n.toml", "nightly.jobs[2]")
+    with pytest.raises(ConfigError, match=r"^n\.toml: key `nightly\.jobs\[2\]\.search\.parallel`"):
+        RunSettings.from_config(job, good="a", bad="b")

@@ -24,15 +24,34 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate, sleep_steps
 from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.steps import tail
+from bisector.config import keys_of, read_settings, setting
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 
-KEYS = ("build", "launch", "collect", "teardown", "peek", "metrics", "workload", "timeout")
+
+@dataclass(frozen=True)
+class LocalSettings:
+    """`[backends.local]`: bash commands run in the candidate's worktree, declared once."""
+
+    launch: str = setting("str", doc="starts the cluster")
+    collect: str = setting("str", doc="copies the apiserver log to $BISECTOR_LOG_DIR")
+    build: str | None = setting("str", None, "builds the candidate")
+    teardown: str | None = setting("str", None, "stops the cluster")
+    peek: str | None = setting("str", None, "the log so far, for early verdicts")
+    metrics: str | None = setting("str", None, "writes /metrics snapshots")
+    workload: str | None = setting("str", None, "a command that is the warmup")
+    timeout: float = setting(
+        "duration", "1h", "each command", above=0, why="every command would fail at once"
+    )
+
+
+KEYS = keys_of(LocalSettings)
 LOG_NAME = "kube-apiserver.log"
 # A look at the log may take as long as the interval between looks (at least this long):
 # a hanging `peek` must not stretch every step of the warmup by the whole `timeout`.
@@ -49,17 +68,16 @@ class LocalBackend:
     name = "local"
 
     def __init__(self, context: BackendContext) -> None:
-        section = context.section
-        section.check_keys(KEYS)
+        cfg = read_settings(LocalSettings, context.section)
         self.context = context
-        self.build_cmd = section.opt_str("build")
-        self.launch_cmd = section.get_str("launch")
-        self.collect_cmd = section.get_str("collect")
-        self.teardown_cmd = section.opt_str("teardown")
-        self.peek_cmd = section.opt_str("peek")
-        self.metrics_cmd = section.opt_str("metrics")
-        self.workload_cmd = section.opt_str("workload")
-        self.timeout_s = section.get_duration("timeout", "1h", positive=True)
+        self.build_cmd = cfg.build
+        self.launch_cmd = cfg.launch
+        self.collect_cmd = cfg.collect
+        self.teardown_cmd = cfg.teardown
+        self.peek_cmd = cfg.peek
+        self.metrics_cmd = cfg.metrics
+        self.workload_cmd = cfg.workload
+        self.timeout_s = cfg.timeout
         self.peek_timeout_s = self.timeout_s  # bounded by the look interval in warmup_steps
 
     def _env(self, candidate: Candidate) -> dict[str, str]:

@@ -32,11 +32,11 @@ import hashlib
 import json
 import shutil
 from collections.abc import Generator
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.config import DEFAULTS, Section, example_setting
+from bisector.config import DEFAULTS, Section, example_setting, keys_of, read_settings, setting
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
 from bisector.sim import (
@@ -50,7 +50,26 @@ from bisector.sim import (
 )
 
 DEFAULT_PROFILE = "hack/kubemark-sim.toml"
-KEYS = ("profile", "nodes", "duration", "noise", "seed", "ramp", "watchers", "status_period", "npd")
+
+
+@dataclass(frozen=True)
+class SimSettings:
+    """`[backends.sim]`: every key declared once (bisector.config.setting)."""
+
+    profile: str = setting("str", DEFAULT_PROFILE, "the tree's simulator profile")
+    nodes: int = setting("int", 5000, "simulated hollow nodes", low=1)
+    duration: float | None = setting("duration", None, "simulated warmup (default: the run's)")
+    noise: float = setting("float", 0.0, "relative noise of each run", low=0)
+    seed: int | None = setting("int", None, "the model's seed (default: the run's)")
+    ramp: float = setting("duration", "60s", "how long the nodes take to register")
+    watchers: int = setting("int", 0, "extra node watches", low=0)
+    status_period: float | None = setting(
+        "duration", None, "node status interval (default: the profile's)", above=0
+    )
+    npd: bool = setting("bool", True, "node-problem-detector's writes")
+
+
+KEYS = keys_of(SimSettings)
 LOG_NAME = "kube-apiserver.log"
 
 
@@ -72,34 +91,23 @@ class SimBackend:
 
     def __init__(self, context: BackendContext) -> None:
         section = context.section
-        section.check_keys(KEYS)
-        self.profile_path = section.get_str("profile", DEFAULT_PROFILE)
-        self.nodes = section.get_int("nodes", 5000)
-        self.duration_s = section.get_duration("duration", context.warmup_s)
-        self.noise = section.get_float("noise", 0.0)
-        self.seed = section.get_int("seed", context.seed)
-        self.ramp_s = section.get_duration("ramp", 60.0)
-        self.watchers = section.get_int("watchers", 0)
-        self.status_period_s = (
-            section.get_duration("status_period") if "status_period" in section else None
-        )
-        self.npd = section.get_bool("npd", True)
-        table = f"[{section.path or 'backends.sim'}]"
-        shown = "no --config FILE given" if section.file == DEFAULTS else section.file
-        where = f"{shown}: {table}"
-        if self.nodes < 1:
-            raise ConfigError(f"{where} nodes must be at least 1, got {self.nodes}")
+        cfg = read_settings(SimSettings, section)
+        self.profile_path = cfg.profile
+        self.nodes = cfg.nodes
+        self.duration_s = cfg.duration if cfg.duration is not None else context.warmup_s
+        self.noise = cfg.noise
+        self.seed = cfg.seed if cfg.seed is not None else context.seed
+        self.ramp_s = cfg.ramp
+        self.watchers = cfg.watchers
+        self.status_period_s = cfg.status_period
+        self.npd = cfg.npd
         if self.duration_s <= 0:
+            table = f"[{section.path or 'backends.sim'}]"
+            shown = "no --config FILE given" if section.file == DEFAULTS else section.file
             raise ConfigError(
-                f"{where} needs a simulated duration: set `duration` there or `warmup` in "
-                f"[run]{_run_hint(section)}"
+                f"{shown}: {table} needs a simulated duration: set `duration` there or "
+                f"`warmup` in [run]{_run_hint(section)}"
             )
-        if self.watchers < 0:
-            raise ConfigError(f"{where} watchers must be zero or more, got {self.watchers}")
-        if self.status_period_s is not None and self.status_period_s <= 0:
-            raise ConfigError(f"{where} status_period must be above zero")
-        if self.noise < 0:
-            raise ConfigError(f"{where} noise must be zero or more, got {self.noise}")
         self._profiles: dict[Path, SimProfile] = {}
         self._prefetched: dict[str, SimProfile] = {}  # commit -> profile read ahead
         self._runs: dict[Path, SimRun] = {}  # eval dir -> a model run in steps

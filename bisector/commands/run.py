@@ -10,12 +10,14 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.base import BackendContext
+from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import Plan, plan_bisection, prefetch_share
 from bisector.config import Section, load_config
 from bisector.cost import evaluation_s
 from bisector.durations import format_duration
-from bisector.errors import BisectorError
+from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
 from bisector.report import Report, summary_lines
 from bisector.search.progress import make_progress
@@ -116,6 +118,7 @@ def run(
         if as_json:
             raise BisectorError("--json is the final summary of a run; --dry-run prints a plan")
         return dry_run(settings)
+    preflight(settings)
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
@@ -135,6 +138,30 @@ def run(
     if as_json:
         return print_json(report)
     return print_outcome(report)
+
+
+def preflight(settings: RunSettings) -> None:
+    """What `bisector doctor` finds missing for the backend, refused before anything starts,
+    with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
+    minutes while doctor already said the limit was too low (issue 30, item 3)."""
+    info = backend_info(settings.backend)
+    missing = [f for f in info.doctor(settings.backend_section) if not f.ok]
+    if not missing:
+        return
+    # A mistake in the backend's own table is the problem to say (doctor's findings may
+    # come from it): read the table as the run would, then say doctor's first line.
+    info.create(
+        BackendContext(
+            settings.backend_section,
+            Path(".bisector-doctor"),
+            warmup_s=settings.warmup_s,
+            seed=settings.seed,
+        )
+    )
+    raise ConfigError(
+        f"MISSING {missing[0].what}: {missing[0].detail} (bisector doctor --config "
+        f"{settings.config_file} says the same; nothing was started)"
+    )
 
 
 def upload_report(settings: RunSettings, run_dir: Path) -> None:

@@ -23,41 +23,31 @@ A job without a `run` table has no backend: its regressions are reported, not bi
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.ci.scoring import ci_source_problem
-from bisector.config import Section, load_config
+from bisector.config import Section, keys_of, load_config, read_settings, setting
 from bisector.errors import ConfigError
 from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
 from bisector.settings import MAX_EVALUATIONS
 
-NIGHTLY_KEYS = ("state", "database", "reports", "upload", "window", "jobs")
-JOB_KEYS = (
-    "name",
-    "job",
-    "bucket",
-    "metric",
-    "threshold",
-    "repo",
-    "budget",
-    "min_bad_runs",
-    "master",
-    "run",
-    "backends",
-    "metrics",
-)
-BUDGET_KEYS = ("evaluations", "cluster_hours")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 @dataclass(frozen=True)
 class Budget:
-    evaluations: int | None = None  # backend evaluations per hunt (over all nights)
-    cluster_hours: float | None = None  # hours clusters were up, launch to teardown
+    """`budget = { ... }` of a job: every key declared once (bisector.config.setting)."""
+
+    evaluations: int | None = setting(
+        "int", None, "backend evaluations per hunt (over all nights)", low=1,
+        high=MAX_EVALUATIONS,
+    )  # fmt: skip
+    cluster_hours: float | None = setting(
+        "float", None, "hours clusters were up, launch to teardown", above=0
+    )
 
     def describe(self) -> str:
         parts = []
@@ -66,6 +56,61 @@ class Budget:
         if self.cluster_hours is not None:
             parts.append(f"{self.cluster_hours:g} cluster-hours")
         return ", ".join(parts) or "unlimited"
+
+
+def _raw(s: Section, key: str) -> object:
+    """The value as written: `jobs` is checked where the jobs are read."""
+    return s.data.get(key)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NightlyTable:
+    """`[nightly]` as written: every key declared once (bisector.config.setting)."""
+
+    state: str = setting("str", "nightly-state", "database, lock, hunts' run dirs")
+    database: str = setting("str", "nightly.db", "the database, under state")
+    reports: str | None = setting("str", None, "where reports go (default: state/reports)")
+    upload: str | None = setting("str", None, "gs://BUCKET/PREFIX reports are copied to")
+    window: int = setting(
+        "int", 40, "latest runs the change point looks at", low=3,
+        why="a change point needs runs on both sides of it",
+    )  # fmt: skip
+    jobs: object = setting("table", doc="[[nightly.jobs]]: the CI jobs to watch", reader=_raw)
+
+
+def _job_name(s: Section, key: str) -> str:
+    name = s.get_str(key, s.get_str("job"))
+    if not _NAME.match(name):
+        raise ConfigError(f"{s.where(key)}: {name!r} must be letters, digits, .-_")
+    return name
+
+
+def _budget(s: Section, key: str) -> Budget:
+    return read_settings(Budget, s.table(key))
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobTable:
+    """`[[nightly.jobs]]` as written: every key declared once (bisector.config.setting)."""
+
+    job: str = setting("str", doc="the CI job's name")
+    name: str = setting("str", doc="key in the database and report paths", reader=_job_name)
+    bucket: str = setting("str", DEFAULT_BUCKET, "the CI logs' bucket")
+    metric: str = setting("str", DEFAULT_METRIC, "the metric watched")
+    threshold: float | None = setting("float", None, "else the change point places it")
+    repo: str | None = setting("str", None, "a checkout the bisection may use")
+    budget: Budget = setting(
+        "table",
+        doc="evaluations, cluster_hours",
+        reader=lambda s, k: read_settings(Budget, s.table(k)),
+    )
+    min_bad_runs: int = setting(
+        "int", 2, "bad CI runs before a hunt", low=2, why="one bad run is noise"
+    )
+    master: str | None = setting("str", None, "the branch CI builds")
+    run: Section = setting("table", doc="the bisection's [run] table")
+    backends: Section = setting("table", doc="its backends' tables")
+    metrics: Section = setting("table", doc="the job's own metrics")
 
 
 @dataclass(frozen=True)
@@ -109,17 +154,16 @@ def load_nightly_config(path: Path) -> NightlyConfig:
             f"{path}: key `nightly` is missing; expected a [nightly] table"
             + Section(file=str(path)).hint("nightly")
         )
-    nightly.check_keys(NIGHTLY_KEYS)
-    state = _path(base, nightly.get_str("state", "nightly-state"))
-    database = _path(state, nightly.get_str("database", "nightly.db"))
-    reports = _path(base, nightly.opt_str("reports") or str(state / "reports"))
-    upload = nightly.opt_str("upload")
+    root.check_tables(("nightly",))
+    table = read_settings(NightlyTable, nightly)
+    state = _path(base, table.state)
+    database = _path(state, table.database)
+    reports = _path(base, table.reports or str(state / "reports"))
+    upload = table.upload
     if upload is not None and not upload.startswith("gs://"):
-        raise ConfigError(f"{path}: key `nightly.upload`: expected gs://BUCKET/PREFIX")
-    window = nightly.get_int("window", 40)
-    if window < 3:
-        raise ConfigError(f"{path}: key `nightly.window` must be at least 3, got {window}")
-    raw_jobs = nightly.data.get("jobs")
+        raise ConfigError(f"{nightly.where('upload')}: expected gs://BUCKET/PREFIX")
+    window = table.window
+    raw_jobs = table.jobs
     if not isinstance(raw_jobs, list) or not raw_jobs:
         raise ConfigError(
             f"{path}: key `nightly.jobs` is missing; add a [[nightly.jobs]] table"
@@ -128,7 +172,7 @@ def load_nightly_config(path: Path) -> NightlyConfig:
     jobs = tuple(_job(path, base, k, raw) for k, raw in enumerate(raw_jobs))
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
-        raise ConfigError(f"{path}: key `nightly.jobs.name`: two jobs share a name; rename one")
+        raise ConfigError(f"{nightly.where('jobs')}: two jobs share a name; rename one")
     return NightlyConfig(Path(path), state, database, reports, upload, window, jobs)
 
 
@@ -137,53 +181,50 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: key `{where}`: expected a table")
     job = Section(raw, str(path), where)
-    job.check_keys(JOB_KEYS)
-    name = job.get_str("name", job.get_str("job"))
-    if not _NAME.match(name):
-        raise ConfigError(f"{path}: key `{where}.name`: {name!r} must be letters, digits, .-_")
+    table = read_settings(JobTable, job)
     metrics = MetricRegistry.from_config(job)
-    metric = metrics.check(job.get_str("metric", DEFAULT_METRIC), job.where("metric"))
+    metric = metrics.check(table.metric, job.where("metric"))
     if (why := ci_source_problem(metrics, metric)) is not None:
         # The series is read from CI builds as `bisector history` reads it: their logs, or
         # a CL2 job's summaries in artifacts/ (nightly/series.py).
         raise ConfigError(f"{job.where('metric')}: {why}")
-    budget_table = job.table("budget")
-    budget_table.check_keys(BUDGET_KEYS)
-    evaluations = (
-        budget_table.get_int("evaluations", high=MAX_EVALUATIONS)
-        if "evaluations" in budget_table
-        else None
-    )
-    hours = budget_table.opt_float("cluster_hours")
-    if evaluations is not None and evaluations < 1:
-        raise ConfigError(f"{path}: key `{where}.budget.evaluations` must be at least 1")
-    if hours is not None and (hours <= 0 or not math.isfinite(hours)):
-        raise ConfigError(f"{path}: key `{where}.budget.cluster_hours` must be positive")
-    min_bad = job.get_int("min_bad_runs", 2)
-    if min_bad < 2:
-        raise ConfigError(f"{path}: key `{where}.min_bad_runs` must be at least 2")
-    threshold = check_threshold(job.opt_float("threshold"), job.where("threshold"))
-    repo_text = job.opt_str("repo")
+    threshold = check_threshold(table.threshold, job.where("threshold"))
     bisect_config = None
     if "run" in job:
-        if repo_text is None:
-            raise ConfigError(
-                f"{path}: key `{where}.repo` is missing; the bisection needs one" + job.hint("repo")
-            )
+        if table.repo is None:
+            raise job.missing("repo", "a checkout: the bisection needs one")
         tables = {k: raw[k] for k in ("run", "backends", "metrics") if k in raw}
         bisect_config = Section(tables, str(path), where)
-        bisect_config.table("run")  # type check now, not at 3 a.m. after scoring
+        _check_bisection(bisect_config)
     return JobConfig(
-        name=name,
-        job=job.get_str("job"),
-        bucket=job.get_str("bucket", DEFAULT_BUCKET),
+        name=table.name,
+        job=table.job,
+        bucket=table.bucket,
         metric=metric,
         metrics=metrics,
         threshold=threshold,
-        repo=_path(base, repo_text) if repo_text else None,
-        budget=Budget(evaluations, hours),
-        min_bad_runs=min_bad,
-        master=job.opt_str("master"),
+        repo=_path(base, table.repo) if table.repo else None,
+        budget=table.budget,
+        min_bad_runs=table.min_bad_runs,
+        master=table.master,
         bisect_config=bisect_config,
         where=f"{path}: {where}",
     )
+
+
+def _check_bisection(config: Section) -> None:
+    """Every key of the job's bisection read now, at load, not at 3 a.m. after scoring:
+    `[run]`, the table names, and the backend's own table (as doctor reads it)."""
+    from bisector.backends.base import BackendContext
+    from bisector.backends.registry import backend_info
+    from bisector.settings import RunSettings
+
+    settings = RunSettings.from_config(config, good="", bad="")
+    backend_info(settings.backend).create(
+        BackendContext(settings.backend_section, Path(".bisector-doctor"), settings.warmup_s)
+    )
+
+
+NIGHTLY_KEYS = keys_of(NightlyTable)
+JOB_KEYS = keys_of(JobTable)
+BUDGET_KEYS = keys_of(Budget)

@@ -108,7 +108,8 @@ def test_collect_without_a_run_is_a_collect_error(tmp_path: Path) -> None:
     ("section", "warmup", "message"),
     [
         ({"nodse": 3}, 30.0, "not a known setting"),
-        ({"nodes": 0}, 30.0, "nodes must be at least 1"),
+        ({"nodes": 0}, 30.0, "nodes` must be at least 1, got 0"),
+        ({"status_period": "0s"}, 30.0, "status_period` must be more than 0s"),
         ({}, 0.0, "set `duration`"),
         ({"noise": -1}, 30.0, "noise"),
         ({"duration": "soon"}, 30.0, "duration"),
@@ -242,5 +243,5 @@ def test_a_procs_sized_cluster_is_run_settings(tmp_path: Path) -> None:
     params = backend.params(candidate(tmp_path, render_profile(SimProfile())))
     assert (params.extra_watchers, params.status_period_s, params.npd) == (16000, 1.0, False)
     assert backend.params(candidate(tmp_path, None, "e2")).extra_watchers == 16000
-    with pytest.raises(ConfigError, match="watchers must be zero or more"):
+    with pytest.raises(ConfigError, match="watchers` must be at least 0, got -1"):
         make_backend(tmp_path, watchers=-1)

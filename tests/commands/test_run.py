@@ -476,3 +476,85 @@ def test_the_sim_default_on_a_repository_without_a_profile_says_to_pass_config(
     assert "the sim backend (the default without --config)" in last
     assert "pass --config FILE naming a backend" in last
     assert "local-example.toml is one" in result.stderr
+
+
+def test_what_doctor_finds_missing_run_refuses_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 30 item 3: under `ulimit -n 256` doctor said MISSING, and `bisector run` with
+    # the same config gave no answer in 7.5 minutes. Now: doctor's line, exit 2, no run
+    # directory, no build.
+    from tests.helpers.procs_backend import fake_env, make_world
+
+    world = make_world(tmp_path)
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "1s"',
+             "[backends.procs]"]  # fmt: skip
+    data = world.data(watchers=200, hollow_nodes=5)
+    lines += [f"{k} = {json.dumps(v)}" for k, v in data.items()]
+    config = tmp_path / "procs.toml"
+    config.write_text("\n".join(lines) + "\n")
+    args = ["run", "--repo", str(world.repo.path), "--config", str(config), "--good",
+            world.repo.mainline[0], "--bad", world.repo.mainline[-1], "--run-dir",
+            str(world.run_dir)]  # fmt: skip
+    with fake_env(monkeypatch, world):
+        result = subprocess.run(
+            ["bash", "-c", 'ulimit -n 256 && exec "$@"', "bash", *bisector_argv(*args)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    _assert_one_line_exit_2(
+        result,
+        "MISSING open files (ulimit -n): hard limit 256, 200 watches (`watchers`) and 5 "
+        "hollow nodes (`hollow_nodes`) need 1225",
+    )
+    assert not world.run_dir.exists() and not (world.root / "go-calls").exists()
+
+
+def test_a_local_command_doctor_cannot_find_is_refused_before_a_build(tmp_path: Path) -> None:
+    # The same rule on the local backend (bisector/backends/local_doctor.py): a launch
+    # command that is on no PATH would skip every candidate; run says doctor's line.
+    built = build_repo(tmp_path / "repo", _values(4, 2))
+    driver = write_local_config(tmp_path)
+    text = driver.config.read_text()
+    driver.config.write_text(
+        re.sub(r"(?m)^launch = .*$", 'launch = "bisector-no-such-tool up"', text)
+    )
+    result = _cli(*_args(built, driver, "--run-dir", str(tmp_path / "run")))
+    _assert_one_line_exit_2(
+        result, "MISSING [backends.local] launch: bisector-no-such-tool: not found on PATH"
+    )
+    assert driver.calls("built") == [] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        ("ready_timeout", "0s", "ready_timeout` must be more than 0s"),
+        ("hollow_nodes", 1_000_000_000, "hollow_nodes` must be at most 27,766"),
+        ("watchers", 1_000_000_000, "watchers` must be at most 1,048,576"),
+        ("tmpdir", "/nonexistent/bisector-tmp", "tmpdir` = '/nonexistent/bisector-tmp' is not an"),
+    ],
+)
+def test_a_bad_procs_key_is_refused_before_a_build_or_a_cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, key: str, value: object, says: str
+) -> None:
+    # Issue 30 item 2, end to end: each launched a cluster (or hung) before; now one line
+    # naming the key, exit 2, no run directory, nothing built, the tmpdir not created.
+    from tests.helpers.procs_backend import fake_env, make_world
+
+    world = make_world(tmp_path)
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "1s"',
+             "[backends.procs]"]  # fmt: skip
+    lines += [f"{k} = {json.dumps(v)}" for k, v in world.data(**{key: value}).items()]
+    config = tmp_path / "procs.toml"
+    config.write_text("\n".join(lines) + "\n")
+    args = ["run", "--repo", str(world.repo.path), "--config", str(config), "--good",
+            world.repo.mainline[0], "--bad", world.repo.mainline[-1], "--run-dir",
+            str(world.run_dir)]  # fmt: skip
+    with fake_env(monkeypatch, world):
+        result = _cli(*args)
+    _assert_one_line_exit_2(result, f"{config}: key `backends.procs.{says}")
+    assert not world.run_dir.exists() and not (world.root / "go-calls").exists()
+    assert not Path("/nonexistent").exists()

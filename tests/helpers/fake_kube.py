@@ -110,6 +110,11 @@ os.chmod(out, 0o755)
 """
 
 _ETCD = r"""
+if sys.argv[1:] == ["--version"]:
+    # etcd's own lines (etcd server/etcdmain/config.go, `if cfg.printVersion`), which
+    # `bisector doctor` and run's preflight read.
+    print("etcd Version: 3.5.9\nGit SHA: fake\nGo Version: go1.19.8\nGo OS/Arch: linux/amd64")
+    sys.exit(0)
 _record_pid()
 _maybe_ignore_term()
 if os.environ.get("FAKE_ETCD_EXIT"):

@@ -80,3 +80,51 @@ def test_the_cl2_example_config_is_valid_and_its_hunt_can_measure_its_metric() -
     kind = KindSettings.from_section(settings.backend_section)
     assert kind.workload is not None and '--report-dir="$BISECTOR_REPORT_DIR"' in kind.workload
     assert "\n" not in kind.workload.strip()  # TOML's line-ending backslashes join the lines
+
+
+def _nightly(tmp_path: Path, text: str) -> Path:
+    config = tmp_path / "nightly.toml"
+    config.write_text(text)
+    return config
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        # Issue 30 item 2: a job's bisection keys were read only when its hunt began,
+        # after the scoring, at night; now at load, with the job's table path.
+        (
+            '[nightly.jobs.run]\nbackend = "sim"\nrepeats = 0\n',
+            "key `nightly.jobs[1].run.repeats` must be at least 1, got 0",
+        ),
+        (
+            '[nightly.jobs.run]\nbackend = "sim"\nwarmup = "1m"\n'
+            "[nightly.jobs.backends.sim]\nnodes = 0\n",
+            "key `nightly.jobs[1].backends.sim.nodes` must be at least 1, got 0",
+        ),
+        (
+            '[nightly.jobs.run]\nbackend = "sim"\n[nightly.jobs.backends.simm]\nnodes = 5\n',
+            "`[nightly.jobs[1].backends.simm]` is not a known table; did you mean "
+            "[nightly.jobs[1].backends.sim]?",
+        ),
+        ("budget = { cluster_hours = 0 }\n", "`nightly.jobs[1].budget.cluster_hours` must be more"),
+        ("min_bad_runs = 1\n", "`nightly.jobs[1].min_bad_runs` must be at least 2 (one bad run"),
+    ],
+)
+def test_a_second_jobs_bad_key_is_refused_at_load_with_its_table_path(
+    tmp_path: Path, extra: str, says: str
+) -> None:
+    text = (
+        '[nightly]\n[[nightly.jobs]]\njob = "a"\n'
+        f'[[nightly.jobs]]\njob = "b"\nrepo = "{tmp_path}"\n{extra}'
+    )
+    config = _nightly(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_nightly_config(config)
+    assert str(caught.value).startswith(f"{config}: ") and says in str(caught.value)
+
+
+def test_a_misspelt_top_table_beside_nightly_is_refused(tmp_path: Path) -> None:
+    config = _nightly(tmp_path, '[nightly]\n[[nightly.jobs]]\njob = "a"\n[nightlyy]\nwindow = 3\n')
+    with pytest.raises(ConfigError, match=r"`\[nightlyy\]` is not a known table; did you mean"):
+        load_nightly_config(config)

@@ -1,4 +1,4 @@
-"""The `gce` backend's settings and the exact commands (as `Step`s) it runs.
+"""The exact commands (as `Step`s) the `gce` backend runs (its settings: gce/settings.py).
 
 Names per parallel slot: slot 0 uses the configured prefixes as they are (so a
 config mirroring the CI job gets `kubemark-5000-kubemark-master`), slot N
@@ -25,153 +25,16 @@ repositories of the same project); a fifth slot is refused.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 from pathlib import Path
 
-from bisector.backends.gce import capacity as gce_capacity
-from bisector.backends.steps import RetryPolicy, Step, step
-from bisector.config import Section
+# Re-exported (the `as` form): the backend, rehearsal and twin read them from here.
+from bisector.backends.gce.settings import KEYS as KEYS  # noqa: PLC0414
+from bisector.backends.gce.settings import GceSettings as GceSettings  # noqa: PLC0414
+from bisector.backends.steps import Step, step
 from bisector.errors import ConfigError
 
 # One registry host per parallel slot (see the module docstring).
 REGISTRY_HOSTS = ("gcr.io", "us.gcr.io", "eu.gcr.io", "asia.gcr.io")
-# Example values of the shipped configs that are not a GCP project.
-PLACEHOLDER_PROJECTS = frozenset({"my-gcp-project", "my-project", "your-project", "project-id"})
-
-# Env the backend sets from its own keys; `[backends.gce.env]` may not override them
-# (a second, silent way to set e.g. NUM_NODES would bypass the capacity check).
-MANAGED_ENV = {
-    "KUBERNETES_PROVIDER": "(always gce)",
-    "PROJECT": "project",
-    "KUBE_GCE_ZONE": "zone",
-    "KUBE_GCE_NETWORK": "network",
-    "KUBECONFIG": "(one per slot under the run directory)",
-    "KUBE_GCE_INSTANCE_PREFIX": "base_instance_prefix / instance_prefix",
-    "INSTANCE_PREFIX": "instance_prefix",
-    "NUM_NODES": "num_nodes / kubemark_num_nodes",
-    "NODE_SIZE": "node_size",
-    "MASTER_SIZE": "master_size / kubemark_master_size",
-    "KUBEMARK_NUM_NODES": "kubemark_num_nodes",
-    "KUBEMARK_MASTER_SIZE": "kubemark_master_size",
-    "API_SERVER_TEST_LOG_LEVEL": "api_server_log_level",
-    "CONTAINER_REGISTRY": "(one registry host per slot)",
-    "USE_KUBEMARK": "(always true for start/stop-kubemark.sh)",
-    "KUBE_DELETE_NETWORK": "(true unless `network` names your own network)",
-}
-
-KEYS = (
-    "project", "zone", "network", "num_nodes", "node_size", "master_size",
-    "kubemark_num_nodes", "kubemark_master_size", "instance_prefix", "base_instance_prefix",
-    "api_server_log_level", "env", "base_checkout", "keep_base_cluster", "instrument_patch",
-    "build_cache_dir", "git_timeout", "build_timeout", "up_timeout", "down_timeout",
-    "start_timeout", "stop_timeout", "scp_timeout", "group_stable_timeout", "retry_attempts",
-    "retry_initial", "retry_max",
-)  # fmt: skip
-
-
-def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "bisector" / "builds"
-
-
-@dataclass(frozen=True)
-class GceSettings:
-    project: str
-    zone: str
-    network: str | None
-    num_nodes: int
-    node_size: str
-    master_size: str | None
-    kubemark_num_nodes: int
-    kubemark_master_size: str
-    instance_prefix: str
-    base_instance_prefix: str
-    api_server_log_level: str
-    env: dict[str, str]
-    base_checkout: Path | None
-    keep_base_cluster: bool
-    instrument_patch: str | None
-    build_cache_dir: Path
-    run_dir: Path
-    git_timeout: float
-    build_timeout: float
-    up_timeout: float
-    down_timeout: float
-    start_timeout: float
-    stop_timeout: float
-    scp_timeout: float
-    group_stable_timeout: float
-    retry: RetryPolicy
-
-    @classmethod
-    def from_section(cls, s: Section, run_dir: Path) -> GceSettings:
-        s.check_keys(KEYS)
-        env_table = s.table("env")
-        env = {k: env_table.get_str(k) for k in env_table}
-        for name in env:
-            if name in MANAGED_ENV:
-                raise ConfigError(
-                    f"{s.file}: [backends.gce.env] sets {name}, which the backend sets itself; "
-                    f"use {MANAGED_ENV[name]} instead"
-                )
-        prefix = s.get_str("instance_prefix", "kubemark")
-        base_checkout = s.opt_str("base_checkout")
-        cache = s.opt_str("build_cache_dir")
-        attempts = s.get_int("retry_attempts", 3)
-        if attempts < 1:
-            raise ConfigError(f"{s.file}: key `retry_attempts` must be at least 1")
-        # Defaults: the June 2017 scale job (test-infra f57ef50d,
-        # jobs/ci-kubernetes-kubemark-gce-scale.env).
-        num_nodes = s.get_int("num_nodes", 80)
-        node_size = s.get_str("node_size", "n1-highmem-8")
-        kubemark_num_nodes = s.get_int("kubemark_num_nodes", 5000)
-        for key, value in (("num_nodes", num_nodes), ("kubemark_num_nodes", kubemark_num_nodes)):
-            if value < 1:
-                raise ConfigError(f"{s.file}: key `{key}` must be at least 1, got {value}")
-        gce_capacity.check_fits(
-            f"{s.file}: [backends.gce]", num_nodes, node_size, kubemark_num_nodes,
-            "`kubemark_num_nodes`",
-        )  # fmt: skip
-        return cls(
-            project=s.get_str("project"),
-            zone=s.get_str("zone", "us-central1-b"),
-            network=s.opt_str("network"),
-            num_nodes=num_nodes,
-            node_size=node_size,
-            master_size=s.opt_str("master_size"),
-            kubemark_num_nodes=kubemark_num_nodes,
-            kubemark_master_size=s.get_str("kubemark_master_size", "n1-standard-64"),
-            instance_prefix=prefix,
-            base_instance_prefix=s.get_str("base_instance_prefix", prefix),
-            api_server_log_level=s.get_str("api_server_log_level", "--v=3"),
-            env=env,
-            base_checkout=Path(base_checkout).expanduser() if base_checkout else None,
-            keep_base_cluster=s.get_bool("keep_base_cluster", False),
-            instrument_patch=s.opt_str("instrument_patch"),
-            build_cache_dir=Path(cache).expanduser() if cache else default_cache_dir(),
-            run_dir=Path(run_dir).absolute(),  # scripts run in other directories
-            git_timeout=s.get_duration("git_timeout", "2m", positive=True),
-            build_timeout=s.get_duration("build_timeout", "3h", positive=True),
-            up_timeout=s.get_duration("up_timeout", "1h", positive=True),
-            down_timeout=s.get_duration("down_timeout", "1h", positive=True),
-            start_timeout=s.get_duration("start_timeout", "1h", positive=True),
-            stop_timeout=s.get_duration("stop_timeout", "30m", positive=True),
-            scp_timeout=s.get_duration("scp_timeout", "30m", positive=True),
-            # kube-up.sh's wait for its node group (gce_adapt: the gcloud wrapper).
-            group_stable_timeout=s.get_duration("group_stable_timeout", "15m", positive=True),
-            retry=RetryPolicy(
-                attempts, s.get_duration("retry_initial", "30s"), s.get_duration("retry_max", "5m")
-            ),
-        )
-
-    @property
-    def region(self) -> str:
-        return self.zone.rsplit("-", 1)[0]
-
-    @property
-    def placeholder_project(self) -> bool:
-        return self.project in PLACEHOLDER_PROJECTS
 
 
 def _suffix(slot: int) -> str:

@@ -1,22 +1,15 @@
-"""The `kind` backend's settings and the exact commands (as `Step`s) it runs."""
+"""The `kind` backend's settings (declared once) and the exact commands (as `Step`s) it runs."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bisector.backends.steps import RetryPolicy, Step, step
-from bisector.config import Section
+from bisector.config import Section, keys_of, read_settings, setting
 from bisector.errors import ConfigError
-
-KEYS = (
-    "cluster_name", "node_image_repo", "kubemark_registry", "hollow_nodes", "min_version",
-    "api_server_verbosity", "container_log_max_size", "kind_config", "instrument_patch",
-    "git_timeout", "node_image_timeout", "kubemark_build_timeout", "create_timeout",
-    "delete_timeout", "kubectl_timeout", "hollow_ready_timeout", "logs_timeout",
-    "retry_attempts", "retry_initial", "retry_max", "arch", "workload", "workload_timeout",
-)  # fmt: skip
 
 # The kubemark binary is built in kubernetes' own build container (build/run.sh), as
 # `kind build node-image` builds the node's binaries: the container brings the Go
@@ -39,71 +32,63 @@ def parse_version(text: str) -> tuple[int, int] | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-@dataclass(frozen=True)
+def _min_version(s: Section, key: str) -> tuple[int, int]:
+    version = parse_version(s.get_str(key, "v1.15"))
+    if version is None:
+        raise ConfigError(f"{s.where(key)}: write a version such as v1.15")
+    return version
+
+
+def _timeout(default: str, doc: str) -> Any:  # a field, as `setting` returns
+    return setting("duration", default, doc, above=0, why="every command would fail at once")
+
+
+@dataclass(frozen=True, kw_only=True)
 class KindSettings:
-    cluster_name: str
-    node_image_repo: str
-    kubemark_registry: str
-    hollow_nodes: int
-    min_version: tuple[int, int]
-    api_server_verbosity: int
-    container_log_max_size: str
-    kind_config: Path | None
-    instrument_patch: str | None
-    git_timeout: float
-    node_image_timeout: float
-    kubemark_build_timeout: float
-    create_timeout: float
-    delete_timeout: float
-    kubectl_timeout: float
-    hollow_ready_timeout: float
-    logs_timeout: float
-    retry: RetryPolicy
-    arch: str = "amd64"
-    workload: str | None = None  # a command that is the warmup (e.g. clusterloader2 ...)
-    workload_timeout: float = 3 * 3600.0
+    """`[backends.kind]`: every key declared once (bisector.config.setting)."""
+
+    cluster_name: str = setting("str", "bisector", "kind cluster name (slot N adds -N)")
+    node_image_repo: str = setting("str", "kindest/node", "node images built per candidate")
+    kubemark_registry: str = setting("str", "bisector", "the kubemark image's name")
+    hollow_nodes: int = setting(
+        "int", 90, "hollow nodes", low=1, high=5000,
+        why="Kubernetes supports clusters of at most 5,000 nodes",
+    )  # fmt: skip
+    min_version: tuple[int, int] = setting(
+        "str", doc="oldest tree kind can run (v1.15)", reader=_min_version
+    )
+    api_server_verbosity: int = setting("int", 3, "the apiserver's -v", low=0, high=10)
+    container_log_max_size: str = setting("str", "1Gi", "the kubelet's log rotation size")
+    kind_config: Path | None = setting("path", None, "a kind cluster config")
+    instrument_patch: str | None = setting("str", None, "a patch applied to each candidate")
+    git_timeout: float = _timeout("2m", "one git command")
+    node_image_timeout: float = _timeout("2h", "kind build node-image")
+    kubemark_build_timeout: float = _timeout("1h", "the kubemark build")
+    create_timeout: float = _timeout("15m", "kind create cluster")
+    delete_timeout: float = _timeout("5m", "kind delete cluster")
+    kubectl_timeout: float = _timeout("2m", "one kubectl command")
+    hollow_ready_timeout: float = _timeout("15m", "hollow nodes Ready")
+    logs_timeout: float = _timeout("10m", "copying the logs")
+    retry_attempts: int = setting("int", 3, "tries of a flaky step", low=1, high=100)
+    retry_initial: float = setting("duration", "10s", "first wait between tries", low=0)
+    retry_max: float = setting("duration", "2m", "longest wait between tries", low=0)
+    arch: str = setting(
+        "str", "amd64", "your docker host's architecture", choices=ARCHES,
+        why="the ones kind builds: your docker host's architecture",
+    )  # fmt: skip
+    workload: str | None = setting("str", None, "a command that is the warmup (clusterloader2)")
+    workload_timeout: float = _timeout("3h", "the workload")
 
     @classmethod
     def from_section(cls, s: Section) -> KindSettings:
-        s.check_keys(KEYS)
-        raw_min = s.get_str("min_version", "v1.15")
-        min_version = parse_version(raw_min)
-        if min_version is None:
-            raise ConfigError(f"{s.file}: key `min_version`: write a version such as v1.15")
-        kind_config = s.opt_str("kind_config")
-        arch = s.get_str("arch", "amd64")
-        if arch not in ARCHES:
-            raise ConfigError(
-                f"{s.file}: key `arch`: {arch!r} is not one kind builds; write amd64 or arm64 "
-                "(your docker host's architecture)"
-            )
-        return cls(
-            cluster_name=s.get_str("cluster_name", "bisector"),
-            node_image_repo=s.get_str("node_image_repo", "kindest/node"),
-            kubemark_registry=s.get_str("kubemark_registry", "bisector"),
-            hollow_nodes=s.get_int("hollow_nodes", 90),
-            min_version=min_version,
-            api_server_verbosity=s.get_int("api_server_verbosity", 3),
-            container_log_max_size=s.get_str("container_log_max_size", "1Gi"),
-            kind_config=Path(kind_config).expanduser() if kind_config else None,
-            instrument_patch=s.opt_str("instrument_patch"),
-            git_timeout=s.get_duration("git_timeout", "2m", positive=True),
-            node_image_timeout=s.get_duration("node_image_timeout", "2h", positive=True),
-            kubemark_build_timeout=s.get_duration("kubemark_build_timeout", "1h", positive=True),
-            create_timeout=s.get_duration("create_timeout", "15m", positive=True),
-            delete_timeout=s.get_duration("delete_timeout", "5m", positive=True),
-            kubectl_timeout=s.get_duration("kubectl_timeout", "2m", positive=True),
-            hollow_ready_timeout=s.get_duration("hollow_ready_timeout", "15m", positive=True),
-            logs_timeout=s.get_duration("logs_timeout", "10m", positive=True),
-            retry=RetryPolicy(
-                s.get_int("retry_attempts", 3),
-                s.get_duration("retry_initial", "10s"),
-                s.get_duration("retry_max", "2m"),
-            ),
-            arch=arch,
-            workload=s.opt_str("workload"),
-            workload_timeout=s.get_duration("workload_timeout", "3h"),
-        )
+        return read_settings(cls, s)
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return RetryPolicy(self.retry_attempts, self.retry_initial, self.retry_max)
+
+
+KEYS = keys_of(KindSettings)
 
 
 def cluster(cfg: KindSettings, slot: int) -> str:

@@ -26,6 +26,7 @@ import shlex
 import socket
 import ssl
 import sys
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -368,8 +369,17 @@ class Api:
             request.add_header("Authorization", f"Bearer {self.token}")
         if self.ca is not None and self._tls is None:
             self._tls = ssl.create_default_context(cafile=str(self.ca))
+        # urlopen's timeout bounds each socket read, not the answer: an apiserver that
+        # trickles its body (out of file descriptors, starved) would hold a launch wait
+        # past ready_timeout. The whole answer gets `timeout`.
+        deadline = time.monotonic() + timeout
+        body = bytearray()
         with urllib.request.urlopen(request, timeout=timeout, context=self._tls) as answer:
-            return bytes(answer.read())
+            while chunk := answer.read1(1 << 16):
+                body += chunk
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"GET {path}: no whole answer in {timeout:g}s")
+        return bytes(body)
 
     def try_get(self, path: str, timeout: float = HTTP_TIMEOUT_S) -> bytes | None:
         with contextlib.suppress(OSError, urllib.error.URLError, ValueError):

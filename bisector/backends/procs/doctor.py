@@ -135,9 +135,9 @@ def _files(cfg: ProcsSettings) -> Finding:
         return Finding(
             False,
             "open files (ulimit -n)",
-            f"hard limit {hard}, {cfg.watchers} "
-            f"watches and {cfg.hollow_nodes} hollow nodes need {need}: raise it "
-            f"(ulimit -Hn {need}, or nofile in /etc/security/limits.conf)",
+            f"hard limit {hard}, {cfg.watchers} watches (`watchers`) and "
+            f"{cfg.hollow_nodes} hollow nodes (`hollow_nodes`) need {need}: raise it "
+            f"(ulimit -Hn {need}, or nofile in /etc/security/limits.conf) or lower them",
         )
     return Finding(True, "open files (ulimit -n)", f"soft {soft}, hard {hard} (need {need})")
 
@@ -159,7 +159,7 @@ def _memory(cfg: ProcsSettings, meminfo: Path = Path("/proc/meminfo")) -> Findin
         f"~{need / gib:.1f} GiB"
     )
     if available < need:
-        return Finding(False, "memory", f"{text}: lower hollow_nodes or free memory")
+        return Finding(False, "memory", f"{text}: lower `hollow_nodes` or free memory")
     return Finding(True, "memory", text)
 
 

@@ -14,32 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.backends import instrument
-from bisector.config import Section
+from bisector.config import Section, keys_of, read_settings, setting
 from bisector.errors import ConfigError
 
-KEYS = (
-    "go",
-    "go_modules",
-    "gocache",
-    "build_cache_dir",
-    "build_fixes",
-    "build_timeout",
-    "prefetch_nice",
-    "harness_commit",
-    "harness_patch",
-    "hollow_nodes",
-    "node_status_period",
-    "watchers",
-    "watch_open_rate",
-    "serving",
-    "verbosity",
-    "apiserver_args",
-    "etcd",
-    "tmpdir",
-    "ready_timeout",
-    "stop_grace",
-    "git_timeout",
-)
 FIX_KEYS = ("name", "why", "command", "patch", "since", "until")
 SERVING = ("auto", "insecure", "secure")
 DATA = Path(__file__).resolve().parents[2] / "data" / "procs"
@@ -89,87 +66,93 @@ class BuildFix:
         return "\0".join([self.name, self.command or "", patch, self.since or "", self.until or ""])
 
 
-@dataclass(frozen=True)
+# Static bounds of the cluster's size, whatever the host (doctor and `bisector run`'s
+# preflight check the host's own: memory, free ports, the open-files limit).
+# Ports.pick takes 3 + 2 per hollow node from 10000-65535 (less the ephemeral range).
+MAX_HOLLOW_NODES = (65536 - 10000 - 3) // 2
+# The load generator holds one socket per watch in one process, and Linux caps a process's
+# open files at fs.nr_open (1,048,576 unless raised: the kernel's
+# Documentation/admin-guide/sysctl/fs.rst, "nr_open").
+MAX_WATCHERS = 1 << 20
+
+
+def _commit(s: Section, key: str) -> str:
+    value = s.get_str(key, DEFAULT_HARNESS_COMMIT)
+    if not _COMMIT.match(value):
+        raise ConfigError(f"{s.where(key)}: write a commit hash, got {value!r}")
+    return value
+
+
+def _harness_patch(s: Section, key: str) -> Path:
+    return resolve_patch(s.get_str(key, DEFAULT_HARNESS_PATCH), s.where(key))
+
+
+def _build_dir() -> Path:
+    return cache_home() / "builds"
+
+
+def _gocache() -> Path:
+    return cache_home() / "go-build"
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProcsSettings:
-    go: str
-    go_modules: str
-    gocache: Path
-    build_cache_dir: Path
-    build_fixes: tuple[BuildFix, ...]
-    build_timeout: float
-    prefetch_nice: int
-    harness_commit: str
-    harness_patch: Path
-    hollow_nodes: int
-    node_status_period: float
-    watchers: int
-    watch_open_rate: float
-    serving: str
-    verbosity: int
-    apiserver_args: tuple[str, ...]
-    etcd: str
-    tmpdir: Path
-    ready_timeout: float
-    stop_grace: float
-    git_timeout: float
+    """`[backends.procs]`: every key declared once (bisector.config.setting)."""
+
+    go: str = setting("str", DEFAULT_GO, "Go for GOPATH-era trees (no go.mod)")
+    go_modules: str = setting("str", "go", "Go for trees with go.mod")
+    gocache: Path = setting("path", _gocache, "GOCACHE of the builds")
+    build_cache_dir: Path = setting("path", _build_dir, "built binaries, by tree")
+    build_fixes: tuple[BuildFix, ...] = setting(
+        "table",
+        doc="[[build_fixes]]: changes an old tree needs to build",
+        reader=lambda s, k: _fixes(s),
+    )
+    build_timeout: float = setting("duration", "1h", "one build", above=0)
+    prefetch_nice: int = setting(
+        "int", 19, "nice of builds ahead", low=0, high=19, why="the range of nice levels"
+    )
+    harness_commit: str = setting("str", doc="the hollow node's commit", reader=_commit)
+    harness_patch: Path = setting("str", doc="its patch", reader=_harness_patch)
+    hollow_nodes: int = setting(
+        "int",
+        100,
+        "hollow nodes per cluster",
+        low=1,
+        high=MAX_HOLLOW_NODES,
+        why="each takes 2 loopback ports of 10000-65535",
+    )
+    node_status_period: float = setting(
+        "duration", "10s", "node status interval", low=1, why="the kubelet's status loop"
+    )
+    watchers: int = setting(
+        "int",
+        0,
+        "extra node watches",
+        low=0,
+        high=MAX_WATCHERS,
+        why="one socket each in one process, and fs.nr_open caps a process at 1,048,576 files",
+    )
+    watch_open_rate: float = setting("float", 2000.0, "watches opened a second", above=0)
+    serving: str = setting("str", "auto", "how the apiserver serves", choices=SERVING)
+    verbosity: int = setting(
+        "int", 3, "the apiserver's -v", low=0, high=10, why="klog's levels the apiserver uses"
+    )
+    apiserver_args: tuple[str, ...] = setting("str_list", (), "extra apiserver flags")
+    etcd: str = setting("str", "etcd", "the etcd binary")
+    tmpdir: Path = setting("dir", default_tmpdir, "etcd's data and sockets (must exist)")
+    ready_timeout: float = setting(
+        "duration", "5m", "each launch wait", above=0, why="every launch would fail at once"
+    )
+    stop_grace: float = setting("duration", "10s", "SIGTERM to SIGKILL", low=0)
+    git_timeout: float = setting("duration", "2m", "one git command", above=0)
 
     @classmethod
     def from_section(cls, s: Section) -> ProcsSettings:
-        s.check_keys(KEYS)
-        nodes = s.get_int("hollow_nodes", 100)
-        if nodes < 1:
-            raise ConfigError(f"{s.where('hollow_nodes')} must be at least 1, got {nodes}")
-        watchers = s.get_int("watchers", 0)
-        if watchers < 0:
-            raise ConfigError(f"{s.where('watchers')} must be 0 or more, got {watchers}")
-        period = s.get_duration("node_status_period", "10s")
-        if period < 1:
-            raise ConfigError(
-                f"{s.where('node_status_period')} must be at least 1s (the kubelet's status "
-                f"loop), got {period:g}s"
-            )
-        serving = s.get_str("serving", "auto")
-        if serving not in SERVING:
-            raise ConfigError(f"{s.where('serving')} must be one of {', '.join(SERVING)}")
-        nice = s.get_int("prefetch_nice", 19)
-        if not 0 <= nice <= 19:
-            raise ConfigError(f"{s.where('prefetch_nice')} must be 0 to 19, got {nice}")
-        harness_commit = s.get_str("harness_commit", DEFAULT_HARNESS_COMMIT)
-        if not _COMMIT.match(harness_commit):
-            raise ConfigError(f"{s.where('harness_commit')}: write a commit hash")
-        rate = s.get_float("watch_open_rate", 2000.0)
-        if rate <= 0:
-            raise ConfigError(f"{s.where('watch_open_rate')} must be above 0 (watches a second)")
-        return cls(
-            go=s.get_str("go", DEFAULT_GO),
-            go_modules=s.get_str("go_modules", "go"),
-            gocache=_path(s, "gocache", cache_home() / "go-build"),
-            build_cache_dir=_path(s, "build_cache_dir", cache_home() / "builds"),
-            build_fixes=_fixes(s),
-            build_timeout=s.get_duration("build_timeout", "1h"),
-            prefetch_nice=nice,
-            harness_commit=harness_commit,
-            harness_patch=resolve_patch(
-                s.get_str("harness_patch", DEFAULT_HARNESS_PATCH), s.where("harness_patch")
-            ),
-            hollow_nodes=nodes,
-            node_status_period=period,
-            watchers=watchers,
-            watch_open_rate=rate,
-            serving=serving,
-            verbosity=s.get_int("verbosity", 3),
-            apiserver_args=tuple(s.get_str_list("apiserver_args", [])),
-            etcd=s.get_str("etcd", "etcd"),
-            tmpdir=_path(s, "tmpdir", default_tmpdir()),
-            ready_timeout=s.get_duration("ready_timeout", "5m"),
-            stop_grace=s.get_duration("stop_grace", "10s"),
-            git_timeout=s.get_duration("git_timeout", "2m"),
-        )
+        return read_settings(cls, s)
 
 
-def _path(s: Section, key: str, default: Path) -> Path:
-    value = s.opt_str(key)
-    return Path(value).expanduser().absolute() if value else default
+KEYS = keys_of(ProcsSettings)
 
 
 def resolve_patch(value: str, where: str) -> Path:

@@ -11,6 +11,7 @@ import pytest
 
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.kind import doctor as kind_doctor
+from bisector.backends.kind import steps as ks
 from bisector.backends.kind.backend import KindBackend
 from bisector.backends.kind.steps import parse_restarts, parse_version, ready_hollow_nodes
 from bisector.backends.registry import Finding
@@ -484,7 +485,11 @@ def test_arm64_builds_both_images_for_arm64_under_their_own_tag(
 
 
 def test_an_arch_kind_does_not_build_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="key `arch`: 'x86_64' is not one kind builds"):
+    with pytest.raises(
+        ConfigError,
+        match=r"key `backends\.kind\.arch` must be one of amd64, arm64 \(the ones kind "
+        r"builds: your docker host's architecture\), got 'x86_64'",
+    ):
         _backend(tmp_path, Sleeps(), arch="x86_64")
 
 
@@ -645,3 +650,25 @@ def test_a_failed_workload_is_a_skip_and_a_failed_snapshot_only_leaves_no_file(
     assert outcome.status == "skip" and outcome.reason is not None
     assert "workload failed" in outcome.reason and "3 namespaces failed" in outcome.reason
     assert not (cand.log_dir / "metrics-before.prom").exists()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "says"),
+    [
+        # Each was accepted: 0 hollow nodes waited for none, 0 tries ran nothing, a 0s
+        # workload timeout failed every warmup.
+        ("hollow_nodes", 0, "hollow_nodes` must be at least 1, got 0"),
+        ("hollow_nodes", 10**9, "must be at most 5,000 (Kubernetes supports clusters of"),
+        ("retry_attempts", 0, "retry_attempts` must be at least 1, got 0"),
+        ("workload_timeout", "0s", "workload_timeout` must be more than 0s"),
+        ("min_version", "latest", "min_version`: write a version such as v1.15"),
+    ],
+)
+def test_kind_keys_out_of_bounds_are_refused_in_the_jobs_table(
+    key: str, value: object, says: str
+) -> None:
+    section = Section({key: value}, "n.toml", "nightly.jobs[0].backends.kind")
+    with pytest.raises(ConfigError) as caught:
+        ks.KindSettings.from_section(section)
+    assert str(caught.value).startswith(f"n.toml: key `nightly.jobs[0].backends.kind.{key}`")
+    assert says in str(caught.value)

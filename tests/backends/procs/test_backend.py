@@ -277,10 +277,14 @@ def test_plan_prints_every_command_of_an_evaluation(world: ProcsWorld) -> None:
 def test_cluster_files_that_cannot_be_written_are_a_launch_skip_not_a_crash(
     world: ProcsWorld,
 ) -> None:
+    # A tmpdir that went away after the settings were read (one that is absent then is
+    # refused up front: tests/backends/procs/test_parts.py).
     blocker = world.root / "not-a-dir"
-    blocker.write_text("")
+    blocker.mkdir()
     backend = world.backend(tmpdir=str(blocker))
     backend.setup()
+    blocker.rmdir()
+    blocker.write_text("")
     m = _evaluate(backend, world.candidate(2))
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("launch: cannot write the cluster's files"), m.reason

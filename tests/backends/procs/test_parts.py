@@ -48,10 +48,10 @@ def test_defaults_are_the_2017_setup() -> None:
     ("data", "says"),
     [
         ({"hollow_nodes": 0}, "hollow_nodes` must be at least 1"),
-        ({"watchers": -1}, "watchers` must be 0 or more"),
+        ({"watchers": -1}, "watchers` must be at least 0"),
         ({"node_status_period": "500ms"}, "at least 1s"),
         ({"serving": "tls"}, "serving` must be one of auto, insecure, secure"),
-        ({"prefetch_nice": 20}, "0 to 19"),
+        ({"prefetch_nice": 20}, "prefetch_nice` must be at most 19 (the range of nice levels)"),
         ({"harness_commit": "main"}, "write a commit hash"),
         ({"harness_patch": "builtin:nope"}, "no built-in patch 'nope'"),
         ({"hollow_node": 5}, "is not a known setting"),
@@ -67,6 +67,38 @@ def test_bad_settings_are_one_clear_config_error(data: dict[str, object], says: 
     with pytest.raises(ConfigError, match=r"p\.toml") as caught:
         _settings(**data)
     assert says in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "says"),
+    [
+        # issue 30 item 2: each launched a cluster (or hung) before it was refused.
+        ({"ready_timeout": "0s"}, "ready_timeout` must be more than 0s"),
+        ({"hollow_nodes": 1_000_000_000}, "hollow_nodes` must be at most 27,766 (each takes 2"),
+        ({"watchers": 1_000_000_000}, "watchers` must be at most 1,048,576 (one socket each"),
+        ({"build_timeout": "0s"}, "build_timeout` must be more than 0s"),
+        ({"git_timeout": 0}, "git_timeout` must be more than 0s"),
+        ({"verbosity": -1}, "verbosity` must be at least 0"),
+        ({"watch_open_rate": 0}, "watch_open_rate` must be more than 0"),
+    ],
+)
+def test_a_key_out_of_bounds_is_refused_naming_table_key_value_and_bound(
+    data: dict[str, object], says: str
+) -> None:
+    # A nightly job's table: the error keeps its path (config.Section.where()).
+    section = Section(data, "n.toml", "nightly.jobs[2].backends.procs")
+    with pytest.raises(ConfigError) as caught:
+        ProcsSettings.from_section(section)
+    line = str(caught.value)
+    assert line.startswith("n.toml: key `nightly.jobs[2].backends.procs.") and says in line
+    assert f"got {next(iter(data.values()))!r}" in line and "\n" not in line
+
+
+def test_a_tmpdir_that_does_not_exist_is_refused_and_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(ConfigError, match=r"tmpdir` = '.*no/such' is not an existing directory"):
+        _settings(tmpdir=str(missing))
+    assert not (tmp_path / "no").exists()
 
 
 def test_the_registry_describes_the_backend_and_its_keys() -> None:
@@ -315,7 +347,7 @@ def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
     meminfo.write_text("MemTotal: 24000000 kB\nMemAvailable: 4194304 kB\n")
     assert procs_doctor._memory(_settings(hollow_nodes=5), meminfo).ok
     small = procs_doctor._memory(_settings(hollow_nodes=500), meminfo)
-    assert not small.ok and "lower hollow_nodes" in small.detail
+    assert not small.ok and "lower `hollow_nodes`" in small.detail
 
 
 def test_a_process_gone_is_gone() -> None:
@@ -363,3 +395,35 @@ def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None
         for p in (ahead, other):
             p.kill()
             p.wait()
+
+
+def test_an_apiserver_that_trickles_its_answer_is_given_up_on() -> None:
+    # urlopen's timeout bounds each socket read (CPython Lib/socket.py settimeout, per
+    # operation), so a body sent a byte at a time never timed out: a launch wait could
+    # then outlast ready_timeout (issue 30 item 3: no launch phase waits without a bound).
+    import http.server
+    import threading
+
+    class Trickle(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "40")
+            self.end_headers()
+            for _ in range(40):
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                time.sleep(0.1)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = pc.Api(f"http://127.0.0.1:{server.server_address[1]}")
+        with pytest.raises(TimeoutError, match="no whole answer"):
+            api.get("/readyz", timeout=0.5)
+        assert api.try_get("/readyz", timeout=0.5) is None
+    finally:
+        server.shutdown()
+        server.server_close()
