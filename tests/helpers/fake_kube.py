@@ -18,6 +18,7 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
 
 Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
 FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
+FAKE_APISERVER_NO_COMMIT (/version without gitCommit),
 FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
 first watch of each name from a resource version ends with an ERROR event), FAKE_KUBEMARK_EXIT,
 FAKE_KUBEMARK_EXIT_FILE=<path> (hollow nodes exit while it exists),
@@ -167,7 +168,10 @@ class H(BaseHTTPRequestHandler):
             return self._send(200, b"ok", "text/plain")
         if self.path == "/version":
             commit = os.environ.get("FAKE_APISERVER_COMMIT", COMMIT)
-            return self._send(200, json.dumps({"gitCommit": commit}).encode())
+            version = {"major": "1", "minor": "7", "gitCommit": commit}
+            if os.environ.get("FAKE_APISERVER_NO_COMMIT"):
+                del version["gitCommit"]  # as a binary built without the -X stamp
+            return self._send(200, json.dumps(version).encode())
         if self.path == "/metrics":
             off = os.environ.get("FAKE_NO_METRICS_FILE")
             if off and os.path.exists(off):

@@ -402,7 +402,7 @@ def served_commit(version_json: bytes) -> str | None:
         commit = json.loads(version_json).get("gitCommit")
     except (ValueError, AttributeError):
         return None
-    return commit if isinstance(commit, str) else None
+    return commit if isinstance(commit, str) and commit else None  # "" says no commit
 
 
 # -- what the processes used ----------------------------------------------------------

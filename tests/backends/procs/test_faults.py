@@ -1,0 +1,189 @@
+"""The procs backend under faults (issue 30): what a skip says, a load that stalls, one
+run's teardown beside another run, a failed teardown's record, a tree built by another
+commit, and the cases the mutation audit found unguarded.
+
+Run for real over the fake Kubernetes programs (tests/helpers/fake_kube.py); every test
+ends with nothing left of any cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import Candidate
+from bisector.backends.procs import build as pb
+from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import stop as procs_stop
+from bisector.backends.procs.backend import ProcsBackend
+from bisector.backends.resources import ResourceRecord
+from bisector.backends.steps import step
+from bisector.commands.cleanup import cleanup
+from bisector.errors import InfraError
+from bisector.gitrepo import GitRepo
+from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from tests.helpers.processes import gone
+from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcsWorld]:
+    made = make_world(tmp_path)
+    with fake_env(monkeypatch, made):
+        yield made
+
+
+def _niced_sleeper(mark: str) -> subprocess.Popen[bytes]:
+    marked = pb.nice(step("sleep", "30"), 10, mark)
+    return subprocess.Popen(list(marked.cmd), env={**os.environ, **marked.env})
+
+
+def _wait_nice(pid: int, level: int) -> None:
+    deadline = time.monotonic() + 10
+    while os.getpriority(os.PRIO_PROCESS, pid) != level:
+        assert time.monotonic() < deadline, f"process {pid} never reached nice {level}"
+        time.sleep(0.01)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="raising a priority needs CAP_SYS_NICE")
+def test_a_teardown_reprioritises_this_runs_builds_ahead_only(world: ProcsWorld) -> None:
+    # Issue 30, item 6: another run's niced build ahead went back to nice 0 at each of
+    # this run's teardowns.
+    backend = world.backend()
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    mine = _niced_sleeper(pb.ahead_mark(world.run_dir))
+    other = _niced_sleeper(pb.ahead_mark(world.root / "another-run"))
+    try:
+        for p in (mine, other):
+            _wait_nice(p.pid, min(19, base + 10))
+        # No cluster runs any more: this run's builds ahead go back to full speed.
+        backend.teardown(Candidate("c" * 40, world.root, world.run_dir / "evals" / "001"))
+        assert os.getpriority(os.PRIO_PROCESS, mine.pid) == 0
+        assert os.getpriority(os.PRIO_PROCESS, other.pid) == min(19, base + 10)
+    finally:
+        for p in (mine, other):
+            p.kill()
+            p.wait()
+
+
+def _launched(world: ProcsWorld, backend: ProcsBackend, index: int, name: str) -> Candidate:
+    candidate = world.candidate(index, name, name)
+    backend.build(candidate)
+    backend.launch(candidate)
+    return candidate
+
+
+def test_a_failed_teardowns_record_outlives_the_next_launch_in_its_slot(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 30, item 7: after TEARDOWN FAILED the next evaluation in slot 0 reused the
+    # record id `procs/slot-0` and removed it at its own teardown; `bisector cleanup` then
+    # said nothing was recorded while the first cluster's root was still there.
+    backend = world.backend()
+    backend.setup()
+    first = _launched(world, backend, 2, "e1")
+    first_root = backend._running[0].layout.root
+    failing = step(sys.executable, "-c", "import sys; sys.exit('cannot stop (injected)')")
+    with monkeypatch.context() as m:
+        m.setattr(pc, "stop_step", lambda layout, grace: failing)
+        with pytest.raises(InfraError, match="was not stopped"):
+            backend.teardown(first)
+    kept = ResourceRecord(world.run_dir).ids()
+    assert len(kept) == 1 and first_root.is_dir()
+    second = _launched(world, backend, 3, "e2")
+    backend.teardown(second)
+    assert ResourceRecord(world.run_dir).ids() == kept  # the failed one's record is still there
+    assert first_root.is_dir()
+    assert cleanup(world.run_dir) == 0  # its recorded stop step ends it for real
+    assert world.leftovers() == []
+
+
+def test_a_teardown_with_no_cluster_in_memory_runs_the_recorded_stop_step(
+    world: ProcsWorld,
+) -> None:
+    # Mutation audit (procs): a teardown with no cluster in memory ignored resources.json.
+    backend = world.backend()
+    backend.setup()
+    candidate = _launched(world, backend, 2, "e1")
+    pids = list(backend._running[0].all_pids().values())
+    assert all(pc.cpu_seconds(p) is not None for p in pids)
+    world.backend().teardown(candidate)  # a backend object made anew: nothing in memory
+    assert all(gone(p) for p in pids)
+    assert world.leftovers() == []
+
+
+def test_stop_exits_non_zero_and_names_what_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Mutation audit (procs): `procs.stop` exited 0 with processes left, so `bisector
+    # cleanup` dropped the record of a cluster still running. Here no signal reaches the
+    # tagged process (as with one in uninterruptible sleep), so it is still there.
+    tag = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    sleeper = subprocess.Popen(["sleep", "30"], env={**os.environ, procs_stop.TAG_ENV: tag})
+    monkeypatch.setattr(procs_stop, "_signal", lambda found, signum: None)
+    monkeypatch.setattr(procs_stop, "_wait_gone", lambda tag, seconds: procs_stop.tagged(tag))
+    try:
+        assert procs_stop.main(["--tag", tag, "--grace", "0"]) == 1
+        assert f"process {sleeper.pid} (sleep) still running" in capsys.readouterr().err
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def _evaluate(backend: ProcsBackend, candidate: Candidate) -> Measurement:
+    return evaluate_candidate(
+        backend, candidate, metric="conflicts", window=WindowRule(real_time=True),
+        launch_attempts=1,
+    )  # fmt: skip
+
+
+def test_a_commit_whose_tree_another_commit_built_launches_from_the_cache(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 30, item 8: the cache is keyed by tree, the binary stamped with the commit that
+    # built it first; a second commit with that tree (a revert of a revert, a same-tree
+    # merge) failed the /version check at every launch.
+    calls = world.root / "go-calls"
+    monkeypatch.setenv("FAKE_GO_CALLS", str(calls))
+    backend = world.backend()
+    backend.setup()
+    first = world.candidate(2, "wt-a", "001")
+    assert _evaluate(backend, first).value == 9
+    git = GitRepo(world.repo.path)
+    same_tree = git.git("commit-tree", f"{first.commit}^{{tree}}", "-p", first.commit, "-m", "x")
+    git.add_worktree(world.root / "wt-b", same_tree)
+    second = Candidate(same_tree, world.root / "wt-b", world.run_dir / "evals" / "002")
+    m = _evaluate(backend, second)
+    assert m.reason is None and m.value == 9
+    builds = [c for c in calls.read_text().splitlines() if "./cmd/kube-apiserver" in c]
+    assert len(builds) == 1  # the second commit's binary came from the cache
+    assert world.leftovers() == []
+
+
+@pytest.mark.parametrize(
+    "fault",
+    # pkg/version/base.go (kubernetes, 2017): an unstamped binary reports `gitCommit =
+    # "$Format:%H$"`; version.Info's GitCommit is `json:"gitCommit"` (apimachinery
+    # pkg/version/types.go). An empty or absent one is no commit either.
+    [{"FAKE_APISERVER_COMMIT": "$Format:%H$"}, {"FAKE_APISERVER_COMMIT": ""},
+     {"FAKE_APISERVER_NO_COMMIT": "1"}],
+    ids=["unstamped", "empty", "absent"],
+)  # fmt: skip
+def test_a_version_without_the_candidates_commit_is_a_launch_skip(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch, fault: dict[str, str]
+) -> None:
+    # Mutation audit (procs): a /version without a gitCommit was accepted as the candidate's.
+    for key, value in fault.items():
+        monkeypatch.setenv(key, value)
+    backend = world.backend()
+    backend.setup()
+    m = _evaluate(backend, world.candidate(2))
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("launch: the apiserver answering reports commit"), m.reason
+    assert world.leftovers() == []
