@@ -4,7 +4,8 @@ CI has no Go, no etcd and no Kubernetes checkout: these small Python programs st
 for them, run for real through the one process door, so the backend's commands, daemons,
 ports, readiness checks, log and teardown are exercised as they are with the real ones.
 
-- `go version` prints go1.19.8; `go build -ldflags ... -o OUT ./cmd/NAME` writes OUT: the
+- `go version` prints go1.19.8 (or $FAKE_GO_VERSION); `go build -ldflags ... -o OUT
+  ./cmd/NAME` writes OUT: the
   fake apiserver (for kube-apiserver) or the fake hollow node (for kubemark), with the
   -X gitCommit value and the tree's `value` file baked in (a file `BROKEN` in the tree
   fails the build, like a compile error).
@@ -71,7 +72,7 @@ if os.environ.get("FAKE_GO_CALLS"):
     with open(os.environ["FAKE_GO_CALLS"], "a") as calls:
         calls.write(" ".join(sys.argv[1:]) + " @ " + os.environ.get("PWD", "") + "\n")
 if sys.argv[1:2] == ["version"]:
-    print("go version go1.19.8 linux/amd64")
+    print(f"go version {os.environ.get('FAKE_GO_VERSION', 'go1.19.8')} linux/amd64")
     sys.exit(0)
 if sys.argv[1:2] != ["build"]:
     sys.exit(f"fake go: cannot {sys.argv[1:]}")

@@ -9,6 +9,7 @@ ends with nothing left of any cluster.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -186,4 +187,24 @@ def test_a_version_without_the_candidates_commit_is_a_launch_skip(
     m = _evaluate(backend, world.candidate(2))
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("launch: the apiserver answering reports commit"), m.reason
+    assert world.leftovers() == []
+
+
+def test_with_no_warmup_a_process_gone_before_collect_is_a_skip(world: ProcsWorld) -> None:
+    # Mutation audit (procs): with warmup 0 no liveness check runs in the warmup, so only
+    # collect's own check stands between a dead hollow node and a measurement.
+    backend = world.backend(warmup_s=0.0)
+    backend.setup()
+    real_launch = backend.launch
+
+    def launch(c: Candidate) -> None:
+        real_launch(c)
+        victim = backend._running[c.slot].hollow[1]
+        os.kill(victim, signal.SIGKILL)
+        assert gone(victim)
+
+    backend.launch = launch  # type: ignore[method-assign,assignment]
+    m = _evaluate(backend, world.candidate(2))
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: hollow-node-1 exited"), m.reason
     assert world.leftovers() == []
