@@ -18,6 +18,7 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
 - the fake hollow node PATCHes its node's status every HOLLOW_NODE_STATUS_PERIOD.
 
 Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
+FAKE_ETCD_NO_SPACE (etcd cannot create its WAL on a full disk),
 FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
 FAKE_APISERVER_NO_COMMIT (/version without gitCommit),
 FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
@@ -114,6 +115,18 @@ os.chmod(out, 0o755)
 _ETCD = r"""
 _record_pid()
 _maybe_ignore_term()
+if os.environ.get("FAKE_ETCD_NO_SPACE"):
+    # etcd 3.x on a full disk: capnslog's `C | etcdserver: create wal error: ...`
+    # (etcdserver/raft.go: plog.Fatalf("create wal error: %v", err)), then, as observed
+    # with Debian's etcd (issue 30), a goroutine stack trace at the tail.
+    now = time.strftime("%Y-%m-%d %H:%M:%S") + ".000000"
+    print(f"{now} I | etcdmain: etcd Version: 3.4.23", file=sys.stderr)
+    print(f"{now} C | etcdserver: create wal error: no space left on device", file=sys.stderr)
+    print("goroutine 1 [running]:", file=sys.stderr)
+    print("go.etcd.io/etcd/etcdmain.Main()", file=sys.stderr)
+    print("\tgo.etcd.io/etcd/etcdmain/main.go:46 +0x19e", file=sys.stderr)
+    print("main.main()", file=sys.stderr)
+    sys.exit(1)
 if os.environ.get("FAKE_ETCD_EXIT"):
     print("etcdmain: listen tcp: address already in use (fake)", file=sys.stderr)
     sys.exit(1)

@@ -374,9 +374,15 @@ class ProcsBackend:
         return int(out[-1])
 
     def _alive_or_raise(self, running: Running, error: type[InfraError], when: str) -> None:
+        """A process gone is a skip saying which, how it ended, its log and what the log
+        says went wrong (not its tail: a stack trace or an unrelated line)."""
         for name, pid in running.all_pids().items():
             if pc.cpu_seconds(pid) is None:
-                raise error(f"{name} exited {when}: {pc.last_lines(self._log_of(running, name))}")
+                log = self._log_of(running, name)
+                raise error(
+                    f"{name} exited {when} ({pc.how_it_ended(log)}); its log {log}: "
+                    f"{pc.first_error(log)}"
+                )
 
     def _log_of(self, running: Running, name: str) -> Path:
         files = running.layout.files

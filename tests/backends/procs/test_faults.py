@@ -208,3 +208,97 @@ def test_with_no_warmup_a_process_gone_before_collect_is_a_skip(world: ProcsWorl
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("collect: hollow-node-1 exited"), m.reason
     assert world.leftovers() == []
+
+
+# -- what a skip says (issue 30, item 4) -----------------------------------------------
+
+
+def test_a_hollow_node_killed_in_the_warmup_is_named_with_its_signal_and_log(
+    world: ProcsWorld,
+) -> None:
+    # Issue 30, item 4: a SIGKILLed hollow node read `hollow-node-2 exited during the
+    # warmup: mine capacity for "runtime" fs. Info: {Usage:0 ...`: a random tail.
+    backend = world.backend(warmup_s=30.0)
+    backend.setup()
+    killed: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        running = backend._running.get(0)
+        if running is not None and running.warmup_start and not killed:
+            killed.append(running.hollow[2])
+            os.kill(running.hollow[2], signal.SIGKILL)
+            assert gone(killed[0])
+        time.sleep(min(seconds, 0.2))
+
+    backend.sleep = sleep
+    candidate = world.candidate(2)
+    m = _evaluate(backend, candidate)
+    log = candidate.eval_dir / "cluster" / "hollow-nodes" / "hollow-node-2.log"
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith(
+        f"collect: hollow-node-2 exited during the warmup (killed by SIGKILL); its log {log}: "
+    ), m.reason
+    assert world.leftovers() == []
+
+
+def test_an_etcd_out_of_space_says_so_not_its_stack_trace(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 30, item 4: etcd on a full 1 MB tmpfs read `etcd exited while waiting for etcd
+    # healthy: go.etcd.io/etcd/etcdmain/main.go:46 +0x19e | main.main()`, while its log
+    # said `create wal error: no space left on device` (etcdserver/raft.go's Fatalf).
+    monkeypatch.setenv("FAKE_ETCD_NO_SPACE", "1")
+    backend = world.backend()
+    backend.setup()
+    candidate = world.candidate(2)
+    m = _evaluate(backend, candidate)
+    log = candidate.eval_dir / "cluster" / "etcd.log"
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith(
+        f"launch: etcd exited while waiting for etcd healthy (exit code 1); its log {log}: "
+        "no space left: "
+    ), m.reason
+    assert "create wal error: no space left on device" in m.reason
+    assert "main.main()" not in m.reason
+    assert world.leftovers() == []
+
+
+@pytest.mark.parametrize(
+    ("lines", "says"),
+    [
+        # glog (kube-apiserver, kubemark): severity E or F, then MMDD hh:mm:ss
+        (["I1201 12:00:00.000001 1 server.go:1] serving", "E1201 12:00:01.000000 1 a.go:2] "
+          "boom", "E1201 12:00:02.000000 1 b.go:3] later", "goroutine 1 [running]:"],
+         "E1201 12:00:01.000000 1 a.go:2] boom"),
+        # capnslog (etcd 3.x, coreos/pkg/capnslog/formatters.go): `<time> C | pkg: msg`
+        (["2017-06-01 12:00:00.000000 I | etcdmain: up",
+          "2017-06-01 12:00:01.000000 C | etcdserver: open wal error: bad file"],
+         "2017-06-01 12:00:01.000000 C | etcdserver: open wal error: bad file"),
+        # zap JSON (etcd 3.5)
+        (['{"level":"info","msg":"up"}', '{"level":"fatal","msg":"failed to create WAL"}'],
+         '{"level":"fatal","msg":"failed to create WAL"}'),
+        (["ok", "panic: runtime error: index out of range", "goroutine 1 [running]:"],
+         "panic: runtime error: index out of range"),
+        (["I1201 12:00:00.000001 1 a.go:1] fine",
+          "W1201 12:00:00.2 1 s.go:1] http: Accept error: accept tcp 127.0.0.1:8080: accept4: "
+          "too many open files; retrying in 5ms"],
+         "too many open files: W1201"),
+        (["starting", "still starting"], "no error line; the last: still starting"),
+        ([], "is empty"),
+    ],
+    ids=["glog", "capnslog", "zap", "panic", "emfile", "none", "empty"],
+)  # fmt: skip
+def test_the_first_error_line_is_what_a_log_says_went_wrong(
+    tmp_path: Path, lines: list[str], says: str
+) -> None:
+    log = tmp_path / "x.log"
+    log.write_text("".join(f"{line}\n" for line in lines))
+    assert says in pc.first_error(log)
+    assert pc.first_error(tmp_path / "none.log") == f"no log at {tmp_path / 'none.log'}"
+
+
+def test_an_exit_status_says_the_signal_or_the_code() -> None:
+    assert pc.describe_status(128 + signal.SIGKILL) == "killed by SIGKILL"
+    assert pc.describe_status(128 + signal.SIGSEGV) == "killed by SIGSEGV"
+    assert pc.describe_status(255) == "exit code 255"  # glog's Fatal: os.Exit(255)
+    assert pc.describe_status(1) == "exit code 1"
