@@ -11,7 +11,7 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
   fails the build, like a compile error).
 - the fake etcd serves GET /health on its --listen-client-urls port.
 - the fake apiserver serves /healthz, /version (the baked commit), /metrics, node
-  PATCH/GET/list and node watches (chunked, a MODIFIED event a second for live nodes) on
+  PATCH/GET/list and node watches (chunked, a MODIFIED event per status write) on
   its --insecure-port, and writes v1.7 glog request lines to stderr: at start, `value`
   node PATCHes answered 409 (so the scored conflicts are the tree's value), then one
   line per request.
@@ -228,16 +228,18 @@ class H(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        sent = None
         try:
             while True:
                 with lock:
-                    live = name in nodes
-                if live:
+                    beat = nodes.get(name)
+                if beat is not None and beat != sent:  # one event per status write
+                    sent = beat
                     event = json.dumps({"type": "MODIFIED", "object": self._node(name)}) + "\n"
                     data = event.encode()
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
-                time.sleep(1)
+                time.sleep(0.05)
         except OSError:
             return
 

@@ -36,7 +36,13 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, write_processes
+from bisector.backends.collected import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    DeliveredLoad,
+    write_load,
+    write_processes,
+)
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs.settings import KEYS, BuildFix, ProcsSettings
@@ -52,6 +58,11 @@ LOAD_FIGURES = "watch-load.json"
 POLL_S = 1.0
 ETCD_READY_S = 30.0
 LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
+# A warmup whose node watches saw less than this share of the status writes the hollow
+# nodes offer measured no load (frozen or starved hollow nodes, a stuck load generator):
+# a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
+MIN_LOAD_FRACTION = 0.5
+MIN_LOAD_PERIODS = 3.0
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,7 @@ class Running:
     hollow: list[int] = field(default_factory=list)
     before: dict[int, pc.Sample] = field(default_factory=dict)
     warmup_start: float = 0.0
+    events_at_start: int = 0  # the load generator's event count when the warmup began
 
     def all_pids(self) -> dict[str, int]:
         named = dict(self.pids)
@@ -488,6 +500,7 @@ class ProcsBackend:
         (candidate.log_dir / METRICS_BEFORE).write_bytes(metrics)
         running.warmup_start = time.time()
         running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
+        running.events_at_start = _count(_load_figures(running.layout.files.load_status), "events")
 
     # -- warmup --------------------------------------------------------------------------
     def _running_for(self, candidate: Candidate, error: type[InfraError]) -> Running:
@@ -554,7 +567,32 @@ class ProcsBackend:
         shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
+        load = self._delivered(running, figures, end)
+        if load is not None:
+            write_load(log_dir, load)
+            if not load.ran:
+                raise CollectError(f"the load did not run: {load.describe()}")
         return [log_file]
+
+    def _delivered(
+        self, running: Running, figures: dict[str, object], end: float
+    ) -> DeliveredLoad | None:
+        """The node watches' events over the warmup against what the hollow nodes offer:
+        each of the min(N, W) live names' watch gets one event per status write, one per
+        `node_status_period`. None without a load generator (nothing counts the writes)
+        or a warmup shorter than MIN_LOAD_PERIODS periods (too few writes to judge)."""
+        if self.cfg.watchers == 0:
+            return None
+        live = min(self.cfg.hollow_nodes, self.cfg.watchers)
+        periods = (end - running.warmup_start) / self.cfg.node_status_period
+        if periods < MIN_LOAD_PERIODS:
+            return None
+        return DeliveredLoad(
+            "watch events (node status writes seen by the node watches)",
+            live * periods,
+            max(0, _count(figures, "events") - running.events_at_start),
+            MIN_LOAD_FRACTION,
+        )
 
     # -- teardown ------------------------------------------------------------------------
     def teardown(self, candidate: Candidate) -> None:
@@ -673,6 +711,11 @@ def _launch_failed(layout: pc.Layout, reason: str) -> LaunchError:
     with contextlib.suppress(OSError):
         (layout.files.directory / "launch-error.txt").write_text(reason + "\n")
     return LaunchError(reason)
+
+
+def _count(figures: dict[str, object], key: str) -> int:
+    value = figures.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _load_figures(path: Path) -> dict[str, object]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate
+from bisector.backends.collected import read_load
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import stop as procs_stop
@@ -302,3 +303,49 @@ def test_an_exit_status_says_the_signal_or_the_code() -> None:
     assert pc.describe_status(128 + signal.SIGSEGV) == "killed by SIGSEGV"
     assert pc.describe_status(255) == "exit code 255"  # glog's Fatal: os.Exit(255)
     assert pc.describe_status(1) == "exit code 1"
+
+
+# -- a load that stalls (issue 30, item 5) ---------------------------------------------
+
+
+def test_a_load_that_stalls_is_a_skip_with_its_figures_not_a_good_verdict(
+    world: ProcsWorld,
+) -> None:
+    # Issue 30, item 5: all hollow nodes frozen (SIGSTOP) for the last 50 s of a 60 s
+    # warmup measured conflicts = 0 with 60 node writes where ~304 were expected. A kubelet
+    # PATCHes its node status every NodeStatusUpdateFrequency (pkg/kubelet:
+    # kubelet_node_status.go tryUpdateNodeStatus -> PatchNodeStatus; 10 s by default in
+    # kubeletconfig/v1alpha1/defaults.go), each write one MODIFIED event to its node's watch.
+    backend = world.backend(warmup_s=6.0)
+    backend.setup()
+    frozen: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        running = backend._running.get(0)
+        if running is not None and running.warmup_start and not frozen:
+            frozen.extend(running.hollow)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+
+    backend.sleep = sleep
+    candidate = world.candidate(0)  # value 0: a good-looking number, measured under no load
+    m = _evaluate(backend, candidate)
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: the load did not run: "), m.reason
+    assert "watch events" in m.reason and "at least 50% needed" in m.reason
+    assert m.load_fraction is not None and m.load_fraction < 0.5
+    assert m.load and m.load in m.reason
+    assert world.leftovers() == []  # the teardown ends the stopped processes too
+
+
+def test_a_load_that_ran_is_measured_and_its_share_recorded(world: ProcsWorld) -> None:
+    backend = world.backend(warmup_s=5.0)
+    backend.setup()
+    candidate = world.candidate(2)
+    m = _evaluate(backend, candidate)
+    assert m.reason is None and m.value == 9
+    assert m.load_fraction is not None and m.load_fraction >= 0.5
+    assert "watch events" in m.load and "at least 50% needed" in m.load
+    assert read_load(candidate.log_dir) is not None
+    assert world.leftovers() == []
