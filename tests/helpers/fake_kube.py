@@ -153,6 +153,8 @@ port = int(_flag("insecure-port"))
 nodes = {}
 expired = set()
 lock = threading.Lock()
+started = time.time()
+patches = [0]  # node status PATCHes answered 200, for apiserver_request_count
 ua = "[[kubemark/v0.0.0 (linux/amd64) kubernetes/$Format] 127.0.0.1:40000]"
 if FIXED:
     glog("fake-apiserver.go:1] built with the build fix")
@@ -190,7 +192,20 @@ class H(BaseHTTPRequestHandler):
             off = os.environ.get("FAKE_NO_METRICS_FILE")
             if off and os.path.exists(off):
                 return self._send(500, b"no metrics", "text/plain")
-            return self._send(200, f"apiserver_nodes {len(nodes)}\n".encode(), "text/plain")
+            # The 1.7 families: apiserver_request_count's labels are verb, resource,
+            # subresource, client, contentType, code (apiserver endpoints/metrics/metrics.go).
+            with lock:
+                page = (
+                    f"apiserver_nodes {len(nodes)}\n"
+                    "# TYPE process_start_time_seconds gauge\n"
+                    f"process_start_time_seconds {started:.2f}\n"
+                    "# TYPE apiserver_request_count counter\n"
+                    'apiserver_request_count{verb="PATCH",resource="nodes",subresource="status",'
+                    f'client="kubemark",contentType="application/json",code="200"}} {patches[0]}\n'
+                    "# TYPE fake_uptime_seconds gauge\n"
+                    f"fake_uptime_seconds {time.time() - started:.3f}\n"
+                )
+            return self._send(200, page.encode(), "text/plain")
         if self.path.startswith("/api/v1/nodes"):
             with lock:
                 items = [self._node(n) for n in sorted(nodes)]
@@ -210,6 +225,7 @@ class H(BaseHTTPRequestHandler):
         name = self.path.split("/")[4]
         with lock:
             nodes[name] = time.time()
+            patches[0] += 1
         return self._send(200, b"{}")
     def _watch(self):
         name = re.search(r"metadata.name%3D([^&]+)", self.path).group(1)

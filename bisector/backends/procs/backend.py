@@ -51,6 +51,7 @@ from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
+from bisector.metrics import prometheus as prom
 
 log = logging.getLogger("bisector.procs")
 LOG_NAME = "kube-apiserver.log"
@@ -567,7 +568,7 @@ class ProcsBackend:
         shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
-        load = self._delivered(running, figures, end)
+        load = self._delivered(running, log_dir, figures, end)
         if load is not None:
             write_load(log_dir, load)
             if not load.ran:
@@ -575,24 +576,29 @@ class ProcsBackend:
         return [log_file]
 
     def _delivered(
-        self, running: Running, figures: dict[str, object], end: float
+        self, running: Running, log_dir: Path, figures: dict[str, object], end: float
     ) -> DeliveredLoad | None:
-        """The node watches' events over the warmup against what the hollow nodes offer:
-        each of the min(N, W) live names' watch gets one event per status write, one per
-        `node_status_period`. None without a load generator (nothing counts the writes)
-        or a warmup shorter than MIN_LOAD_PERIODS periods (too few writes to judge)."""
-        if self.cfg.watchers == 0:
-            return None
-        live = min(self.cfg.hollow_nodes, self.cfg.watchers)
+        """The load that ran over the warmup against what the hollow nodes offer (one
+        status write per node per `node_status_period`): the node status PATCHes the
+        apiserver counted (its /metrics at the warmup's start and end) and, with a load
+        generator, its node watches' events (one per write on each of the min(N, W) live
+        names). The lower share is the one judged; None when neither was counted, or
+        the warmup spans under MIN_LOAD_PERIODS periods (too few writes to judge)."""
         periods = (end - running.warmup_start) / self.cfg.node_status_period
         if periods < MIN_LOAD_PERIODS:
             return None
-        return DeliveredLoad(
-            "watch events (node status writes seen by the node watches)",
-            live * periods,
-            max(0, _count(figures, "events") - running.events_at_start),
-            MIN_LOAD_FRACTION,
-        )
+        nodes = self.cfg.hollow_nodes
+        found: list[DeliveredLoad] = []
+        writes = _node_status_writes(log_dir)
+        if writes is not None:
+            what = "node status writes (the apiserver's PATCH count)"
+            found.append(DeliveredLoad(what, nodes * periods, writes, MIN_LOAD_FRACTION))
+        if self.cfg.watchers > 0:
+            live = min(nodes, self.cfg.watchers)
+            events = max(0, _count(figures, "events") - running.events_at_start)
+            what = "watch events (node status writes seen by the node watches)"
+            found.append(DeliveredLoad(what, live * periods, events, MIN_LOAD_FRACTION))
+        return min(found, key=lambda load: load.fraction or 0.0, default=None)
 
     # -- teardown ------------------------------------------------------------------------
     def teardown(self, candidate: Candidate) -> None:
@@ -711,6 +717,34 @@ def _launch_failed(layout: pc.Layout, reason: str) -> LaunchError:
     with contextlib.suppress(OSError):
         (layout.files.directory / "launch-error.txt").write_text(reason + "\n")
     return LaunchError(reason)
+
+
+# The apiserver's request counter: `apiserver_request_count` until 1.14 (labels verb,
+# resource, subresource, ...: apiserver/pkg/endpoints/metrics/metrics.go of 2017), then
+# `apiserver_request_total`. prometheus_client's parser names a counter's samples
+# `<family>_total`, so the 2017 one reads as `apiserver_request_count_total`.
+_REQUEST_COUNTERS = (
+    "apiserver_request_count_total",
+    "apiserver_request_count",
+    "apiserver_request_total",
+)
+_NODE_STATUS_WRITE = {"verb": "PATCH", "resource": "nodes", "subresource": "status"}
+
+
+def _node_status_writes(log_dir: Path) -> int | None:
+    """Node status PATCHes between the two /metrics snapshots; None when they cannot be
+    read or count none of them (the metric sources judge those files themselves)."""
+    try:
+        window = prom.Window(
+            prom.read_snapshot(log_dir / METRICS_BEFORE),
+            prom.read_snapshot(log_dir / METRICS_AFTER),
+        )
+        for name in _REQUEST_COUNTERS:
+            if window.after.of(name):
+                return round(prom.counter_increase(window, name, _NODE_STATUS_WRITE))
+    except InfraError:
+        return None
+    return None
 
 
 def _count(figures: dict[str, object], key: str) -> int:
