@@ -20,7 +20,8 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
 Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
 FAKE_ETCD_NO_SPACE (etcd cannot create its WAL on a full disk),
 FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
-FAKE_APISERVER_NO_COMMIT (/version without gitCommit),
+FAKE_APISERVER_NO_COMMIT (/version without gitCommit), FAKE_NO_REQUEST_COUNT (/metrics
+without apiserver_request_count),
 FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
 first watch of each name from a resource version ends with an ERROR event), FAKE_KUBEMARK_EXIT,
 FAKE_KUBEMARK_EXIT_FILE=<path> (hollow nodes exit while it exists),
@@ -199,12 +200,16 @@ class H(BaseHTTPRequestHandler):
                     f"apiserver_nodes {len(nodes)}\n"
                     "# TYPE process_start_time_seconds gauge\n"
                     f"process_start_time_seconds {started:.2f}\n"
-                    "# TYPE apiserver_request_count counter\n"
-                    'apiserver_request_count{verb="PATCH",resource="nodes",subresource="status",'
-                    f'client="kubemark",contentType="application/json",code="200"}} {patches[0]}\n'
                     "# TYPE fake_uptime_seconds gauge\n"
                     f"fake_uptime_seconds {time.time() - started:.3f}\n"
                 )
+                if not os.environ.get("FAKE_NO_REQUEST_COUNT"):
+                    page += (
+                        "# TYPE apiserver_request_count counter\n"
+                        'apiserver_request_count{verb="PATCH",resource="nodes",'
+                        'subresource="status",client="kubemark",contentType="application/json",'
+                        f'code="200"}} {patches[0]}\n'
+                    )
             return self._send(200, page.encode(), "text/plain")
         if self.path.startswith("/api/v1/nodes"):
             with lock:

@@ -59,9 +59,9 @@ LOAD_FIGURES = "watch-load.json"
 POLL_S = 1.0
 ETCD_READY_S = 30.0
 LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
-# A warmup whose node watches saw less than this share of the status writes the hollow
-# nodes offer measured no load (frozen or starved hollow nodes, a stuck load generator):
-# a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
+# A warmup in which less than this share of the status writes the hollow nodes offer
+# reached the apiserver measured no load (frozen or starved hollow nodes, a stuck load
+# generator): a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
 MIN_LOAD_FRACTION = 0.5
 MIN_LOAD_PERIODS = 3.0
 
@@ -579,26 +579,27 @@ class ProcsBackend:
         self, running: Running, log_dir: Path, figures: dict[str, object], end: float
     ) -> DeliveredLoad | None:
         """The load that ran over the warmup against what the hollow nodes offer (one
-        status write per node per `node_status_period`): the node status PATCHes the
-        apiserver counted (its /metrics at the warmup's start and end) and, with a load
-        generator, its node watches' events (one per write on each of the min(N, W) live
-        names). The lower share is the one judged; None when neither was counted, or
-        the warmup spans under MIN_LOAD_PERIODS periods (too few writes to judge)."""
+        status write per node per `node_status_period`). Judged on the node status
+        PATCHes the apiserver counted (its /metrics at the warmup's start and end), every
+        answer included: a regression that answers 409s makes the kubelets try again, so
+        its load reads high, where the watch events (successful writes only) would read
+        low. Without that counter, on the load generator's events (one per write on each
+        of the min(N, W) live names). None when neither was counted, or the warmup spans
+        under MIN_LOAD_PERIODS periods (too few writes to judge)."""
         periods = (end - running.warmup_start) / self.cfg.node_status_period
         if periods < MIN_LOAD_PERIODS:
             return None
         nodes = self.cfg.hollow_nodes
-        found: list[DeliveredLoad] = []
         writes = _node_status_writes(log_dir)
         if writes is not None:
             what = "node status writes (the apiserver's PATCH count)"
-            found.append(DeliveredLoad(what, nodes * periods, writes, MIN_LOAD_FRACTION))
+            return DeliveredLoad(what, nodes * periods, writes, MIN_LOAD_FRACTION)
         if self.cfg.watchers > 0:
             live = min(nodes, self.cfg.watchers)
             events = max(0, _count(figures, "events") - running.events_at_start)
             what = "watch events (node status writes seen by the node watches)"
-            found.append(DeliveredLoad(what, live * periods, events, MIN_LOAD_FRACTION))
-        return min(found, key=lambda load: load.fraction or 0.0, default=None)
+            return DeliveredLoad(what, live * periods, events, MIN_LOAD_FRACTION)
+        return None
 
     # -- teardown ------------------------------------------------------------------------
     def teardown(self, candidate: Candidate) -> None:
