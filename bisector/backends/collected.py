@@ -9,7 +9,8 @@ need to know of each other:
   exposition format) read at the warmup's start and at its end (in `collect`);
 - `processes.json`: CPU seconds and peak RSS of named processes over the warmup (below);
 - `cl2/`: a ClusterLoader2 report directory (`--report-dir`) from a workload that ran
-  during the warmup.
+  during the warmup;
+- `load.json`: how much of the load the backend offered ran over the warmup (below).
 """
 
 from __future__ import annotations
@@ -81,3 +82,52 @@ def _usage(item: object) -> ProcessUsage:
     if not 0 <= usage.peak_rss_bytes < MAX_RSS_BYTES:
         raise ValueError(f"impossible peak RSS for process {usage.name!r}")
     return usage
+
+
+LOAD = "load.json"
+
+
+@dataclass(frozen=True)
+class DeliveredLoad:
+    """How much of the load a backend offered its cluster actually ran over the warmup:
+    a good-looking number measured under no load says nothing about the code."""
+
+    what: str  # e.g. "watch events (node status writes seen by the node watches)"
+    offered: float  # how many the load should have made over the warmup
+    delivered: int  # how many it made
+    min_fraction: float  # below this share the evaluation is a skip
+
+    @property
+    def fraction(self) -> float | None:
+        return self.delivered / self.offered if self.offered > 0 else None
+
+    @property
+    def ran(self) -> bool:
+        return self.fraction is None or self.fraction >= self.min_fraction
+
+    def describe(self) -> str:
+        share = "" if self.fraction is None else f" ({self.fraction:.0%})"
+        return (
+            f"{self.delivered} of the ~{self.offered:.0f} {self.what} offered{share}; "
+            f"at least {self.min_fraction:.0%} needed"
+        )
+
+
+def write_load(log_dir: Path, load: DeliveredLoad) -> Path:
+    path = log_dir / LOAD
+    path.write_text(json.dumps(asdict(load), indent=1) + "\n")
+    return path
+
+
+def read_load(log_dir: Path) -> DeliveredLoad | None:
+    """The delivered load a backend wrote; None when it wrote none (or not readably)."""
+    try:
+        data = json.loads((log_dir / LOAD).read_text())
+        return DeliveredLoad(
+            str(data["what"]),
+            float(data["offered"]),
+            int(data["delivered"]),
+            float(data["min_fraction"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

@@ -98,6 +98,7 @@ def evaluation_of(
         stopped_early=stopped_early,
         teardown_error=m.teardown_error,
         command_logs=command_logs,
+        load=m.load,
     )
 
 

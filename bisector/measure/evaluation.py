@@ -24,6 +24,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs
+from bisector.backends.collected import read_load
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
@@ -141,6 +142,10 @@ class Measurement:
     trajectory: list[list[float]] = field(default_factory=list)
     launched_at: float = 0.0  # wall time the (last) launch attempt began
     ran_s: float | None = None  # launch-ready to collect: how long the cluster ran
+    # The share of the offered load that ran in the warmup, when the backend counts it
+    # (procs: node watch events against the hollow nodes' status writes), and in words.
+    load_fraction: float | None = None
+    load: str = ""
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -404,7 +409,7 @@ def evaluate_candidate(
     )
     m.eval_dir = str(candidate.eval_dir)
     start = time.monotonic()
-    launched = False
+    launched = collecting = False
     tear_down = teardown or backend.teardown
 
     def logged(step: str) -> contextlib.AbstractContextManager[None]:
@@ -447,6 +452,7 @@ def evaluate_candidate(
             else:
                 backend.warmup(candidate)
         m.ran_s = round(time.monotonic() - ready, 3)
+        collecting = True
         with logged("collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
@@ -468,6 +474,9 @@ def evaluate_candidate(
     except InfraError as exc:
         m.reason = f"{exc.kind}: {exc.reason}"
     finally:
+        delivered = read_load(candidate.log_dir) if collecting else None
+        if delivered is not None:  # also on a skip: "the load did not run" shows its share
+            m.load_fraction, m.load = delivered.fraction, delivered.describe()
         if m.value is None:
             m.stopped_early = None  # a skip: the early look decided nothing
             m.early_verdict = None

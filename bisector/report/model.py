@@ -164,6 +164,7 @@ class Evaluation:
     stopped_early: str | None = None  # e.g. "conflicts 61234 >= 50000 after 3m10s of 30m"
     teardown_error: str | None = None
     command_logs: list[str] = field(default_factory=list)  # evals/NNN/build.log, ...
+    load: str = ""  # the share of the offered load that ran, when the backend counts it
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evaluation:

@@ -62,6 +62,8 @@ def _notes(e: Evaluation, parallel: bool) -> list[str]:
         notes.append(f"launched {e.launch_attempts} times (retried)")
     if e.teardown_error:
         notes.append(f"TEARDOWN FAILED: {e.teardown_error}")
+    if e.load:
+        notes.append(f"load: {e.load}")
     return notes
 
 

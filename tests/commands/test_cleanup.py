@@ -154,3 +154,41 @@ def test_record_is_rewritten_atomically(tmp_path: Path) -> None:
     data = json.loads((tmp_path / "resources.json").read_text())
     assert [r["id"] for r in data["resources"]] == ["r0", "r2"]
     assert [p.name for p in tmp_path.iterdir()] == ["resources.json"]  # no temp files left
+
+
+def test_a_procs_cluster_whose_processes_outlive_the_stop_stays_recorded(
+    tmp_path: Path,
+) -> None:
+    """Issue 30 (mutation audit): `procs.stop` exited 0 with processes left, and cleanup
+    dropped the record of a cluster still running. The recorded step here is the real
+    stop command, with its signals made to miss (as for a process in uninterruptible
+    sleep), against a real tagged process."""
+    import os
+    import time
+
+    from bisector.backends.procs.stop import TAG_ENV
+
+    tag = f"cleanup-test-{os.getpid()}-{time.monotonic_ns()}"
+    sleeper = subprocess.Popen(["sleep", "60"], env={**os.environ, TAG_ENV: tag})
+    missing_signals = (
+        "import sys; from bisector.backends.procs import stop; "
+        "stop._signal = lambda found, signum: None; "
+        "stop._wait_gone = lambda tag, seconds: stop.tagged(tag); "
+        f"sys.exit(stop.main(['--tag', {tag!r}, '--grace', '0']))"
+    )
+    run_dir = tmp_path / "run"
+    ResourceRecord(run_dir).add(
+        Resource("procs/slot-0/x", "procs", "local cluster x",
+                 (step(sys.executable, "-c", missing_signals),))
+    )  # fmt: skip
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "bisector", "cleanup", "--run-dir", str(run_dir)],
+            capture_output=True, text=True, check=False, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"process {sleeper.pid} (sleep) still running" in result.stdout
+        assert ResourceRecord(run_dir).ids() == ["procs/slot-0/x"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()

@@ -4,20 +4,24 @@ CI has no Go, no etcd and no Kubernetes checkout: these small Python programs st
 for them, run for real through the one process door, so the backend's commands, daemons,
 ports, readiness checks, log and teardown are exercised as they are with the real ones.
 
-- `go version` prints go1.19.8; `go build -ldflags ... -o OUT ./cmd/NAME` writes OUT: the
+- `go version` prints go1.19.8 (or $FAKE_GO_VERSION); `go build -ldflags ... -o OUT
+  ./cmd/NAME` writes OUT: the
   fake apiserver (for kube-apiserver) or the fake hollow node (for kubemark), with the
   -X gitCommit value and the tree's `value` file baked in (a file `BROKEN` in the tree
   fails the build, like a compile error).
 - the fake etcd serves GET /health on its --listen-client-urls port.
 - the fake apiserver serves /healthz, /version (the baked commit), /metrics, node
-  PATCH/GET/list and node watches (chunked, a MODIFIED event a second for live nodes) on
+  PATCH/GET/list and node watches (chunked, a MODIFIED event per status write) on
   its --insecure-port, and writes v1.7 glog request lines to stderr: at start, `value`
   node PATCHes answered 409 (so the scored conflicts are the tree's value), then one
   line per request.
 - the fake hollow node PATCHes its node's status every HOLLOW_NODE_STATUS_PERIOD.
 
 Faults, from the environment the test sets (daemons inherit it): FAKE_ETCD_EXIT,
+FAKE_ETCD_NO_SPACE (etcd cannot create its WAL on a full disk),
 FAKE_APISERVER_EXIT_AFTER=<s>, FAKE_APISERVER_COMMIT=<commit served>,
+FAKE_APISERVER_NO_COMMIT (/version without gitCommit), FAKE_NO_REQUEST_COUNT (/metrics
+without apiserver_request_count),
 FAKE_NO_METRICS_FILE=<path> (/metrics fails while it exists), FAKE_WATCH_EXPIRE_ONCE (the
 first watch of each name from a resource version ends with an ERROR event), FAKE_KUBEMARK_EXIT,
 FAKE_KUBEMARK_EXIT_FILE=<path> (hollow nodes exit while it exists),
@@ -70,7 +74,7 @@ if os.environ.get("FAKE_GO_CALLS"):
     with open(os.environ["FAKE_GO_CALLS"], "a") as calls:
         calls.write(" ".join(sys.argv[1:]) + " @ " + os.environ.get("PWD", "") + "\n")
 if sys.argv[1:2] == ["version"]:
-    print("go version go1.19.8 linux/amd64")
+    print(f"go version {os.environ.get('FAKE_GO_VERSION', 'go1.19.8')} linux/amd64")
     sys.exit(0)
 if sys.argv[1:2] != ["build"]:
     sys.exit(f"fake go: cannot {sys.argv[1:]}")
@@ -117,6 +121,18 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 _record_pid()
 _maybe_ignore_term()
+if os.environ.get("FAKE_ETCD_NO_SPACE"):
+    # etcd 3.x on a full disk: capnslog's `C | etcdserver: create wal error: ...`
+    # (etcdserver/raft.go: plog.Fatalf("create wal error: %v", err)), then, as observed
+    # with Debian's etcd (issue 30), a goroutine stack trace at the tail.
+    now = time.strftime("%Y-%m-%d %H:%M:%S") + ".000000"
+    print(f"{now} I | etcdmain: etcd Version: 3.4.23", file=sys.stderr)
+    print(f"{now} C | etcdserver: create wal error: no space left on device", file=sys.stderr)
+    print("goroutine 1 [running]:", file=sys.stderr)
+    print("go.etcd.io/etcd/etcdmain.Main()", file=sys.stderr)
+    print("\tgo.etcd.io/etcd/etcdmain/main.go:46 +0x19e", file=sys.stderr)
+    print("main.main()", file=sys.stderr)
+    sys.exit(1)
 if os.environ.get("FAKE_ETCD_EXIT"):
     print("etcdmain: listen tcp: address already in use (fake)", file=sys.stderr)
     sys.exit(1)
@@ -143,6 +159,8 @@ port = int(_flag("insecure-port"))
 nodes = {}
 expired = set()
 lock = threading.Lock()
+started = time.time()
+patches = [0]  # node status PATCHes answered 200, for apiserver_request_count
 ua = "[[kubemark/v0.0.0 (linux/amd64) kubernetes/$Format] 127.0.0.1:40000]"
 if FIXED:
     glog("fake-apiserver.go:1] built with the build fix")
@@ -172,12 +190,32 @@ class H(BaseHTTPRequestHandler):
             return self._send(200, b"ok", "text/plain")
         if self.path == "/version":
             commit = os.environ.get("FAKE_APISERVER_COMMIT", COMMIT)
-            return self._send(200, json.dumps({"gitCommit": commit}).encode())
+            version = {"major": "1", "minor": "7", "gitCommit": commit}
+            if os.environ.get("FAKE_APISERVER_NO_COMMIT"):
+                del version["gitCommit"]  # as a binary built without the -X stamp
+            return self._send(200, json.dumps(version).encode())
         if self.path == "/metrics":
             off = os.environ.get("FAKE_NO_METRICS_FILE")
             if off and os.path.exists(off):
                 return self._send(500, b"no metrics", "text/plain")
-            return self._send(200, f"apiserver_nodes {len(nodes)}\n".encode(), "text/plain")
+            # The 1.7 families: apiserver_request_count's labels are verb, resource,
+            # subresource, client, contentType, code (apiserver endpoints/metrics/metrics.go).
+            with lock:
+                page = (
+                    f"apiserver_nodes {len(nodes)}\n"
+                    "# TYPE process_start_time_seconds gauge\n"
+                    f"process_start_time_seconds {started:.2f}\n"
+                    "# TYPE fake_uptime_seconds gauge\n"
+                    f"fake_uptime_seconds {time.time() - started:.3f}\n"
+                )
+                if not os.environ.get("FAKE_NO_REQUEST_COUNT"):
+                    page += (
+                        "# TYPE apiserver_request_count counter\n"
+                        'apiserver_request_count{verb="PATCH",resource="nodes",'
+                        'subresource="status",client="kubemark",contentType="application/json",'
+                        f'code="200"}} {patches[0]}\n'
+                    )
+            return self._send(200, page.encode(), "text/plain")
         if self.path.startswith("/api/v1/nodes"):
             with lock:
                 items = [self._node(n) for n in sorted(nodes)]
@@ -197,6 +235,7 @@ class H(BaseHTTPRequestHandler):
         name = self.path.split("/")[4]
         with lock:
             nodes[name] = time.time()
+            patches[0] += 1
         return self._send(200, b"{}")
     def _watch(self):
         name = re.search(r"metadata.name%3D([^&]+)", self.path).group(1)
@@ -215,16 +254,18 @@ class H(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        sent = None
         try:
             while True:
                 with lock:
-                    live = name in nodes
-                if live:
+                    beat = nodes.get(name)
+                if beat is not None and beat != sent:  # one event per status write
+                    sent = beat
                     event = json.dumps({"type": "MODIFIED", "object": self._node(name)}) + "\n"
                     data = event.encode()
                     self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                     self.wfile.flush()
-                time.sleep(1)
+                time.sleep(0.05)
         except OSError:
             return
 

@@ -74,3 +74,19 @@ def test_parallel_runs_name_their_slot_and_days_show_when_the_run_spans_them(
     rows = [line for line in md.splitlines() if re.match(r"\| \d+ \|", line)]
     assert "| 06-02 05:52:40 |" in rows[0] and "| 06-03 06:09:20 |" in rows[10]
     assert "slot 1" in rows[10] and "slot 0" in rows[0]
+
+
+def test_each_evaluation_row_says_the_share_of_the_load_that_ran(tmp_path: Path) -> None:
+    # Issue 30, item 5: the delivered load's share is stated for every evaluation that
+    # counted it, from the measurement (journal) through the report's row.
+    from bisector.bisection.report_builder import evaluation_of
+    from bisector.measure.evaluation import Measurement
+
+    said = "290 of the ~300 watch events (node status writes) offered (97%); at least 50% needed"
+    m = Measurement(MAINLINE[1], "", "bisect", value=3.0, load_fraction=0.97, load=said)
+    row = evaluation_of(1, Measurement.from_dict(m.to_dict()), "subject", 100.0, False)
+    assert row.load == said
+    report = sample_report(tmp_path)
+    report.evaluations = [replace(report.evaluations[0], load=said), *report.evaluations[1:]]
+    rows = [line for line in render_markdown(report).splitlines() if line.startswith("| 1 |")]
+    assert f"load: {said}" in rows[0]

@@ -36,7 +36,13 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, write_processes
+from bisector.backends.collected import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    DeliveredLoad,
+    write_load,
+    write_processes,
+)
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs.settings import KEYS, BuildFix, ProcsSettings
@@ -45,6 +51,7 @@ from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
+from bisector.metrics import prometheus as prom
 
 log = logging.getLogger("bisector.procs")
 LOG_NAME = "kube-apiserver.log"
@@ -52,6 +59,21 @@ LOAD_FIGURES = "watch-load.json"
 POLL_S = 1.0
 ETCD_READY_S = 30.0
 LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
+# A warmup in which less than this share of the status writes the hollow nodes offer
+# reached the apiserver measured no load (frozen or starved hollow nodes, a stuck load
+# generator): a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
+MIN_LOAD_FRACTION = 0.5
+MIN_LOAD_PERIODS = 3.0
+
+
+@dataclass(frozen=True)
+class Built:
+    """A kube-apiserver for a candidate, and the commit its /version reports: the
+    candidate's own, or (from the cache, keyed by tree) the first commit built with the
+    candidate's tree: the same code, stamped with another name."""
+
+    binary: Path
+    stamped: str
 
 
 @dataclass
@@ -60,10 +82,12 @@ class Running:
 
     layout: pc.Layout
     api: pc.Api
+    resource_id: str  # its entry in resources.json
     pids: dict[str, int] = field(default_factory=dict)  # "etcd", "kube-apiserver", ...
     hollow: list[int] = field(default_factory=list)
     before: dict[int, pc.Sample] = field(default_factory=dict)
     warmup_start: float = 0.0
+    events_at_start: int = 0  # the load generator's event count when the warmup began
 
     def all_pids(self) -> dict[str, int]:
         named = dict(self.pids)
@@ -86,12 +110,13 @@ class ProcsBackend:
         self.cache = BuildCache(self.cfg.build_cache_dir)
         self.work = context.run_dir.absolute() / "procs"
         self.kubemark: Path | None = None
-        self._binaries: dict[str, Path] = {}  # commit -> its kube-apiserver
+        self._binaries: dict[str, Built] = {}  # commit -> its kube-apiserver
         self._fixes: dict[str, list[BuildFix]] = {}  # commit -> fixes its build applied
         self._prefetched: set[str] = set()
         self._running: dict[int, Running] = {}  # slot -> cluster
         self._go_versions: dict[str, str] = {}
         self._lock = threading.Lock()
+        self._mark = pb.ahead_mark(context.run_dir)  # this run's builds ahead, no other's
 
     # -- bisection bracket ---------------------------------------------------------------
     def setup(self) -> None:
@@ -107,12 +132,12 @@ class ProcsBackend:
     # -- build ---------------------------------------------------------------------------
     def build(self, candidate: Candidate) -> None:
         try:
-            binary, fixes = self._build_apiserver(candidate.commit, candidate.worktree, nice=0)
+            built, fixes = self._build_apiserver(candidate.commit, candidate.worktree, nice=0)
             pb.write_fixes_applied(candidate.eval_dir, fixes)
         except OSError as exc:
             raise BuildError(f"cannot write the build's files: {exc}") from None
         with self._lock:
-            self._binaries[candidate.commit] = binary
+            self._binaries[candidate.commit] = built
             self._fixes[candidate.commit] = fixes
 
     def prefetch_build(self, commit: str, worktree: Path) -> None:
@@ -173,19 +198,20 @@ class ProcsBackend:
 
     def _build_apiserver(
         self, commit: str, worktree: Path, *, nice: int, log: Path | None = None
-    ) -> tuple[Path, list[BuildFix]]:
+    ) -> tuple[Built, list[BuildFix]]:
         tree = self._tree(worktree, commit)
         tool = pb.choose_toolchain(self.cfg, pb.go_needs(worktree), self._go_version)
         fixes = self._fixes_for(worktree)
         key = self._key(tree, tool, fixes)
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
-        if found is not None:
-            return found, fixes
+        stamped = pb.read_stamp(found) if found is not None else None
+        if found is not None and stamped is not None:
+            return Built(found, stamped), fixes
         place = pb.build_place(self.cfg, tool, worktree, self._gopath(worktree))
         pb.link_gopath(place)
         for fix in fixes:
             pb.run_build_step(
-                pb.nice(pb.fix_step(fix, place, self.cfg.build_timeout), nice),
+                pb.nice(pb.fix_step(fix, place, self.cfg.build_timeout), nice, self._mark),
                 f"build fix {fix.name}",
                 commit,
                 log,
@@ -194,14 +220,17 @@ class ProcsBackend:
         build = pb.go_build_step(
             place, "cmd/kube-apiserver", output, commit, self.cfg.build_timeout, static=True
         )
-        pb.run_build_step(pb.nice(build, nice), "go build ./cmd/kube-apiserver", commit, log)
+        niced = pb.nice(build, nice, self._mark)
+        pb.run_build_step(niced, "go build ./cmd/kube-apiserver", commit, log)
         if not output.is_file():
             raise BuildError(f"go build left no {output} for {commit[:12]}")
-        self.cache.store(key, worktree, [f"{pb.OUTPUT_DIR}/kube-apiserver"])
+        pb.write_stamp(output, commit)
+        binary = f"{pb.OUTPUT_DIR}/kube-apiserver"
+        self.cache.store(key, worktree, [binary, f"{binary}.commit"])
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
-        if found is None:
+        if found is None or pb.read_stamp(found) != commit:
             raise BuildError(f"the build cache {self.cache.root} did not keep {key}")
-        return found, fixes
+        return Built(found, commit), fixes
 
     def _harness(self) -> Path:
         """kubemark from `harness_commit` plus the harness patch, once per machine."""
@@ -295,12 +324,17 @@ class ProcsBackend:
             self._secure(candidate.worktree),
         )
 
-    def _resource_id(self, slot: int) -> str:
-        return f"procs/slot-{slot}"
+    def _resource_id(self, slot: int, tag: str) -> str:
+        """One id per launch: a record lives until its own teardown succeeds, and a later
+        launch in the same slot never overwrites (or removes) a record left by a failed one."""
+        return f"{self._slot_prefix(slot)}{tag}"
+
+    def _slot_prefix(self, slot: int) -> str:
+        return f"procs/slot-{slot}/"
 
     def launch(self, candidate: Candidate) -> None:
-        binary = self._binaries.get(candidate.commit)
-        if binary is None:
+        built = self._binaries.get(candidate.commit)
+        if built is None:
             raise LaunchError(f"launch before build for {candidate.commit[:12]}")
         if self.kubemark is None:
             raise LaunchError("the harness (kubemark) was not built: setup did not run")
@@ -313,10 +347,12 @@ class ProcsBackend:
         what = f"local cluster {layout.tag} (etcd, kube-apiserver, {nodes} hollow nodes)"
         stop = pc.stop_step(layout, self.cfg.stop_grace)
         # Recorded before anything starts: a crash from here on is found by `bisector cleanup`.
-        self.record.add(Resource(self._resource_id(candidate.slot), self.name, what, (stop,)))
-        pb.reprioritize(self.cfg.prefetch_nice)  # a cluster runs: builds ahead step back
+        resource_id = self._resource_id(candidate.slot, layout.tag)
+        self.record.add(Resource(resource_id, self.name, what, (stop,)))
+        # A cluster runs: this run's builds ahead step back.
+        pb.reprioritize(self.cfg.prefetch_nice, self._mark)
         secure = layout.secure
-        running = Running(layout, pc.Api(layout.server))
+        running = Running(layout, pc.Api(layout.server), resource_id)
         with self._lock:
             self._running[candidate.slot] = running  # the teardown's from here on
         try:
@@ -329,7 +365,7 @@ class ProcsBackend:
             layout.files.state.write_text(json.dumps(state, indent=1) + "\n")
             write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
             self._start_etcd(running)
-            self._start_apiserver(running, binary, candidate.commit)
+            self._start_apiserver(running, built, candidate.commit)
             # The watches first, while no node exists and no event flows: opening 16,000
             # costs every candidate the same (after the nodes, a bad build took minutes to
             # register them, its dispatcher holding the cacher's lock for each event).
@@ -351,9 +387,15 @@ class ProcsBackend:
         return int(out[-1])
 
     def _alive_or_raise(self, running: Running, error: type[InfraError], when: str) -> None:
+        """A process gone is a skip saying which, how it ended, its log and what the log
+        says went wrong (not its tail: a stack trace or an unrelated line)."""
         for name, pid in running.all_pids().items():
             if pc.cpu_seconds(pid) is None:
-                raise error(f"{name} exited {when}: {pc.last_lines(self._log_of(running, name))}")
+                log = self._log_of(running, name)
+                raise error(
+                    f"{name} exited {when} ({pc.how_it_ended(log)}); its log {log}: "
+                    f"{pc.first_error(log)}"
+                )
 
     def _log_of(self, running: Running, name: str) -> Path:
         files = running.layout.files
@@ -387,10 +429,10 @@ class ProcsBackend:
             lambda: b'"true"' in (health.try_get("/health") or b""),
         )
 
-    def _start_apiserver(self, running: Running, binary: Path, commit: str) -> None:
+    def _start_apiserver(self, running: Running, built: Built, commit: str) -> None:
         layout = running.layout
         s = pc.daemon_step(
-            pc.apiserver_cmd(self.cfg, binary, layout), layout.files.apiserver_log, layout
+            pc.apiserver_cmd(self.cfg, built.binary, layout), layout.files.apiserver_log, layout
         )
         running.pids["kube-apiserver"] = self._spawn(running, s, "kube-apiserver")
         self._wait(
@@ -399,11 +441,16 @@ class ProcsBackend:
             self.cfg.ready_timeout,
             lambda: (running.api.try_get("/healthz") or b"").strip() == b"ok",
         )
+        # The binary is the build of the candidate's tree (the cache's key); it reports
+        # the commit it was stamped with, which for a tree another commit built first is
+        # that commit. Anything else (no gitCommit at all, another commit) is not ours.
         served = pc.served_commit(running.api.try_get("/version") or b"")
-        if served != commit:
+        if served != built.stamped:
+            same_tree = "" if built.stamped == commit else f" (built as {built.stamped[:12]})"
             raise LaunchError(
-                f"the apiserver answering reports commit {served!r}, not {commit[:12]}: "
-                "another apiserver on the port, or a binary of another tree"
+                f"the apiserver answering reports commit {served!r}, not "
+                f"{commit[:12]}{same_tree}: another apiserver on the port, or a binary of "
+                "another tree"
             )
 
     def _start_hollow_nodes(self, running: Running) -> None:
@@ -454,6 +501,7 @@ class ProcsBackend:
         (candidate.log_dir / METRICS_BEFORE).write_bytes(metrics)
         running.warmup_start = time.time()
         running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
+        running.events_at_start = _count(_load_figures(running.layout.files.load_status), "events")
 
     # -- warmup --------------------------------------------------------------------------
     def _running_for(self, candidate: Candidate, error: type[InfraError]) -> Running:
@@ -520,35 +568,75 @@ class ProcsBackend:
         shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
+        load = self._delivered(running, log_dir, figures, end)
+        if load is not None:
+            write_load(log_dir, load)
+            if not load.ran:
+                raise CollectError(f"the load did not run: {load.describe()}")
         return [log_file]
+
+    def _delivered(
+        self, running: Running, log_dir: Path, figures: dict[str, object], end: float
+    ) -> DeliveredLoad | None:
+        """The load that ran over the warmup against what the hollow nodes offer (one
+        status write per node per `node_status_period`). Judged on the node status
+        PATCHes the apiserver counted (its /metrics at the warmup's start and end), every
+        answer included: a regression that answers 409s makes the kubelets try again, so
+        its load reads high, where the watch events (successful writes only) would read
+        low. Without that counter, on the load generator's events (one per write on each
+        of the min(N, W) live names). None when neither was counted, or the warmup spans
+        under MIN_LOAD_PERIODS periods (too few writes to judge)."""
+        periods = (end - running.warmup_start) / self.cfg.node_status_period
+        if periods < MIN_LOAD_PERIODS:
+            return None
+        nodes = self.cfg.hollow_nodes
+        writes = _node_status_writes(log_dir)
+        if writes is not None:
+            what = "node status writes (the apiserver's PATCH count)"
+            return DeliveredLoad(what, nodes * periods, writes, MIN_LOAD_FRACTION)
+        if self.cfg.watchers > 0:
+            live = min(nodes, self.cfg.watchers)
+            events = max(0, _count(figures, "events") - running.events_at_start)
+            what = "watch events (node status writes seen by the node watches)"
+            return DeliveredLoad(what, live * periods, events, MIN_LOAD_FRACTION)
+        return None
 
     # -- teardown ------------------------------------------------------------------------
     def teardown(self, candidate: Candidate) -> None:
-        """Stop the slot's cluster; a failure keeps it in resources.json and raises."""
-        resource_id = self._resource_id(candidate.slot)
+        """Stop the slot's cluster; a failure keeps it in resources.json and raises.
+
+        With no cluster in memory (a launch that failed early, a backend object made
+        anew), the slot's clusters recorded in resources.json are stopped by their
+        recorded steps."""
         with self._lock:
             running = self._running.pop(candidate.slot, None)
-        recorded = [r for r in self.record.load() if r.id == resource_id]
+        stops: list[tuple[str, tuple[Step, ...]]]
         if running is not None:
-            stops = [pc.stop_step(running.layout, self.cfg.stop_grace)]
+            stops = [(running.resource_id, (pc.stop_step(running.layout, self.cfg.stop_grace),))]
         else:
-            stops = list(recorded[0].teardown) if recorded else []
-        for s in stops:
-            try:
-                run_step(s)
-            except proc.CommandError as exc:
-                log.warning(
-                    "stopping the local cluster failed (%s); run `bisector cleanup`", tail(exc)
-                )
-                raise InfraError(
-                    f"the local cluster of slot {candidate.slot} was not stopped: {tail(exc)}; "
-                    "run `bisector cleanup`"
-                ) from None
-        self.record.remove(resource_id)
+            prefix, legacy = self._slot_prefix(candidate.slot), f"procs/slot-{candidate.slot}"
+            stops = [
+                (r.id, r.teardown)
+                for r in self.record.load()
+                if r.id.startswith(prefix) or r.id == legacy
+            ]
+        for resource_id, steps in stops:
+            for s in steps:
+                try:
+                    run_step(s)
+                except proc.CommandError as exc:
+                    log.warning(
+                        "stopping the local cluster failed (%s); run `bisector cleanup`", tail(exc)
+                    )
+                    raise InfraError(
+                        f"the local cluster of slot {candidate.slot} was not stopped: "
+                        f"{tail(exc)}; run `bisector cleanup`"
+                    ) from None
+            self.record.remove(resource_id)
         with self._lock:
             idle = not self._running
         if idle:  # no cluster to disturb: builds ahead go at full speed (needs CAP_SYS_NICE)
-            pb.reprioritize(0)
+            pb.reprioritize(0, self._mark)
 
     # -- dry run -------------------------------------------------------------------------
     def plan(self, candidate: Candidate) -> list[str]:
@@ -630,6 +718,39 @@ def _launch_failed(layout: pc.Layout, reason: str) -> LaunchError:
     with contextlib.suppress(OSError):
         (layout.files.directory / "launch-error.txt").write_text(reason + "\n")
     return LaunchError(reason)
+
+
+# The apiserver's request counter: `apiserver_request_count` until 1.14 (labels verb,
+# resource, subresource, ...: apiserver/pkg/endpoints/metrics/metrics.go of 2017), then
+# `apiserver_request_total`. prometheus_client's parser names a counter's samples
+# `<family>_total`, so the 2017 one reads as `apiserver_request_count_total`.
+_REQUEST_COUNTERS = (
+    "apiserver_request_count_total",
+    "apiserver_request_count",
+    "apiserver_request_total",
+)
+_NODE_STATUS_WRITE = {"verb": "PATCH", "resource": "nodes", "subresource": "status"}
+
+
+def _node_status_writes(log_dir: Path) -> int | None:
+    """Node status PATCHes between the two /metrics snapshots; None when they cannot be
+    read or count none of them (the metric sources judge those files themselves)."""
+    try:
+        window = prom.Window(
+            prom.read_snapshot(log_dir / METRICS_BEFORE),
+            prom.read_snapshot(log_dir / METRICS_AFTER),
+        )
+        for name in _REQUEST_COUNTERS:
+            if window.after.of(name):
+                return round(prom.counter_increase(window, name, _NODE_STATUS_WRITE))
+    except InfraError:
+        return None
+    return None
+
+
+def _count(figures: dict[str, object], key: str) -> int:
+    value = figures.get(key, 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _load_figures(path: Path) -> dict[str, object]:

@@ -21,6 +21,7 @@ is written to `<eval>/build-fixes.json` for the report.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -227,27 +228,33 @@ def go_build_step(
 AHEAD_ENV = "BISECTOR_PROCS_BUILD_AHEAD"  # marks the processes of a build made ahead
 
 
-def nice(s: Step, level: int) -> Step:
+def ahead_mark(run_dir: Path) -> str:
+    """The value of AHEAD_ENV for one run's builds ahead: its run directory's hash, so one
+    run's teardown never re-prioritises another run's (or another clone's) builds."""
+    return hashlib.sha256(str(run_dir.absolute()).encode()).hexdigest()[:16]
+
+
+def nice(s: Step, level: int, mark: str) -> Step:
     """The same step at a lower CPU priority (builds ahead, while a cluster is measured),
-    its processes marked so `reprioritize` finds them."""
+    its processes marked with this run's `mark` so `reprioritize` finds them."""
     if level <= 0:
         return s
-    env = {**s.env, AHEAD_ENV: "1"}
+    env = {**s.env, AHEAD_ENV: mark}
     return Step(("nice", "-n", str(level), *s.cmd), s.cwd, env, s.timeout)
 
 
-def reprioritize(level: int) -> int:
-    """Set the CPU priority of every running build-ahead process (and the compilers it
-    starts from now on) to `level`: normal while no cluster is measured, low while one is.
+def reprioritize(level: int, mark: str) -> int:
+    """Set the CPU priority of this run's running build-ahead processes (those marked
+    `mark`) to `level`: normal while no cluster is measured, low while one is.
     Raising a priority needs CAP_SYS_NICE; without it a build ahead simply stays low.
     Returns how many processes were changed."""
-    mark = f"{AHEAD_ENV}=1".encode()
+    mark_bytes = f"{AHEAD_ENV}={mark}".encode()
     changed = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+            if mark_bytes not in (entry / "environ").read_bytes().split(b"\0"):
                 continue
             os.setpriority(os.PRIO_PROCESS, int(entry.name), level)
             changed += 1
@@ -268,6 +275,25 @@ def cached_binary(cache: BuildCache, key: str, name: str) -> Path | None:
         return None
     path = cache.entry(key) / OUTPUT_DIR / name
     return path if path.is_file() else None
+
+
+def stamp_file(binary: Path) -> Path:
+    """Beside a built binary: the commit its version was stamped with (-X gitCommit)."""
+    return binary.with_name(binary.name + ".commit")
+
+
+def write_stamp(binary: Path, commit: str) -> None:
+    stamp_file(binary).write_text(commit + "\n", encoding="utf-8")
+
+
+def read_stamp(binary: Path) -> str | None:
+    """The commit a (cached) binary reports at /version; None for an entry cached before
+    stamps were kept (it is built again: what it reports is not known)."""
+    try:
+        text = stamp_file(binary).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return text or None
 
 
 def run_build_step(s: Step, what: str, commit: str, log: Path | None = None) -> None:

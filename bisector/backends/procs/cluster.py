@@ -2,8 +2,9 @@
 
 A cluster is etcd, kube-apiserver, N hollow kubelets (kubemark --morph=kubelet) and the
 watch load generator, each a plain process in its own process group, started by a
-`Step` (`bash -c 'CMD </dev/null >LOG 2>&1 & echo $!'`: the one process door waits for
-bash, which leaves the daemon running and prints its pid). Every one of them carries
+`Step` (`bash -c '( CMD </dev/null >LOG 2>&1 & ...; wait ) & ...'`: the one process door
+waits for bash, which leaves the daemon running under a subshell that records its exit
+status, and prints its pid). Every one of them carries
 the cluster's tag in its environment (bisector.backends.procs.stop), which is how the
 teardown finds them all. Ports are free loopback ports; etcd's data and the hollow
 nodes' root directories (their dockershim sockets) live in one temporary directory,
@@ -22,7 +23,9 @@ import datetime as dt
 import json
 import os
 import random
+import re
 import shlex
+import signal
 import socket
 import ssl
 import sys
@@ -192,11 +195,26 @@ class Layout:
         )
 
 
+def exit_file(log: Path) -> Path:
+    """Where a daemon's exit status is written when it ends (beside its log)."""
+    return log.with_suffix(".exit")
+
+
 def daemon_step(
     cmd: Sequence[str | Path], log: Path, layout: Layout, env: dict[str, str] | None = None
 ) -> Step:
-    """Start `cmd` in the background (its own process group), output to `log`; prints its pid."""
-    script = f"{shlex.join(str(c) for c in cmd)} </dev/null >{shlex.quote(str(log))} 2>&1 & echo $!"
+    """Start `cmd` in the background, output to `log`; prints its pid. A waiting subshell
+    (its parent, tagged like it) writes its exit status to `exit_file(log)` when it ends,
+    so a skip can say how it ended (bash's `wait`: 128+N for signal N). The pid comes back
+    through `<log>.pid`: the one process door reads the output once bash has exited, and
+    the subshell outlives it."""
+    q = shlex.quote
+    pid = q(str(log.with_suffix(".pid")))
+    script = (
+        f"rm -f {pid}; ( {shlex.join(str(c) for c in cmd)} </dev/null >{q(str(log))} 2>&1 & "
+        f"echo $! >{pid}; wait $!; echo $? >{q(str(exit_file(log)))} ) >/dev/null 2>&1 & "
+        f"until [ -s {pid} ]; do sleep 0.01; done; cat {pid}"
+    )
     return step(
         "bash", "-c", script, env={TAG_ENV: layout.tag, **(env or {})}, timeout=SPAWN_TIMEOUT_S
     )
@@ -412,7 +430,7 @@ def served_commit(version_json: bytes) -> str | None:
         commit = json.loads(version_json).get("gitCommit")
     except (ValueError, AttributeError):
         return None
-    return commit if isinstance(commit, str) else None
+    return commit if isinstance(commit, str) and commit else None  # "" says no commit
 
 
 # -- what the processes used ----------------------------------------------------------
@@ -469,17 +487,68 @@ def sample(pids: Sequence[int], at: float) -> dict[int, Sample]:
     return taken
 
 
-def last_lines(path: Path, lines: int = 3, chars: int = 400) -> str:
-    """The end of a process's log, on one line, for a skip reason."""
+def how_it_ended(log: Path, wait_s: float = 2.0) -> str:
+    """`exit code N` or `killed by SIGNAME`, from the exit file its waiter writes (given
+    `wait_s` to appear: the waiter writes it just after the process is reaped)."""
+    path = exit_file(log)
+    deadline = time.monotonic() + wait_s
+    while True:
+        with contextlib.suppress(OSError):
+            text = path.read_text().strip()
+            if text.isdigit():
+                return describe_status(int(text))
+        if time.monotonic() >= deadline:
+            return "how it ended is not known: no exit status was recorded"
+        time.sleep(0.05)
+
+
+def describe_status(status: int) -> str:
+    """bash's `wait` status: 128+N is signal N; glog's Fatal exits 255, no signal."""
+    if status > 128:
+        with contextlib.suppress(ValueError):
+            return f"killed by {signal.Signals(status - 128).name}"
+    return f"exit code {status}"
+
+
+# What the system said, when it said so: the reason names it rather than its consequences.
+_SYSTEM_SAID = (
+    ("no space left", re.compile(r"no space left on device", re.I)),
+    ("too many open files", re.compile(r"too many open files", re.I)),
+)
+# An error line in the logs these programs write: glog's E/F severities (kube-apiserver,
+# kubemark: `E1201 12:00:00.000000 ...`), capnslog's C/E levels (etcd 3.x: `2017-06-01
+# 12:00:00.000000 C | etcdserver: create wal error: ...`), zap's JSON levels (etcd 3.5),
+# a Go panic or fatal error, and Python's (the load generator) traceback's last line.
+_ERROR_LINE = re.compile(
+    r"^[EF]\d{4} \d\d:\d\d:\d\d"
+    r"|^\d{4}-\d\d-\d\d[ T][\d:.]+\S* [CE] \| "
+    r'|"level":"(?:error|fatal|panic|dpanic)"'
+    r"|^panic: |^fatal error: "
+    r"|^[A-Za-z_.]*(?:Error|Exception): "
+)
+_SCAN_BYTES = 16 << 20  # how much of a log is searched for its first error line
+
+
+def first_error(path: Path, chars: int = 300) -> str:
+    """What a process's log says went wrong: the system's own words (`no space left`,
+    `too many open files`) with the first line saying them, else its first error line,
+    else its last line."""
     try:
         with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 8192))
-            text = handle.read().decode("utf-8", errors="replace")
+            text = handle.read(_SCAN_BYTES).decode("utf-8", errors="replace")
     except OSError:
-        return f"(no log at {path})"
-    kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
-    return " | ".join(kept)[-chars:] or f"({path.name} is empty)"
+        return f"no log at {path}"
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines:
+        return f"{path.name} is empty"
+    for said, pattern in _SYSTEM_SAID:
+        for line in lines:
+            if pattern.search(line):
+                return f"{said}: {line}"[:chars]
+    for line in lines:
+        if _ERROR_LINE.search(line):
+            return line[:chars]
+    return f"no error line; the last: {lines[-1]}"[:chars]
 
 
 def now_iso() -> str:

@@ -76,6 +76,7 @@ def stop_cluster(tag: str, remove: Sequence[Path] = (), grace_s: float = 10.0) -
     left = tagged(tag)
     if left:
         _signal(left, signal.SIGTERM)
+        _signal(left, signal.SIGCONT)  # a stopped process (SIGSTOP) acts on the TERM only then
         left = _wait_gone(tag, grace_s)
     for _ in range(3):  # a dying process may have forked meanwhile
         if not left:

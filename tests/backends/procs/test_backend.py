@@ -98,7 +98,7 @@ def test_builds_are_cached_by_tree_and_use_gopath_mode_with_trimpath(
     assert len(builds) == 1 and "-o" in builds[0] and "./cmd/kube-apiserver" in builds[0]
     # GOPATH mode: Go runs in GOPATH/src/k8s.io/kubernetes, a link to the worktree.
     assert builds[0].endswith("/src/k8s.io/kubernetes")
-    binary = backend._binaries[first.commit]
+    binary = backend._binaries[first.commit].binary
     header = binary.read_text()
     assert "'GO111MODULE': 'off'" in header and "'GOFLAGS': '-trimpath'" in header
     assert "'CGO_ENABLED': '0'" in header and f"COMMIT = {first.commit!r}" in header
@@ -106,7 +106,7 @@ def test_builds_are_cached_by_tree_and_use_gopath_mode_with_trimpath(
     again = world.candidate(2, "wt-b")
     backend.build(again)
     assert len([c for c in calls.read_text().splitlines() if c.startswith("build ")]) == 1
-    assert backend._binaries[again.commit] == binary
+    assert backend._binaries[again.commit].binary == binary
 
 
 def test_a_build_ahead_runs_niced_and_is_found_by_the_evaluation(
@@ -141,8 +141,8 @@ def test_build_fixes_apply_in_their_range_only_and_are_listed(world: ProcsWorld)
     assert json.loads((old.eval_dir / "build-fixes.json").read_text()) == []
     listed_fixes = json.loads((new.eval_dir / "build-fixes.json").read_text())
     assert [f["name"] for f in listed_fixes] == ["add-fixed"]
-    assert "FIXED = True" in backend._binaries[new.commit].read_text()
-    assert "FIXED = False" in backend._binaries[old.commit].read_text()
+    assert "FIXED = True" in backend._binaries[new.commit].binary.read_text()
+    assert "FIXED = False" in backend._binaries[old.commit].binary.read_text()
     # The fix touched the scratch worktree only, never the repository's own checkout.
     assert not (world.repo.path / "FIXED").exists()
 

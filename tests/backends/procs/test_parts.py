@@ -374,8 +374,9 @@ def test_ports_are_free_distinct_and_outside_the_ephemeral_range(tmp_path: Path)
 
 
 def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None:
-    marked = pb.nice(step("sleep", "30"), 10)
-    assert marked.cmd[:3] == ("nice", "-n", "10") and marked.env[pb.AHEAD_ENV] == "1"
+    mark = pb.ahead_mark(Path("/some/run"))
+    marked = pb.nice(step("sleep", "30"), 10, mark)
+    assert marked.cmd[:3] == ("nice", "-n", "10") and marked.env[pb.AHEAD_ENV] == mark
     env = {**os.environ, **marked.env}
     ahead = subprocess.Popen(list(marked.cmd), env=env)
     other = subprocess.Popen(["sleep", "30"])
@@ -385,11 +386,11 @@ def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None
         while os.getpriority(os.PRIO_PROCESS, ahead.pid) != min(19, base + 10):
             assert time.monotonic() < deadline, "nice did not start sleep"
             time.sleep(0.01)
-        assert pb.reprioritize(19) >= 1  # lower: anyone may
+        assert pb.reprioritize(19, mark) >= 1  # lower: anyone may
         assert os.getpriority(os.PRIO_PROCESS, ahead.pid) == 19
         assert os.getpriority(os.PRIO_PROCESS, other.pid) == base  # unmarked: untouched
         if os.geteuid() == 0:  # raising a priority needs CAP_SYS_NICE
-            pb.reprioritize(0)
+            pb.reprioritize(0, mark)
             assert os.getpriority(os.PRIO_PROCESS, ahead.pid) == 0
     finally:
         for p in (ahead, other):
