@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -58,6 +59,10 @@ MIN_RAN_S = 1.0
 # as a flag it logs at start, or written first by a log replayer.
 LAUNCH_ID_MARK = b"bisector-launch-id="
 _LAUNCH_ID = re.compile(rb"bisector-launch-id=([0-9a-f]{8,64})")
+# A log's first bytes identify it: two launches' logs never begin alike (their first
+# lines carry their own microsecond times), so a log that begins as an earlier
+# evaluation's did is that evaluation's file.
+HEAD_BYTES = 4096
 # Garbled lines may have been the metric's own lines: past this share of the log, its
 # counts cannot be trusted either way.
 MAX_GARBLED_SHARE = 0.01
@@ -72,6 +77,20 @@ _MACHINE_TROUBLE = re.compile(
 
 
 @dataclass(frozen=True)
+class LogSeen:
+    """An earlier evaluation's log, as far as telling a later log from it needs."""
+
+    ended_at: float  # wall time (this machine) the evaluation ended
+    start: float | None = None  # the log's window, on the log's clock
+    end: float | None = None
+    head: str = ""  # digest of its first HEAD_BYTES (Measurement.head)
+
+
+def _no_earlier() -> Sequence[LogSeen]:
+    return ()
+
+
+@dataclass(frozen=True)
 class WindowRule:
     """What an evaluation's log must cover, and show, to be a measurement.
 
@@ -83,7 +102,10 @@ class WindowRule:
       names launch ids (LAUNCH_ID_MARK) must name this launch's and no other; one that
       names none must, on the wall clock, start after this launch began (less
       LAUNCH_CLOCK_ALLOWANCE_S): a file left by an earlier cluster on the path collect
-      copies, or one appended to across launches, starts before. A log on another clock
+      copies, or one appended to across launches, starts before. The allowance is for
+      clock skew only: a log that begins as an earlier evaluation's log began (`head`),
+      or begins before the end of the log of an evaluation that ended before this launch
+      began (`earlier`), is that evaluation's, however recent. A log on another clock
       (simulated, replayed) that names no launch cannot be told from another's: a skip.
     * Coverage: the measured time from launch-ready to collect (`Measurement.ran_s`: the
       warmup as it really ran, fixed, ended by a workload or by an early verdict) is what
@@ -100,6 +122,9 @@ class WindowRule:
     times_required: bool = False  # a log without timestamps is no measurement
     own_logs: bool = False  # the backend writes each evaluation's log itself (the sim)
     by_run: bool = True  # a wall-clock run's own length is the measure (not early goods)
+    # The logs of the evaluations before this one (this run's and the cache's), read when
+    # the log is judged: one that ended while this one built counts too.
+    earlier: Callable[[], Sequence[LogSeen]] = _no_earlier
 
     @property
     def min_span_s(self) -> float:
@@ -110,9 +135,7 @@ class WindowRule:
         but a log that needed timestamps still does (without them it cannot be told from
         a stale or restarted one), and it must still be this launch's."""
         needs_times = self.times_required or self.min_span_s > 0
-        return WindowRule(
-            0.0, self.real_time, times_required=needs_times, own_logs=self.own_logs, by_run=False
-        )
+        return dataclasses.replace(self, expected_s=0.0, times_required=needs_times, by_run=False)
 
 
 @dataclass
@@ -141,6 +164,7 @@ class Measurement:
     trajectory: list[list[float]] = field(default_factory=list)
     launched_at: float = 0.0  # wall time the (last) launch attempt began
     ran_s: float | None = None  # launch-ready to collect: how long the cluster ran
+    head: str = ""  # digest of the log's first HEAD_BYTES: the same file read again?
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,6 +234,7 @@ def _score(
         return
     m.metrics = dict(scores.metrics)
     m.window = log_window(scores)
+    m.head = log_head(logs)
     value = metric_value(scores, metric)
     if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"
@@ -313,8 +338,29 @@ def _launch_problem(m: Measurement, rule: WindowRule, launch_id: str) -> str | N
                 f"(allowing {LAUNCH_CLOCK_ALLOWANCE_S:g}s of clock difference): a file left "
                 "by an earlier candidate's cluster?"
             )
-        return None
+        return _earlier_log_problem(m, start, rule.earlier())
     return _unprovable(m, launch_id)
+
+
+def _earlier_log_problem(m: Measurement, start: float, earlier: Sequence[LogSeen]) -> str | None:
+    """Whether the log is an earlier evaluation's: it begins as that one's log began, or
+    before that one's log ended although that evaluation ended before this launch began
+    (the clock allowance is for skew, not for a file an apiserver that never started left)."""
+    for seen in earlier:
+        if m.head and seen.head == m.head:
+            return (
+                "stale log: it begins with the same lines as an earlier evaluation's log "
+                "(the file left by an earlier candidate's cluster: its apiserver never wrote?)"
+            )
+        if seen.ended_at > m.launched_at or seen.end is None:
+            continue  # ran alongside this one (another slot): its times say nothing here
+        if start <= seen.end:
+            return (
+                f"stale log: it begins {format_duration(seen.end - start)} before the end of "
+                "the log of an evaluation that ended before this launch began (the file left "
+                "by an earlier candidate's cluster: its apiserver never wrote?)"
+            )
+    return None
 
 
 def _stale_source_problem(m: Measurement, rule: WindowRule, metric: str) -> str | None:
@@ -347,6 +393,30 @@ def _unprovable(m: Measurement, launch_id: str) -> str:
         "cannot tell this log is this launch's: its clock is not this machine's (a "
         f"simulated or replayed log){shows}; have the launch write $BISECTOR_LAUNCH_ID "
         f"into it ({LAUNCH_ID_MARK.decode()}<id>)"
+    )
+
+
+def log_head(logs: Sequence[str]) -> str:
+    """Digest of the first HEAD_BYTES of the first log (gzip or plain); "" if unreadable."""
+    if not logs:
+        return ""
+    try:
+        with open_source(resolve(logs[0])) as fh:
+            head = fh.read(HEAD_BYTES)
+    except (BisectorError, OSError):
+        return ""
+    return hashlib.sha256(head).hexdigest()[:32] if head else ""
+
+
+def seen_log(m: Measurement) -> LogSeen:
+    """What a later evaluation needs of `m`'s log to tell its own from it."""
+    window = m.window or {}
+    start, end = window.get("start"), window.get("end")
+    return LogSeen(
+        m.started_at + m.duration_s,
+        float(start) if isinstance(start, (int, float)) else None,
+        float(end) if isinstance(end, (int, float)) else None,
+        m.head,
     )
 
 
