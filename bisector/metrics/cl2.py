@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.errors import CollectError
+from bisector.metrics.prometheus import read_bounded
 
 MAX_SUMMARY_BYTES = 64 << 20
 
@@ -138,9 +139,7 @@ def read_dir(directory: Path, prefix: str, labels: Mapping[str, str], key: str) 
     name = pick_file(names, prefix, str(directory))
     path = directory / name
     try:
-        if path.stat().st_size > MAX_SUMMARY_BYTES:
-            raise CollectError(f"{path} is larger than any CL2 summary")
-        text = path.read_bytes()
+        text = read_bounded(path, MAX_SUMMARY_BYTES, "CL2 summary")
     except OSError as exc:
         raise CollectError(f"{path} cannot be read: {exc}") from None
     return value_from(text, name, labels, key)

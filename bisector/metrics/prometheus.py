@@ -105,17 +105,27 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
     return snapshot
 
 
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """At most `limit` bytes of `path`, read as a stream: a FIFO (`<(curl ...)`) or a
+    device has no size to check first, and /dev/zero never ends. CollectError past it."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise CollectError(
+            f"{path} holds more than {limit >> 20} MiB: larger than any {what} (an endless "
+            "input such as /dev/zero, or the wrong file?); pass the file itself"
+        )
+    return data
+
+
 def read_snapshot(path: Path) -> Snapshot:
     try:
-        size = path.stat().st_size
-        if size > MAX_SNAPSHOT_BYTES:
-            raise CollectError(f"{path} is {size} bytes: larger than any /metrics page")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = read_bounded(path, MAX_SNAPSHOT_BYTES, "/metrics page")
     except FileNotFoundError:
         raise CollectError(f"no metrics snapshot at {path}") from None
     except OSError as exc:
         raise CollectError(f"{path} cannot be read: {exc}") from None
-    return parse_snapshot(text, str(path))
+    return parse_snapshot(data.decode("utf-8", errors="replace"), str(path))
 
 
 @dataclass(frozen=True)
