@@ -123,9 +123,12 @@ def prometheus_value(
     selector = dict(metric.labels)
     if metric.kind == "counter":
         assert before is not None
-        return prometheus.counter_increase(
-            prometheus.Window(before, after), family, selector
-        ), family
+        window = prometheus.Window(before, after)
+        absent_is_zero = metric.absent == "zero"
+        increase = prometheus.counter_increase(
+            window, family, selector, absent_is_zero=absent_is_zero
+        )
+        return increase, family
     assert metric.quantile is not None
     if metric.kind == "histogram":
         assert before is not None
