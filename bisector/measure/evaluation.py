@@ -380,6 +380,12 @@ def _stale_source_problem(m: Measurement, rule: WindowRule, metric: str) -> str 
     before = m.launched_at - started
     if before <= LAUNCH_CLOCK_ALLOWANCE_S:
         return None
+    if source.get("source") == "cl2":  # a summary written before this launch: another's
+        return (
+            f"stale metrics: {metric} was read from a CL2 summary written "
+            f"{format_duration(before)} before this launch began ({source.get('from')}): an "
+            "earlier launch's report left in the report directory?"
+        )
     return (
         f"stale metrics: {metric} was read from a process that started "
         f"{format_duration(before)} before this launch began ({source.get('from')}): an "

@@ -22,16 +22,22 @@ reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from bisector.errors import CollectError
 from bisector.metrics.prometheus import read_bounded
 
 MAX_SUMMARY_BYTES = 64 << 20
+# The time CL2 wrote a summary, last in its name: Go's time.RFC3339 of SummaryTime()
+# (simple_test_executor.go: strings.Join([name, test, time.Format(time.RFC3339)], "_")).
+_WRITTEN = re.compile(r"_(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:\d{2}))\.[^.]+$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,7 @@ class Cl2Reading:
     value: float
     file: str  # the summary's file name
     unit: str | None  # the data item's unit ("ms"), None for throughput
+    written: float | None = None  # epoch s the summary was written (its name, else its mtime)
 
 
 def matching_files(names: Sequence[str], prefix: str) -> list[str]:
@@ -128,6 +135,17 @@ def _number(data: Mapping[str, object], key: str, name: str) -> float:
     return float(value)
 
 
+def summary_time(name: str) -> float | None:
+    """Epoch seconds of the RFC3339 time in a summary's file name; None without one."""
+    found = _WRITTEN.search(name)
+    if found is None:
+        return None
+    try:
+        return datetime.fromisoformat(found.group(1)).timestamp()
+    except ValueError:
+        return None
+
+
 def read_dir(directory: Path, prefix: str, labels: Mapping[str, str], key: str) -> Cl2Reading:
     """The value from the one summary `prefix`* in `directory` (a CL2 --report-dir)."""
     try:
@@ -140,6 +158,11 @@ def read_dir(directory: Path, prefix: str, labels: Mapping[str, str], key: str) 
     path = directory / name
     try:
         text = read_bounded(path, MAX_SUMMARY_BYTES, "CL2 summary")
+        written = summary_time(name)
+        if written is None:
+            written = path.stat().st_mtime
     except OSError as exc:
         raise CollectError(f"{path} cannot be read: {exc}") from None
-    return value_from(text, name, labels, key)
+    # When it was written: an evaluation holds it to its launch (another launch's summary
+    # left in the report dir is stale), as it holds the log.
+    return dataclasses.replace(value_from(text, name, labels, key), written=written)
