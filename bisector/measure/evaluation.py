@@ -46,6 +46,9 @@ MIN_COVERAGE = 0.5
 # difference between this machine's clock and the cluster's (NTP keeps them far closer;
 # a log left by an earlier candidate started at least a build and a warmup earlier).
 LAUNCH_CLOCK_ALLOWANCE_S = 10.0
+# Log times may be whole seconds (a truncated stamp): a log starting within this long of
+# an earlier evaluation's end may be the next launch's own.
+LOG_TIME_RESOLUTION_S = 1.0
 # A log whose times are within this long of the launch is on the wall clock: its start
 # says whether it is this launch's. Logs further off keep simulated or replayed time (the
 # sim's 2017 clock), which says nothing of which launch wrote them.
@@ -347,18 +350,30 @@ def _earlier_log_problem(m: Measurement, start: float, earlier: Sequence[LogSeen
     before that one's log ended although that evaluation ended before this launch began
     (the clock allowance is for skew, not for a file an apiserver that never started left)."""
     for seen in earlier:
-        if m.head and seen.head == m.head:
+        if seen.ended_at > m.launched_at:
+            continue  # ran alongside this one (another slot): its log says nothing here
+        # Two launches' logs begin alike only if their stamps cannot tell them apart: one
+        # that ended a stamp's resolution before this launch began wrote its first lines
+        # before this launch's could be written.
+        if (
+            m.head
+            and seen.head == m.head
+            and seen.ended_at <= m.launched_at - LOG_TIME_RESOLUTION_S
+        ):
             return (
                 "stale log: it begins with the same lines as an earlier evaluation's log "
                 "(the file left by an earlier candidate's cluster: its apiserver never wrote?)"
             )
-        if seen.ended_at > m.launched_at or seen.end is None:
-            continue  # ran alongside this one (another slot): its times say nothing here
-        if start <= seen.end:
+        if seen.end is None:
+            continue
+        # That log ended by the time its evaluation did (a log's times past its collect
+        # are a replay's, not the wall clock's): begun before then, it is that one's.
+        ended = min(seen.end, seen.ended_at)
+        if start < ended - LOG_TIME_RESOLUTION_S:
             return (
-                f"stale log: it begins {format_duration(seen.end - start)} before the end of "
-                "the log of an evaluation that ended before this launch began (the file left "
-                "by an earlier candidate's cluster: its apiserver never wrote?)"
+                f"stale log: it begins {format_duration(ended - start)} before an earlier "
+                "evaluation's log ended, and that evaluation ended before this launch began "
+                "(the file left by an earlier candidate's cluster: its apiserver never wrote?)"
             )
     return None
 

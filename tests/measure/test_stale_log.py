@@ -53,7 +53,7 @@ def _config(directory: Path) -> Path:
     tools.mkdir(parents=True)
     scripts = {"launch": _LAUNCH, "collect": _COLLECT.format(conflict=_text(CONFLICT),
                                                             write=_text(WRITE))}  # fmt: skip
-    lines = ["[run]", 'backend = "local"', 'metric = "conflicts"', 'warmup = "1s"']
+    lines = ["[run]", 'backend = "local"', 'metric = "conflicts"', 'warmup = "2s"']
     lines += ["", "[backends.local]"]
     for step, body in scripts.items():
         script = tools / f"{step}.sh"
@@ -104,11 +104,12 @@ def _rule(*earlier: LogSeen) -> WindowRule:
 
 
 def test_a_log_begun_inside_an_ended_evaluations_log_is_stale() -> None:
-    """Begun 3 s before this launch (inside the clock allowance) but before the end of the
-    log of an evaluation that ended 1 s before this launch began: that evaluation's."""
+    """Begun 5 s before this launch (inside the clock allowance) but 3 s before the end of
+    the log of an evaluation that ended 1 s before this launch began: that evaluation's
+    (its log appended to, or a later part of it; the very same file is its head's)."""
     now = 1_800_000_000.0
-    previous = LogSeen(ended_at=now - 1, start=now - 3, end=now - 2, head="other")
-    m = _measured(now, now - 3, now - 2)
+    previous = LogSeen(ended_at=now - 1, start=now - 5, end=now - 2, head="other")
+    m = _measured(now, now - 5, now - 2)
     assert "stale log" in (_window_problem(m, _rule(previous)) or "")
     assert _window_problem(m, _rule()) is None  # the allowance alone let it through
 
@@ -125,9 +126,12 @@ def test_an_evaluation_alongside_this_one_does_not_make_its_log_stale() -> None:
 def test_a_log_that_begins_as_an_earlier_ones_did_is_stale() -> None:
     """The same first lines (the same file copied again), whatever its times say."""
     now = 1_800_000_000.0
-    previous = LogSeen(ended_at=now + 60, head="abc")
+    previous = LogSeen(ended_at=now - 30, head="abc")
     m = _measured(now, now + 1, now + 40, head="abc")
     assert "same lines" in (_window_problem(m, _rule(previous)) or "")
+    # Ended within a stamp's resolution of this launch: whole-second stamps may match.
+    just_before = LogSeen(ended_at=now - 0.2, head="abc")
+    assert _window_problem(m, _rule(just_before)) is None
 
 
 def test_log_head_is_the_same_for_the_same_first_bytes_only(tmp_path: Path) -> None:
@@ -137,3 +141,13 @@ def test_log_head_is_the_same_for_the_same_first_bytes_only(tmp_path: Path) -> N
     three.write_text("I1204 17:00:00.000002 a\n" * 400)
     assert log_head([str(one)]) == log_head([str(two)])
     assert log_head([str(one)]) != log_head([str(three)])
+
+
+def test_a_replayed_earlier_log_reaching_past_its_evaluation_does_not_make_this_one_stale() -> None:
+    """A fake cluster whose logs span 30 minutes written in a moment (times past the
+    evaluation's end: a replay's timeline): the next launch's log starts after that
+    evaluation ended, so it is its own."""
+    now = 1_800_000_000.0
+    previous = LogSeen(ended_at=now - 0.5, start=now - 1, end=now + 1799, head="other")
+    m = _measured(now, now, now + 1800)
+    assert _window_problem(m, _rule(previous)) is None
