@@ -66,9 +66,13 @@ _LAUNCH_ID = re.compile(rb"bisector-launch-id=([0-9a-f]{8,64})")
 # lines carry their own microsecond times), so a log that begins as an earlier
 # evaluation's did is that evaluation's file.
 HEAD_BYTES = 4096
-# Garbled lines may have been the metric's own lines: past this share of the log, its
-# counts cannot be trusted either way.
-MAX_GARBLED_SHARE = 0.01
+# Garbled lines (bisector.logs.records: impossible times, binary bytes, over-long lines)
+# may have been the metric's own lines. klog writes each line whole, under a lock: a
+# healthy file holds at most one it did not finish (cut where it was copied mid-write).
+# More is damage, and damage does not choose which lines it hits: a share of the log
+# (1 % of a million lines is 10,000, more than a bad commit's 409s) would let it hide
+# the metric. So the bound is a count: one per log file.
+MAX_GARBLED_PER_FILE = 1
 # A build that failed says the tree does not build, unless its output says the machine
 # was the trouble (a full disk, memory, a timeout, a kill, the network).
 _MACHINE_TROUBLE = re.compile(
@@ -260,7 +264,7 @@ def _score(
         rule = rule.coverage_waived()
         m.early_verdict = "good"
     why_not = (
-        _garbled_problem(scores)
+        _garbled_problem(scores, len(logs))
         or _window_problem(m, rule, launch_id)
         or _stale_source_problem(m, rule, metric)
     )
@@ -278,14 +282,16 @@ def _score(
     m.value = value
 
 
-def _garbled_problem(scores: Scores) -> str | None:
+def _garbled_problem(scores: Scores, files: int) -> str | None:
     lines = scores.metrics.get("lines")
     garbled = scores.unparsable_lines
-    if not garbled or not isinstance(lines, int) or garbled <= MAX_GARBLED_SHARE * lines:
+    if garbled <= MAX_GARBLED_PER_FILE * max(1, files):
         return None
+    shown = f" of {lines}" if isinstance(lines, int) else ""
     return (
-        f"log cannot be trusted: {garbled} of {lines} lines are garbled (impossible times, "
-        "binary data, cut lines); the metric's own lines may be among them"
+        f"log cannot be trusted: {garbled}{shown} lines are garbled (impossible times, "
+        "binary data, over-long lines; a healthy log has at most a cut last line); the "
+        "metric's own lines may be among them"
     )
 
 
