@@ -3,14 +3,20 @@ behaviour, so the one-line bug that loosens it fails here."""
 
 from __future__ import annotations
 
+import time as _time
 from pathlib import Path
 
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.errors import LaunchError
+from bisector.logs import score_logs
+from bisector.measure import evaluation
+from bisector.measure.early import EarlyStop, rescoring
+from bisector.measure.evaluation import WindowRule, evaluate_candidate
 from tests.helpers.local_backend import CONFLICT, WRITE
-from tests.measure.test_measure import FakeBackend
+from tests.measure.test_early import GrowingBackend
+from tests.measure.test_measure import LAUNCH, FakeBackend, ReplayBackend
 
 GARBLED = "\x8f\x01\x02 torn bytes \x00 of a damaged file"
 
@@ -41,3 +47,97 @@ def test_a_log_with_more_garbled_lines_than_a_cut_one_is_not_scored(
     else:
         assert m.value is None, m
         assert m.reason is not None and "garbled" in m.reason, m.reason
+
+
+# -- a launch retried: the log must be the last attempt's ---------------------------------
+
+
+class _Clock:
+    """Wall time the evaluation reads (`time.time`), moved on by the backend; the
+    monotonic clock stays real (durations)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return _time.monotonic()
+
+
+class FirstAttemptLogBackend(ReplayBackend):
+    """The first launch attempt starts an apiserver that writes its log, then gives up
+    after a minute (a node never ready); the second attempt's apiserver crashes at start
+    and writes nothing: collect copies the first attempt's log, the only one there."""
+
+    def __init__(self, clock: _Clock) -> None:
+        super().__init__()
+        self.clock = clock
+        self.attempts = 0
+        self.log = ""
+
+    def launch(self, candidate: Candidate) -> None:
+        self.attempts += 1
+        if self.attempts == 1:
+            start = self.clock.now + 1
+            self.log = _wall(start, 409) * 5 + _wall(start + 20, 200)
+            self.clock.now += 60
+            raise LaunchError("hollow nodes not ready after 1m")
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        candidate.log_dir.mkdir(parents=True, exist_ok=True)
+        log = candidate.log_dir / "kube-apiserver.log"
+        log.write_text(self.log)
+        return [log]
+
+
+def _wall(when: float, status: int) -> str:
+    stamp = _time.strftime("%m%d %H:%M:%S", _time.gmtime(when))
+    return (
+        f"I{stamp}.{int(when % 1 * 1e6):06d}       7 wrap.go:42] PATCH /api/v1/nodes/n-1/status:"
+        f" (3.1ms) {status} [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.0.0.5:3]\n"
+    )
+
+
+def test_a_failed_launch_attempts_log_is_stale_for_the_attempt_that_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log began a second after the first attempt, 59 s before the second: the
+    second attempt's launch time is what it must follow, not the first's."""
+    clock = _Clock(_time.time())
+    monkeypatch.setattr(evaluation, "time", clock)
+    backend = FirstAttemptLogBackend(clock)
+    candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
+    m = evaluate_candidate(backend, candidate, metric="conflicts",
+                           window=WindowRule(real_time=True))  # fmt: skip
+    assert m.launch_attempts == 2
+    assert m.value is None, m
+    assert m.reason is not None and m.reason.startswith("stale log: it starts 59"), m.reason
+
+
+# -- a skip keeps no early verdict -------------------------------------------------------
+
+
+def test_a_run_ended_early_as_bad_whose_log_is_then_a_skip_keeps_no_early_verdict(
+    tmp_path: Path,
+) -> None:
+    """The look passed the threshold (an early bad verdict), but the collected log is
+    damaged: a skip, and neither `stopped_early` nor `early_verdict` may say otherwise
+    (the report and the safety net read them as a verdict)."""
+
+    class Damaged(GrowingBackend):
+        def collect(self, candidate: Candidate) -> list[Path]:
+            logs = super().collect(candidate)
+            with logs[0].open("a") as f:
+                f.write((GARBLED + "\n") * 3)
+            return logs
+
+    backend = Damaged(100)
+    early = EarlyStop("conflicts", 250.0, 10.0, backend.total_s, rescoring(score_logs))
+    m = evaluate_candidate(backend, Candidate("c" * 40, tmp_path, tmp_path / "eval"),
+                           metric="conflicts", window=WindowRule(120.0), early=early,
+                           partial=backend)  # fmt: skip
+    assert "step 30" in backend.steps and "step 120" not in backend.steps  # it ended early
+    assert m.value is None and m.reason is not None and "garbled" in m.reason, m
+    assert m.early_verdict is None and m.stopped_early is None
