@@ -455,10 +455,16 @@ def _launch_ids(logs: list[str], chunk: int = 1 << 20) -> set[str]:
         try:
             with open_source(resolve(path)) as fh:
                 carry = b""
-                while block := fh.read(chunk):
+                while True:
+                    block = fh.read(chunk)
                     data = carry + block
-                    if LAUNCH_ID_MARK in data:
-                        found.update(m.decode() for m in _LAUNCH_ID.findall(data))
+                    for match in _LAUNCH_ID.finditer(data):
+                        # An id running to the chunk's end may go on in the next one:
+                        # read whole from the carried tail then, never half.
+                        if not block or match.end() < len(data):
+                            found.add(match.group(1).decode())
+                    if not block:
+                        break
                     carry = data[-tail:]
         except (BisectorError, OSError):
             continue  # the scorer already said what is wrong with an unreadable file

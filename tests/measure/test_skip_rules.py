@@ -3,6 +3,7 @@ behaviour, so the one-line bug that loosens it fails here."""
 
 from __future__ import annotations
 
+import gzip
 import time as _time
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from bisector.errors import LaunchError
 from bisector.logs import score_logs
 from bisector.measure import evaluation
 from bisector.measure.early import EarlyStop, rescoring
-from bisector.measure.evaluation import WindowRule, evaluate_candidate
+from bisector.measure.evaluation import WindowRule, _launch_ids, evaluate_candidate
 from tests.helpers.local_backend import CONFLICT, WRITE
 from tests.measure.test_early import GrowingBackend
 from tests.measure.test_measure import LAUNCH, FakeBackend, ReplayBackend
@@ -141,3 +142,24 @@ def test_a_run_ended_early_as_bad_whose_log_is_then_a_skip_keeps_no_early_verdic
     assert "step 30" in backend.steps and "step 120" not in backend.steps  # it ended early
     assert m.value is None and m.reason is not None and "garbled" in m.reason, m
     assert m.early_verdict is None and m.stopped_early is None
+
+
+# -- a launch id split across the reader's chunks ------------------------------------------
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_a_launch_id_split_across_read_chunks_is_found_whole(tmp_path: Path, gz: bool) -> None:
+    """Every place the chunk boundary can fall, in the mark or in the id: the id is
+    found, whole, and nothing else (half an id is another launch's, to the rule)."""
+    launch = "0123456789abcdef0123456789abcdef"
+    line = f"I0602 05:51:09.000000       7 server.go:105] bisector-launch-id={launch}\n"
+    chunk = 64
+    for cut in range(len(line)):
+        text = "x" * (chunk - cut) + "\n" + line + "I0602 05:51:10.000000 7 wrap.go:42] end\n"
+        path = tmp_path / f"{cut}.log"
+        if gz:
+            path = path.with_suffix(".log.gz")
+            path.write_bytes(gzip.compress(text.encode()))
+        else:
+            path.write_text(text)
+        assert _launch_ids([str(path)], chunk=chunk) == {launch}, cut
