@@ -16,7 +16,7 @@ from bisector.measure import evaluation
 from bisector.measure.early import EarlyStop, rescoring
 from bisector.measure.evaluation import WindowRule, _launch_ids, evaluate_candidate
 from tests.helpers.local_backend import CONFLICT, WRITE
-from tests.measure.test_early import GrowingBackend
+from tests.measure.test_early import T0, GrowingBackend, _line
 from tests.measure.test_measure import LAUNCH, FakeBackend, ReplayBackend
 
 GARBLED = "\x8f\x01\x02 torn bytes \x00 of a damaged file"
@@ -163,3 +163,29 @@ def test_a_launch_id_split_across_read_chunks_is_found_whole(tmp_path: Path, gz:
         else:
             path.write_text(text)
         assert _launch_ids([str(path)], chunk=chunk) == {launch}, cut
+
+
+# -- boundaries ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("span", "scored"),
+    [(240.0, False), (299.0, False), (300.0, True), (600.0, True)],
+    ids=["240s", "299s", "300s-the-bound", "600s"],
+)
+def test_a_log_shorter_than_half_the_endpoints_logs_is_cut_short(
+    tmp_path: Path, span: float, scored: bool
+) -> None:
+    """The endpoints' logs cover 600 s and the run took no time of its own (a warmup of
+    0): a log must cover MIN_COVERAGE (half) of 600 s. 240 s is an apiserver restarted
+    or a log cut short: no value."""
+    lines = _line(T0, 200) + _line(T0 + span / 2, 409) * 5 + _line(T0 + span, 200)
+    backend = FakeBackend(lines=lines)
+    m = evaluate_candidate(backend, Candidate("a" * 40, tmp_path, tmp_path / "eval"),
+                           metric="conflicts", window=WindowRule(600.0))  # fmt: skip
+    if scored:
+        assert m.value == 5 and m.reason is None, m.reason
+    else:
+        assert m.value is None, m
+        shown = f"{int(span) // 60}m{int(span) % 60:02d}s"
+        assert m.reason == f"log covers {shown} of 10m00s: apiserver restarted or log cut short"
