@@ -164,3 +164,25 @@ def test_with_a_mark_in_the_run_an_inferred_branch_tip_is_measured_again(tmp_pat
     assert (TIP, "confirm") in marked.measured
     assert not out.confirmed
     assert any("without a run of its own" in p for p in out.problems)
+
+
+def test_with_a_mark_in_the_run_an_inferred_first_parent_of_a_merge_is_measured_again(
+    tmp_path: Path,
+) -> None:
+    """The culprit sits inside a merge the first-parent search descended into; the
+    merge's first parent was good by git's inference alone: with a mark in the run it is
+    measured again (and the merge itself, bad with a run of its own, is not)."""
+    merge, before = "m" * 40, "f" * 40
+    runs = {
+        CULPRIT: [_full_run(CULPRIT, 40)],
+        PARENT: [_full_run(PARENT, 2)],
+        merge: [_full_run(merge, 40)],
+    }
+    evaluator = _Evaluator({}, runs)
+    b = _bisection(tmp_path, evaluator)
+    cast(_Repo, b.repo).parents[merge] = (before, CULPRIT)
+    append_line(b.journal.path, Mark(OTHER, "bad", "by hand").to_json())
+    out = confirm(b, Found(CULPRIT), [merge], 10.0)
+    assert (before, "confirm") in evaluator.measured
+    assert (merge, "confirm") not in evaluator.measured
+    assert out.confirmed
