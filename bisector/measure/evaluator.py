@@ -253,7 +253,8 @@ class Evaluator:
     def window_rule(self) -> WindowRule:
         """What a log must cover and show (bisector.measure.evaluation.WindowRule): a run that
         took time of its own is held to that; the endpoints' logs are the fallback."""
-        return WindowRule(self.reference_span_s or 0.0, self.settings.real_time_logs)
+        span, real_time = self.reference_span_s or 0.0, self.settings.real_time_logs
+        return WindowRule(span, real_time, earlier=self.journal.logs_seen)
 
     def measure(self, job: Job, slot: int = 0, early_threshold: float | None = None) -> Measurement:
         """One evaluation of `job.commit`; with `early_threshold`, it may end early."""

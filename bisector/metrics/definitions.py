@@ -12,6 +12,8 @@ key = "Perc99"
 source = "prometheus"
 counter = "apiserver_terminated_watchers_total"  # or histogram = / summary = ; a list: the
 labels = { resource = "nodes" }                  # first name the snapshot has is read
+absent = "zero"                                  # a counter in neither snapshot: "skip"
+                                                 # (default: absent is not zero) or "zero"
 
 [metrics.patch_nodes_p99_ms]
 source = "prometheus"
@@ -41,6 +43,7 @@ from bisector.metrics.prometheus import UNIT_SCALE
 SOURCES = ("log", "cl2", "prometheus", "process")
 PROCESS_VALUES = ("cpu_s", "peak_rss_bytes", "peak_rss_mib")
 PROMETHEUS_KINDS = ("counter", "histogram", "summary")
+ABSENT = ("skip", "zero")  # what a counter in neither snapshot means
 Labels = tuple[tuple[str, str], ...]
 
 
@@ -68,6 +71,9 @@ class PrometheusMetric:
     unit: str | None = None  # s | ms | us: the value is converted to it
     worse: Worse = "higher"
     source: str = "prometheus"
+    # A counter in neither snapshot: "skip" (absent is not zero: a commit before the one
+    # that added the metric prints nothing either) or "zero" (declared: nothing happened).
+    absent: str = "skip"
 
     def describe(self) -> str:
         shown = ",".join(f'{k}="{v}"' for k, v in self.labels)
@@ -130,7 +136,7 @@ def parse_source_metric(name: str, table: Section, source: str) -> SourceMetric:
 
 
 def _prometheus(name: str, table: Section) -> PrometheusMetric:
-    table.check_keys(("source", *PROMETHEUS_KINDS, "labels", "quantile", "unit", "worse"))
+    table.check_keys(("source", *PROMETHEUS_KINDS, "labels", "quantile", "unit", "worse", "absent"))
     kinds = [k for k in PROMETHEUS_KINDS if k in table]
     if len(kinds) != 1:
         raise ConfigError(
@@ -157,7 +163,15 @@ def _prometheus(name: str, table: Section) -> PrometheusMetric:
         )
     if quantile is not None and not math.isfinite(quantile):
         raise ConfigError(f"{table.where('quantile')} must be a finite number")
-    return PrometheusMetric(name, kind, families, _labels(table), quantile, unit, worse_of(table))
+    absent = table.get_str("absent", "skip")
+    if absent not in ABSENT or (kind != "counter" and "absent" in table):
+        raise ConfigError(
+            f'{table.where("absent")}: a counter\'s absence is "skip" (the default) or "zero"; '
+            f"got {absent!r}" + ("" if kind == "counter" else f" for a {kind}")
+        )
+    worse = worse_of(table)
+    labels = _labels(table)
+    return PrometheusMetric(name, kind, families, labels, quantile, unit, worse, absent=absent)
 
 
 # The built-ins: names a SIG Scalability reader knows, sources the CI jobs and backends give.
@@ -184,11 +198,14 @@ BUILTIN_SOURCE_METRICS: tuple[SourceMetric, ...] = (
     # Pods scheduled per second; CL2 holds `max` to its threshold (scheduling_throughput.go).
     Cl2Metric("scheduling_throughput", "SchedulingThroughput_load_", "max", (), "lower"),
     # The apiserver's /metrics over the warmup.
+    # A CounterVec prints nothing until its first child (client_golang): a run that
+    # terminated no watcher has no series, the good case.
     PrometheusMetric(
         "terminated_watchers",
         "counter",
         ("apiserver_terminated_watchers_total", "apiserver_terminated_watchers"),
         (("resource", "nodes"),),
+        absent="zero",
     ),
     PrometheusMetric(
         "watch_dispatch_p99_ms",

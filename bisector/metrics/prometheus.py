@@ -6,7 +6,10 @@ between the two snapshots:
 
 - counter increase: `sum(after - before)` over the series the labels select; a series
   missing from the first snapshot counts from 0 (the apiserver creates a series at its
-  first event), none at all in either is 0 (a `CounterVec` with no child prints nothing);
+  first event); none at all in either is no value (absent is not zero: the commits
+  before the one that added the metric print nothing either), unless the metric
+  declares that absence means none happened (`absent = "zero"`: a `CounterVec` with
+  no child prints nothing);
 - histogram quantile: `histogram_quantile(q, sum by (le) (after_bucket - before_bucket))`,
   computed as Prometheus computes it (promql/quantile.go `BucketQuantile`: buckets sorted
   by `le`, coalesced, forced monotonic, linear interpolation inside the bucket, the second
@@ -105,17 +108,27 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
     return snapshot
 
 
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """At most `limit` bytes of `path`, read as a stream: a FIFO (`<(curl ...)`) or a
+    device has no size to check first, and /dev/zero never ends. CollectError past it."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise CollectError(
+            f"{path} holds more than {limit >> 20} MiB: larger than any {what} (an endless "
+            "input such as /dev/zero, or the wrong file?); pass the file itself"
+        )
+    return data
+
+
 def read_snapshot(path: Path) -> Snapshot:
     try:
-        size = path.stat().st_size
-        if size > MAX_SNAPSHOT_BYTES:
-            raise CollectError(f"{path} is {size} bytes: larger than any /metrics page")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = read_bounded(path, MAX_SNAPSHOT_BYTES, "/metrics page")
     except FileNotFoundError:
         raise CollectError(f"no metrics snapshot at {path}") from None
     except OSError as exc:
         raise CollectError(f"{path} cannot be read: {exc}") from None
-    return parse_snapshot(text, str(path))
+    return parse_snapshot(data.decode("utf-8", errors="replace"), str(path))
 
 
 @dataclass(frozen=True)
@@ -186,8 +199,20 @@ def _increases(
     return found
 
 
-def counter_increase(window: Window, name: str, selector: Mapping[str, str]) -> float:
-    return sum(_increases(window, name, selector).values())
+def counter_increase(
+    window: Window, name: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> float:
+    """The selected series' increase; no series in either snapshot is a CollectError
+    unless `absent_is_zero` (the metric declared what its absence means)."""
+    found = _increases(window, name, selector)
+    if not found and not absent_is_zero:
+        shown = ",".join(f'{k}="{v}"' for k, v in sorted(selector.items()))
+        raise CollectError(
+            f"{name}{{{shown}}} is in neither snapshot: absent is not zero (the apiserver may "
+            "not have this metric yet); if its absence means none happened, declare "
+            'absent = "zero" in the metric\'s table'
+        )
+    return sum(found.values())
 
 
 @dataclass(frozen=True)
