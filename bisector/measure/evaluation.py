@@ -170,14 +170,6 @@ class Measurement:
         return not reason.startswith("build:") or bool(_MACHINE_TROUBLE.search(reason))
 
 
-def trait(backend: object, name: str, default: bool) -> bool:
-    """A backend's optional class attribute (`own_logs`, `real_time_logs`, ...), looked
-    up through the wrappers a run may put around it (slots, nightly's budget: `inner`)."""
-    while not hasattr(backend, name) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return bool(getattr(backend, name, default))
-
-
 def log_window(scores: Scores) -> dict[str, Any] | None:
     """{start, end, span_s} of the time the scored log covers; None if it has no times."""
     window = scores.window or scores.seen
@@ -453,7 +445,7 @@ def evaluate_candidate(
         if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
             scorer = scorer.in_log_dir(candidate.log_dir)
         rule = window or WindowRule()
-        if trait(backend, "own_logs", False):  # the sim: each log is this launch's
+        if backend.traits.own_logs:  # the sim: each log is this launch's
             rule = dataclasses.replace(rule, own_logs=True)
         _score(
             scorer,

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from bisector import proc
-from bisector.backends.base import Backend, Candidate, PartialLogs, PrefetchBuilds
+from bisector.backends.base import Backend, Candidate, PartialLogs, PrefetchBuilds, capability
 from bisector.bisection.layout import RunLayout
 from bisector.durations import format_duration
 from bisector.errors import InfraError
@@ -183,10 +183,10 @@ class Evaluator:
         every = self.settings.check_every_s
         if not every or not is_monotone(self.settings.metric):
             return None
-        if not isinstance(self.backend, PartialLogs):
+        if capability(self.backend, PartialLogs) is None:
             return None
-        # The sim backend's warmup is its simulated duration, which may differ from [run].
-        warmup = float(getattr(self.backend, "duration_s", 0.0) or self.settings.warmup_s)
+        # A backend's own warmup (the sim's simulated duration) may differ from [run]'s.
+        warmup = self.backend.traits.warmup_s or self.settings.warmup_s
         if phase == "endpoint" and self.settings.early_good:
             return EarlyStop(self.settings.metric, None, every, warmup, self.growing_scorer)
         if phase != "bisect" or threshold is None:
@@ -340,7 +340,7 @@ class Evaluator:
             why=job.why,
             teardown=self._teardown,
             early=early,
-            partial=self.backend if isinstance(self.backend, PartialLogs) else None,
+            partial=capability(self.backend, PartialLogs),
             on_build=self._use_prefetch,
             on_launch=self._start_prefetches,
             on_step=self._check_cancelled,
@@ -483,9 +483,9 @@ class Evaluator:
             raise Interrupted("the run was interrupted")
 
     def _prefetcher(self) -> PrefetchBuilds | None:
-        if self.settings.prefetch_builds <= 0 or not isinstance(self.backend, PrefetchBuilds):
+        if self.settings.prefetch_builds <= 0:
             return None
-        return self.backend
+        return capability(self.backend, PrefetchBuilds)
 
     def _start_prefetches(self) -> None:
         """The cluster launches and warms up: build what may come next, at most

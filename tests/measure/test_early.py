@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import Candidate, PartialLogs, sleep_steps
+from bisector.backends.base import BackendTraits, Candidate, PartialLogs, sleep_steps
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import CollectError
 from bisector.logs import score_logs
@@ -44,7 +44,7 @@ class GrowingBackend:
     """
 
     name = "growing"
-    own_logs = True  # writes each evaluation's log itself, like the sim
+    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
 
     def __init__(
         self,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
 from bisector.measure.evaluation import Measurement, evaluate_candidate
@@ -16,7 +16,7 @@ class FakeBackend:
     """Records each step; fails the ways a test asks for."""
 
     name = "fake"
-    own_logs = True  # writes each evaluation's log itself, like the sim
+    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
 
     def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
         self.launch_failures = launch_failures
@@ -210,7 +210,7 @@ def _named(launch: str, when: str = "0602 05:51:09") -> str:
 class ReplayBackend(FakeBackend):
     """A local cluster replaying a recorded 2017 log: its clock is not this machine's."""
 
-    own_logs = False
+    traits = BackendTraits()
 
 
 @pytest.mark.parametrize(
