@@ -209,6 +209,7 @@ def build_report(
         evaluations=evaluations,
         verdicts=dict(search.verdicts),
         verdict_reasons=dict(search.reasons),
+        same_tree_verdicts={c: s.text() for c, s in search.same_tree.items()},
         bisect_log=bisect_log,
         marks=marks,
         teardown_failures=failures,

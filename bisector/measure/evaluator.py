@@ -69,7 +69,7 @@ from bisector.measure.parallel import (
 from bisector.numbers import NO_VALUE, format_value
 from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
-from bisector.search.decide import Decision, DecisionRule
+from bisector.search.decide import Decision, DecisionRule, SameTree
 from bisector.search.progress import Progress
 from bisector.signals import held_during, interrupt_pending
 
@@ -89,14 +89,18 @@ class MeasureSettings:
     early_good: bool = False  # search runs may end early as good (see bisector.measure.evaluation)
 
 
-def _twin_said(commit: str, found: list[Measurement], decision: Decision, metric: str) -> Decision:
-    """A verdict from runs of other commits with the same tree (a merge and its branch's
-    last commit) says so: there is no measurement line of `commit` itself to point to."""
+def _same_tree_said(
+    commit: str, found: list[Measurement], decision: Decision, metric: str
+) -> Decision:
+    """A verdict from runs of other commits with the same tree (a same-tree merge: a merge
+    and its branch's last commit) says so: there is no measurement line of `commit` itself
+    to point to."""
     if not found or any(m.commit == commit for m in found):
         return decision
-    twins = ", ".join(dict.fromkeys(m.commit[:12] for m in found))
-    values = ", ".join(format_value(m.value, metric) for m in found)
-    return Decision(decision.verdict, f"same tree as {twins}, measured there: {values}")
+    same = SameTree(
+        tuple(m.commit for m in found), tuple(format_value(m.value, metric) for m in found)
+    )
+    return Decision(decision.verdict, same.text(), same_tree=same)
 
 
 class Evaluator:
@@ -312,7 +316,9 @@ class Evaluator:
 
     def _unchecked_out(self, job: Job, tree: str, slot: int, why: str) -> Measurement:
         """A commit git could not check out: a skip with the reason, nothing launched."""
-        m = Measurement(job.commit, tree, job.phase, reason=f"checkout: {why}", slot=slot)
+        m = Measurement(
+            job.commit, tree, job.phase, reason=f"checkout: {why}", skipped_at="checkout", slot=slot
+        )
         m.started_at = time.time()
         m.why = job.why
         self.journal.add(m)
@@ -436,7 +442,7 @@ class Evaluator:
             if decision.verdict is not None:
                 if decision.verdict == "skip" and found:
                     return Decision("skip", found[-1].reason or decision.reason)
-                return _twin_said(commit, found, decision, self.settings.metric)
+                return _same_tree_said(commit, found, decision, self.settings.metric)
             # Journaled; the next pass sees it. Search runs past the endpoints may end their
             # warmup early (see `early_stop`); endpoints and the confirmation run full length.
             self.measure(Job(commit, phase, why), slot, early_threshold=threshold)
