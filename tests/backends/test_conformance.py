@@ -30,7 +30,6 @@ from bisector.backends.gce.backend import SERVER_TARBALL
 from bisector.backends.registry import BACKENDS, create_backend
 from bisector.config import Section
 from bisector.demo_repo import PROFILE_PATH
-from bisector.errors import LaunchError
 from bisector.measure.evaluation import evaluate_candidate
 from bisector.measure.parallel import CancellableBackend
 from bisector.nightly.budget import BudgetedBackend
@@ -150,18 +149,26 @@ def test_plan_has_no_side_effects(
     assert _files(tmp_path) == before
 
 
-class _FailingLaunch(ForwardingBackend):
-    """The backend, whose launch fails before it starts anything; counts teardowns."""
+# How each backend's own launch fails on its fakes: without a build (its outputs are
+# missing), or a launch command failing.
+LAUNCH_FAILS: dict[str, Callable[[FakeProc], None]] = {
+    "sim": lambda fake: None,  # no built profile: "build first"
+    "kind": lambda fake: None,  # "launch before build"
+    "procs": lambda fake: None,  # "launch before build"
+    "local": lambda fake: fake.on("bash -c", code=1, stderr="no cluster today"),
+    "gce": lambda fake: fake.on("start-kubemark", code=1, stderr="no cluster today"),
+}
+
+
+class _Unbuilt(ForwardingBackend):
+    """The backend without its build (it would need a tree per backend); counts teardowns."""
 
     def __init__(self, inner: Backend) -> None:
         super().__init__(inner)
         self.teardowns = 0
 
     def build(self, candidate: Candidate) -> None:
-        pass  # a build is not what this checks (and would need a tree per backend)
-
-    def launch(self, candidate: Candidate) -> None:
-        raise LaunchError("no cluster today")
+        pass
 
     def teardown(self, candidate: Candidate) -> None:
         self.teardowns += 1
@@ -171,30 +178,54 @@ class _FailingLaunch(ForwardingBackend):
 def test_a_failed_launch_is_torn_down_exactly_once_and_is_a_skip(
     backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The backend's own teardown, after a launch that made nothing, runs once and does
-    not fail (nothing to tear down is not an error); the evaluation is a skip."""
-    FakeProc.install(monkeypatch)
-    failing = _FailingLaunch(backend)
+    """The backend's own launch fails (a LaunchError, never another exception); its
+    teardown then runs once and does not fail (nothing up is not an error)."""
+    fake = FakeProc.install(monkeypatch)
+    assert backend.name in LAUNCH_FAILS, f"no way to fail {backend.name}'s launch here"
+    LAUNCH_FAILS[backend.name](fake)
+    unbuilt = _Unbuilt(backend)
     m = evaluate_candidate(
-        failing, _candidate(tmp_path), metric="conflicts", tree="t", phase="bisect",
+        unbuilt, _candidate(tmp_path), metric="conflicts", tree="t", phase="bisect",
         launch_attempts=1,
     )  # fmt: skip
-    assert failing.teardowns == 1
-    assert m.value is None and (m.reason or "").startswith("launch:"), m.reason
+    assert unbuilt.teardowns == 1
+    assert m.value is None and m.skipped_at == "launch", m.reason
     assert m.teardown_error is None
 
 
-def test_collect_writes_under_the_log_dir(tmp_path: Path) -> None:
-    """What `collect` returns lies under candidate.log_dir (the sim, run for real)."""
-    sim = MAKERS["sim"](tmp_path)
-    candidate = _candidate(tmp_path)
+def _sim_tree(candidate: Candidate) -> None:
     (candidate.worktree / "hack").mkdir()
     (candidate.worktree / PROFILE_PATH).write_text(render_profile(SimProfile()))
-    sim.build(candidate)
-    sim.launch(candidate)
-    sim.warmup(candidate)
-    logs = sim.collect(candidate)
-    sim.teardown(candidate)
+
+
+# Backends whose whole evaluation runs here for real: the sim's model, local's commands.
+COLLECTED: dict[str, tuple[Maker, Callable[[Candidate], None]]] = {
+    "sim": (MAKERS["sim"], _sim_tree),
+    "local": (
+        lambda root: _make(
+            "local", {"launch": "true", "collect": 'echo "$BISECTOR_LAUNCH_ID" > "$BISECTOR_LOG"'},
+            root, 0.0,  # no warmup to wait
+        ),
+        lambda candidate: None,
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(COLLECTED))
+def test_collect_writes_under_the_log_dir(name: str, tmp_path: Path) -> None:
+    """What `collect` returns lies under candidate.log_dir, and nothing it wrote is
+    elsewhere in the candidate's worktree."""
+    make, prepare = COLLECTED[name]
+    backend = make(tmp_path)
+    candidate = _candidate(tmp_path)
+    prepare(candidate)
+    tree_before = _files(candidate.worktree)
+    backend.build(candidate)
+    backend.launch(candidate)
+    backend.warmup(candidate)
+    logs = backend.collect(candidate)
+    backend.teardown(candidate)
     assert logs
     for log in logs:
         assert log.is_file() and log.resolve().is_relative_to(candidate.log_dir.resolve())
+    assert _files(candidate.worktree) == tree_before
