@@ -151,7 +151,7 @@ def test_plan_has_no_side_effects(
 
 # How each backend's own launch fails on its fakes: without a build (its outputs are
 # missing), or a launch command failing.
-LAUNCH_FAILS: dict[str, Callable[[FakeProc], None]] = {
+LAUNCH_FAILS: dict[str, Callable[[FakeProc], object]] = {
     "sim": lambda fake: None,  # no built profile: "build first"
     "kind": lambda fake: None,  # "launch before build"
     "procs": lambda fake: None,  # "launch before build"
