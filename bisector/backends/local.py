@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.steps import tail
 from bisector.config import keys_of, read_settings, setting
@@ -96,9 +96,9 @@ class LocalBackend:
         }
 
     @property
-    def waits_warmup(self) -> bool:
-        """A workload's run is the warmup: its length is the workload's, not `[run] warmup`."""
-        return self.workload_cmd is None
+    def traits(self) -> BackendTraits:
+        # A workload's run is the warmup: its length is the workload's, not `[run] warmup`.
+        return BackendTraits(waits_warmup=self.workload_cmd is None)
 
     def _run(
         self,

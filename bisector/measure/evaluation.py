@@ -27,7 +27,7 @@ from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs
 from bisector.backends.collected import read_load
 from bisector.durations import format_duration
-from bisector.errors import BisectorError, InfraError, LaunchError
+from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
 from bisector.logs.sources import open_source, resolve
 from bisector.measure.early import (
@@ -156,6 +156,9 @@ class Measurement:
     value: float | None = None  # None: no verdict possible, see `reason`
     metrics: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    # The step whose InfraError made this run a skip (its `kind`: "build", "launch",
+    # "collect", "checkout", "teardown", ...); None: measured, or a log that said nothing.
+    skipped_at: str | None = None
     duration_s: float = 0.0
     logs: list[str] = field(default_factory=list)
     launch_attempts: int = 0
@@ -188,6 +191,10 @@ class Measurement:
         m = cls(**{k: v for k, v in data.items() if k in known})
         if m.stopped_early and m.early_verdict is None:
             m.early_verdict = "bad"  # journals before early good verdicts: only bad stopped
+        if "skipped_at" not in data and m.value is None and m.reason:
+            # Journals before `skipped_at` said the step only as the reason's first word.
+            head, colon, _ = m.reason.partition(":")
+            m.skipped_at = head if colon and head.isalpha() else None
         return m
 
     @property
@@ -202,16 +209,10 @@ class Measurement:
         own (the tree does not build, the patch does not apply) is the tree's."""
         if self.value is not None:
             return False
-        reason = self.reason or ""
-        return not reason.startswith("build:") or bool(_MACHINE_TROUBLE.search(reason))
-
-
-def trait(backend: object, name: str, default: bool) -> bool:
-    """A backend's optional class attribute (`own_logs`, `real_time_logs`, ...), looked
-    up through the wrappers a run may put around it (slots, nightly's budget: `inner`)."""
-    while not hasattr(backend, name) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return bool(getattr(backend, name, default))
+        if self.skipped_at != BuildError.kind:
+            return True
+        # The build's own output says when the machine, not the tree, failed it.
+        return bool(_MACHINE_TROUBLE.search(self.reason or ""))
 
 
 def log_window(scores: Scores) -> dict[str, Any] | None:
@@ -236,13 +237,14 @@ def _score(
     try:
         scores = scorer(logs)
     except InfraError as exc:  # a metric source's files (bisector.metrics) are missing or garbled
-        m.reason = f"{exc.kind}: {exc.reason}"
+        m.reason, m.skipped_at = f"{exc.kind}: {exc.reason}", exc.kind
         return
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
-        m.reason = f"collect: log cannot be scored: {exc}"
+        m.reason, m.skipped_at = f"collect: log cannot be scored: {exc}", CollectError.kind
         return
     except Exception as exc:  # e.g. an I/O error mid-read: a skip, not the end of the run
         m.reason = f"collect: log cannot be scored: {type(exc).__name__}: {exc}"
+        m.skipped_at = CollectError.kind
         return
     m.metrics = dict(scores.metrics)
     m.window = log_window(scores)
@@ -562,7 +564,7 @@ def evaluate_candidate(
         if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
             scorer = scorer.in_log_dir(candidate.log_dir)
         rule = window or WindowRule()
-        if trait(backend, "own_logs", False):  # the sim: each log is this launch's
+        if backend.traits.own_logs:  # the sim: each log is this launch's
             rule = dataclasses.replace(rule, own_logs=True)
         _score(
             scorer,
@@ -575,7 +577,7 @@ def evaluate_candidate(
             launch_id=candidate.launch_id,
         )
     except InfraError as exc:
-        m.reason = f"{exc.kind}: {exc.reason}"
+        m.reason, m.skipped_at = f"{exc.kind}: {exc.reason}", exc.kind
     finally:
         delivered = read_load(candidate.log_dir) if collecting else None
         if delivered is not None:  # also on a skip: "the load did not run" shows its share
@@ -607,4 +609,5 @@ def _teardown_failed(m: Measurement, error: str) -> None:
     m.value = None
     m.stopped_early = None
     m.early_verdict = None
-    m.reason = m.reason or f"teardown: {error}"
+    if not m.reason:
+        m.reason, m.skipped_at = f"teardown: {error}", "teardown"

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.kind import steps as ks
@@ -120,9 +120,9 @@ class KindBackend:
             ) from None
 
     @property
-    def waits_warmup(self) -> bool:
-        """A workload's run is the warmup: its length is the workload's, not `[run] warmup`."""
-        return self.cfg.workload is None
+    def traits(self) -> BackendTraits:
+        # A workload's run is the warmup: its length is the workload's, not `[run] warmup`.
+        return BackendTraits(waits_warmup=self.cfg.workload is None)
 
     def warmup(self, candidate: Candidate) -> None:
         self._snapshot(candidate, METRICS_BEFORE)
