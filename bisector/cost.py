@@ -32,6 +32,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from bisector.backends.base import PhaseModel
+from bisector.backends.registry import backend_info
+
 METRIC_EQUIVALENT_ERROR = 0.05  # a run weighed by its value, as a verdict's error rate
 CONFIDENCE_SHARE = 1 / 3  # of the confidence's bits the posterior pays (fitted, see above)
 
@@ -187,7 +190,8 @@ def phases_for(
     """
     j = KUBEMARK_2017
     outside = j.build_s + j.launch_s + j.collect_s + j.teardown_s
-    if backend == "sim":
+    model = backend_info(backend).phases
+    if model is PhaseModel.SIMULATED:
         # The simulator's warmup is simulated time: the whole estimate is the model's run.
         return None if estimate_s is None else Phases(warmup_s=estimate_s)
     if estimate_s is not None:
@@ -199,7 +203,7 @@ def phases_for(
             collect_s=j.collect_s * scale,
             teardown_s=j.teardown_s * scale,
         )
-    if backend == "gce":
+    if model is PhaseModel.KUBEMARK_2017:
         return replace(j, warmup_s=warmup_s or j.warmup_s)
     return None
 

@@ -50,7 +50,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
 from bisector.errors import BisectorError, BuildError
@@ -93,7 +93,7 @@ class SimBackend:
     """In-process backend: build fails on broken commits; collect 'returns' a value."""
 
     name = "bench"
-    own_logs = True  # writes each evaluation's 'log' itself: it is that launch's
+    traits = BackendTraits(own_logs=True)  # writes each evaluation's 'log' itself
 
     def __init__(self, world: World, positions: dict[str, int]) -> None:
         self.world = world

@@ -74,7 +74,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
 from bisector.cost import KUBEMARK_2017, Phases, SearchShape, cost, expected_search
@@ -149,9 +149,8 @@ class ClockBackend:
     run is its conflicts so far (the bench's scorer reads the number from the path)."""
 
     name = "clock"
-    waits_warmup = False  # logs carry no timestamps here: no window rule
-    own_logs = True  # writes each evaluation's 'log' itself: it is that launch's
-    duration_s = PHASES.warmup_s
+    # Logs carry no timestamps here (no window rule); each evaluation writes its own 'log'.
+    traits = BackendTraits(waits_warmup=False, own_logs=True, warmup_s=PHASES.warmup_s)
 
     def __init__(self, is_bad: Callable[[Path], bool | None], clock: Clock) -> None:
         self.is_bad = is_bad  # worktree -> bad?, None: does not build

@@ -76,3 +76,71 @@ def test_no_import_cycles() -> None:
 
 def test_the_graph_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+
+
+# -- the layers (docs/architecture.md draws them) -----------------------------------------
+
+# What a part of the package may never import: each part sees only the parts below it.
+ENTRY = ("bisector.cli", "bisector.commands")
+ORCHESTRATION = ("bisector.bisection", "bisector.nightly")
+STRATEGIES = ("bisector.search",)  # but its vocabulary, below: measure uses those
+SEARCH_VOCABULARY = ("bisector.search.base", "bisector.search.decide", "bisector.search.progress")
+MEASURE = ("bisector.measure",)
+FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "bisector.backends": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
+    "bisector.sim": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
+    "bisector.logs": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
+    "bisector.metrics": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
+    "bisector.ci": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
+    "bisector.report": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
+    "bisector.measure": ENTRY + ORCHESTRATION + STRATEGIES,
+    "bisector.search": ENTRY + ORCHESTRATION,
+    "bisector.bisection": ENTRY,
+    "bisector.nightly": ENTRY,
+}
+
+
+# Measurement speaks the searches' vocabulary (Job, Decision, Progress), not their strategies.
+ALLOWED: dict[str, tuple[str, ...]] = {"bisector.measure": SEARCH_VOCABULARY}
+
+
+def _within(module: str, parts: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in parts)
+
+
+def _layer_breaches(graph: dict[str, set[str]]) -> list[str]:
+    """`module imports target` for every import that reaches above its layer; a module in
+    no listed part (config.py, proc.py, ...) may import anything but the entry layer."""
+    breaches = []
+    for module, imported in sorted(graph.items()):
+        part = next((p for p in FORBIDDEN if _within(module, (p,))), None)
+        forbidden = FORBIDDEN[part] if part else () if _within(module, ENTRY) else ENTRY
+        allowed = ALLOWED.get(part or "", ())
+        breaches += [
+            f"{module} imports {target}"
+            for target in sorted(imported)
+            if _within(target, forbidden) and not _within(target, allowed)
+        ]
+    return breaches
+
+
+def test_each_part_imports_only_the_layers_below_it() -> None:
+    assert _layer_breaches(_graph()) == []
+
+
+def test_the_layer_check_finds_a_backend_importing_measurement() -> None:
+    graph = {
+        "bisector.backends.x": {"bisector.measure.evaluator"},
+        "bisector.measure.evaluator": {"bisector.search.decide"},  # the vocabulary: allowed
+        "bisector.measure.other": {"bisector.search.plain"},  # a strategy: not
+        "bisector.search.plain": {"bisector.measure.evaluator"},
+        "bisector.logs.y": {"bisector.commands.run"},
+        "bisector.settings": {"bisector.backends.registry", "bisector.cli"},
+        "bisector.commands.run": {"bisector.bisection.start"},
+    }
+    assert _layer_breaches(graph) == [
+        "bisector.backends.x imports bisector.measure.evaluator",
+        "bisector.logs.y imports bisector.commands.run",
+        "bisector.measure.other imports bisector.search.plain",
+        "bisector.settings imports bisector.cli",
+    ]

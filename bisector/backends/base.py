@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 from bisector.config import Section
 from bisector.report.model import Adaptation
@@ -42,6 +43,32 @@ class BackendContext:
     base_worktree: Path | None = None
 
 
+@dataclass(frozen=True)
+class BackendTraits:
+    """What a backend is, declared once by each backend (a class attribute, or a property
+    when its configuration decides): the run reads these, never attributes by name."""
+
+    # Each evaluation's log is made fresh into its own directory (the sim): it cannot be
+    # another launch's, whatever its clock says (bisector.measure.evaluation.WindowRule).
+    own_logs: bool = False
+    # The log's times are this machine's wall clock (procs): a log must cover the run.
+    real_time_logs: bool = False
+    # The warmup waits `[run] warmup`; False when something else sets its length (a
+    # workload's own run, kind and local), so no log is held to `[run] warmup`.
+    waits_warmup: bool = True
+    # The warmup's own length when it is not `[run] warmup` (the sim's simulated duration);
+    # None: `[run] warmup`. Early verdicts pace their looks by it.
+    warmup_s: float | None = None
+
+
+class PhaseModel(enum.Enum):
+    """Where the cost model takes a backend's phase durations from (bisector.cost)."""
+
+    SIMULATED = "simulated"  # the warmup is simulated: an evaluation is all model time
+    KUBEMARK_2017 = "kubemark-2017"  # the 2017 kubemark CI job's phases (the gce backend)
+    UNKNOWN = "unknown"  # only `[run] estimate` says
+
+
 class Backend(Protocol):
     """build -> launch -> warmup -> collect -> teardown, once per candidate.
 
@@ -52,6 +79,9 @@ class Backend(Protocol):
     """
 
     name: str
+
+    @property
+    def traits(self) -> BackendTraits: ...
 
     def setup(self) -> None: ...
 
@@ -75,7 +105,7 @@ class Backend(Protocol):
 BackendFactory = Callable[[BackendContext], Backend]
 
 
-# -- optional capabilities (checked with isinstance; backends without them keep working) --
+# -- optional capabilities: asked for with `capability(backend, Proto)`, never isinstance --
 
 
 @runtime_checkable
@@ -129,3 +159,81 @@ class PrefetchBuilds(Protocol):
     def prefetch_build(self, commit: str, worktree: Path) -> None: ...
 
     def prefetched(self, commit: str) -> bool: ...
+
+
+P = TypeVar("P")
+
+
+class ForwardingBackend:
+    """A backend around another (a slot's cancellable view, a nightly hunt's budget): every
+    step, trait and capability forwards to `inner`, so what the backend can do survives
+    the wrapping. Subclasses override the steps they watch.
+
+    It has every capability's methods, so `isinstance(wrapper, PartialLogs)` would say
+    yes of any wrapper: ask `capability(wrapper, PartialLogs)`, which says what `inner`
+    has (and hands back the wrapper, so a subclass still sees those calls).
+    """
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.name = inner.name
+
+    @property
+    def traits(self) -> BackendTraits:
+        return self.inner.traits
+
+    def setup(self) -> None:
+        self.inner.setup()
+
+    def build(self, candidate: Candidate) -> None:
+        self.inner.build(candidate)
+
+    def launch(self, candidate: Candidate) -> None:
+        self.inner.launch(candidate)
+
+    def warmup(self, candidate: Candidate) -> None:
+        self.inner.warmup(candidate)
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        return self.inner.collect(candidate)
+
+    def teardown(self, candidate: Candidate) -> None:
+        self.inner.teardown(candidate)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def plan(self, candidate: Candidate) -> list[str]:
+        return self.inner.plan(candidate)
+
+    # -- the capabilities, forwarded (only reached through `capability`) --
+
+    def _inner(self, proto: type[P]) -> P:
+        found = capability(self.inner, proto)
+        if found is None:  # `capability` said no: nothing calls this then
+            raise TypeError(f"the {self.name} backend has no {proto.__name__}")
+        return found
+
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        return self._inner(PartialLogs).warmup_steps(candidate, every_s)
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        return self._inner(PartialLogs).peek(candidate)
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        self._inner(PrefetchBuilds).prefetch_build(commit, worktree)
+
+    def prefetched(self, commit: str) -> bool:
+        return self._inner(PrefetchBuilds).prefetched(commit)
+
+    def adaptations(self) -> list[Adaptation]:
+        return self._inner(ReportsAdaptations).adaptations()
+
+
+def capability(backend: Backend, proto: type[P]) -> P | None:
+    """`backend` as a `proto` (PartialLogs, PrefetchBuilds, ReportsAdaptations) if the
+    backend it wraps, however deeply, has it; else None. A wrapper is handed back as
+    itself: it forwards the calls (ForwardingBackend)."""
+    if isinstance(backend, ForwardingBackend):
+        return cast("P", backend) if capability(backend.inner, proto) is not None else None
+    return backend if isinstance(backend, proto) else None

@@ -10,7 +10,9 @@ for the `prometheus` metric source. `workload`, optional, is the warmup: a comma
 `clusterloader2 --testconfig=... --report-dir="$BISECTOR_REPORT_DIR" ...`) run after the
 launch; when it ends, the warmup ends (`warmup` is not waited), and what it wrote to
 $BISECTOR_REPORT_DIR (`<log dir>/cl2`) is the run's CL2 report; a workload that fails is a
-skip with its reason. Every command gets BISECTOR_COMMIT, BISECTOR_WORKTREE,
+skip with its reason, unless it is ClusterLoader2 failing only its own SLO checks (exit 1,
+every error a violation: bisector.metrics.cl2.slo_violations): that run measured.
+Every command gets BISECTOR_COMMIT, BISECTOR_WORKTREE,
 BISECTOR_RUN_DIR, BISECTOR_SLOT, BISECTOR_REPORT_DIR, BISECTOR_LOG (the file `collect`
 must write the apiserver log to) and BISECTOR_LAUNCH_ID (a log on the wall clock shows it
 is this launch's by starting after it; one on another clock, a replay, by naming it: a
@@ -28,11 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.steps import tail
 from bisector.config import keys_of, read_settings, setting
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from bisector.metrics.cl2 import measured_violations
 
 
 @dataclass(frozen=True)
@@ -93,9 +96,9 @@ class LocalBackend:
         }
 
     @property
-    def waits_warmup(self) -> bool:
-        """A workload's run is the warmup: its length is the workload's, not `[run] warmup`."""
-        return self.workload_cmd is None
+    def traits(self) -> BackendTraits:
+        # A workload's run is the warmup: its length is the workload's, not `[run] warmup`.
+        return BackendTraits(waits_warmup=self.workload_cmd is None)
 
     def _run(
         self,
@@ -150,10 +153,18 @@ class LocalBackend:
         yield time.monotonic() - started
 
     def _workload(self, candidate: Candidate) -> None:
-        """The workload, to its end; a failure (exit code, timeout) is a skip with its reason."""
+        """The workload, to its end; a failure (exit code, timeout) is a skip with its reason,
+        unless it is ClusterLoader2 failing only its own SLO checks: it ran and measured."""
         assert self.workload_cmd is not None
-        (candidate.log_dir / CL2_REPORT_DIR).mkdir(parents=True, exist_ok=True)
-        self._run("workload", self.workload_cmd, candidate, CollectError)
+        report = candidate.log_dir / CL2_REPORT_DIR
+        report.mkdir(parents=True, exist_ok=True)
+        try:
+            proc.run(["bash", "-c", self.workload_cmd], cwd=candidate.worktree,
+                     env=self._env(candidate), timeout=self.timeout_s,
+                     log=command_log(candidate, "workload"))  # fmt: skip
+        except proc.CommandError as exc:
+            if not measured_violations(exc, report):
+                raise CollectError(f"workload failed ({exc.why}): {tail(exc)}") from None
 
     def _snapshot(self, candidate: Candidate, name: str) -> None:
         """`metrics` into the log dir as `name`; a failed or empty read is a skip."""

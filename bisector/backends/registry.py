@@ -11,9 +11,10 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from pathlib import Path
+from typing import Protocol, cast
 
-from bisector.backends.base import Backend, BackendContext
+from bisector.backends.base import Backend, BackendContext, PhaseModel
 from bisector.config import Section
 from bisector.errors import ConfigError
 
@@ -60,6 +61,19 @@ class Finding:
 DoctorCheck = Callable[[Section], list[Finding]]
 
 
+class Rehearsed(Protocol):
+    """What `doctor --rehearse` prints of a rehearsal, and whether it passed."""
+
+    passed: bool
+    lines: list[str]
+
+
+class RehearsalDriver(Protocol):
+    """Rehearses a backend's table with a checkout's HEAD (`doctor --rehearse`)."""
+
+    def __call__(self, section: Section, repo: Path, *, keep: bool) -> Rehearsed: ...
+
+
 @dataclass(frozen=True)
 class BackendInfo:
     name: str
@@ -78,6 +92,15 @@ class BackendInfo:
     # [run] warmup when the config sets none (0: the backend needs one said): the sim
     # backend runs without a config, as `run -h` and `doctor` promise (configs/default.toml).
     default_warmup_s: float = 0.0
+    # Where the cost model takes this backend's phase durations from (bisector.cost).
+    phases: PhaseModel = PhaseModel.UNKNOWN
+    # `doctor` builds the backend from its table to check it (not the sim: its duration
+    # comes from [run] warmup, which doctor does not hand it; `run` checks its table).
+    doctor_builds: bool = True
+    # Its own `checks` run without a --config too (gce: the account and project gcloud has).
+    doctor_without_config: bool = False
+    # "module:function", a RehearsalDriver: `doctor --rehearse` (the gce backend on its twin).
+    rehearsal: str | None = None
 
     def cl2_problem(self, section: Section) -> str | None:
         """Why this backend, configured by `section`, gives no CL2 report (None: it can).
@@ -111,6 +134,14 @@ class BackendInfo:
         check = cast("DoctorCheck", getattr(importlib.import_module(module), function))
         return check(section)
 
+    def rehearse(self, section: Section, repo: Path, *, keep: bool) -> Rehearsed:
+        """Run this backend's rehearsal (callers check `rehearsal` is set first)."""
+        if self.rehearsal is None:
+            raise ConfigError(f"the {self.name} backend has no rehearsal")
+        module, function = self.rehearsal.split(":")
+        driver = cast("RehearsalDriver", getattr(importlib.import_module(module), function))
+        return driver(section, repo, keep=keep)
+
 
 BACKENDS: dict[str, BackendInfo] = {
     b.name: b
@@ -122,6 +153,8 @@ BACKENDS: dict[str, BackendInfo] = {
             "SimBackend",
             ("git",),
             default_warmup_s=300.0,  # 5m, configs/default.toml's
+            phases=PhaseModel.SIMULATED,
+            doctor_builds=False,
         ),
         BackendInfo(
             "local",
@@ -149,6 +182,9 @@ BACKENDS: dict[str, BackendInfo] = {
             "GceBackend",
             ("git", "make", "docker", "gcloud", "gsutil", "python"),
             "bisector.backends.gce.doctor:check",
+            phases=PhaseModel.KUBEMARK_2017,
+            doctor_without_config=True,
+            rehearsal="bisector.backends.gce.rehearsal:run_rehearsal",
         ),
         BackendInfo(
             "procs",

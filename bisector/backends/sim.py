@@ -35,7 +35,7 @@ from collections.abc import Generator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext, BackendTraits, Candidate
 from bisector.config import DEFAULTS, Section, example_setting, keys_of, read_settings, setting
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, LaunchError
@@ -85,9 +85,13 @@ def _example(dotted: str) -> str:
 class SimBackend:
     KEYS = KEYS
     name = "sim"
-    # Each evaluation's log is simulated here, fresh, into its own directory: it cannot be
-    # another launch's (its 2017 clock says nothing of that).
-    own_logs = True
+
+    @property
+    def traits(self) -> BackendTraits:
+        # Each evaluation's log is simulated here, fresh, into its own directory: it cannot
+        # be another launch's (its 2017 clock says nothing of that). Its warmup is the
+        # simulated duration, which may differ from [run] warmup.
+        return BackendTraits(own_logs=True, warmup_s=self.duration_s)
 
     def __init__(self, context: BackendContext) -> None:
         section = context.section

@@ -149,6 +149,7 @@ def find_culprit(b: Bisection) -> Report:
         b.evaluator.withdraw_early_good(confirmation.withdraw)
         search.verdicts.clear()
         search.reasons.clear()
+        search.same_tree.clear()
         found, descended, merges = _search(b, search, whole, None)
         bisect_log = b.session.log()
         confirmation = confirm(b, found, descended, ends.threshold)

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bisector.backends.base import Backend, Candidate
+from bisector.backends.base import Backend, Candidate, PhaseModel
+from bisector.backends.registry import backend_info
 from bisector.bisection.start import prepare_bisection
 from bisector.cost import Cost, Expected, Phases, SearchShape, cost, expected_search, phases_for
 from bisector.durations import format_duration
@@ -67,12 +68,13 @@ class Estimate:
 
 def phases_basis(settings: RunSettings) -> str:
     """Where `phases_for` takes a run's phase durations from (said next to the figures)."""
+    model = backend_info(settings.backend).phases
     if settings.estimate_s is not None:
         given = f"[run] estimate {format_duration(settings.estimate_s)}"
-        if settings.backend == "sim":
+        if model is PhaseModel.SIMULATED:
             return f"{given}, all of it simulated warmup"
         return f"{given} per evaluation, split as in the 2017 kubemark job"
-    if settings.backend == "gce":
+    if model is PhaseModel.KUBEMARK_2017:
         return "the 2017 kubemark job's phases (ci-kubernetes-kubemark-gce-scale)"
     return (
         f"no phase durations for the {settings.backend} backend: "

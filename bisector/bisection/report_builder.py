@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bisector.backends.base import ReportsAdaptations
+from bisector.backends.base import Backend, ReportsAdaptations, capability
 from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
@@ -210,6 +210,7 @@ def build_report(
         evaluations=evaluations,
         verdicts=dict(search.verdicts),
         verdict_reasons=dict(search.reasons),
+        same_tree_verdicts={c: s.text() for c, s in search.same_tree.items()},
         bisect_log=bisect_log,
         marks=marks,
         teardown_failures=failures,
@@ -219,8 +220,7 @@ def build_report(
     )
 
 
-def _adaptations(backend: object) -> list[Adaptation]:
+def _adaptations(backend: Backend) -> list[Adaptation]:
     """The backend's adaptations, through the wrappers a run puts around it (nightly budget)."""
-    while not isinstance(backend, ReportsAdaptations) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return backend.adaptations() if isinstance(backend, ReportsAdaptations) else []
+    reports = capability(backend, ReportsAdaptations)
+    return [] if reports is None else reports.adaptations()

@@ -28,7 +28,6 @@ from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
 from bisector.measure.early import Scorer, rescoring
-from bisector.measure.evaluation import trait
 from bisector.measure.evaluator import Evaluator, MeasureSettings
 from bisector.measure.journal import Failed, Interrupted, Journal, Resume, Start, TeardownFailed
 from bisector.search.decide import DecisionRule, MajorityRule
@@ -202,8 +201,8 @@ def open_bisection(
                 metric=s.metric,
                 launch_attempts=s.launch_attempts,
                 retry_wait_s=s.retry_wait_s,
-                warmup_s=s.warmup_s if trait(backend, "waits_warmup", True) else 0.0,
-                real_time_logs=trait(backend, "real_time_logs", False),
+                warmup_s=s.warmup_s if backend.traits.waits_warmup else 0.0,
+                real_time_logs=backend.traits.real_time_logs,
                 # Early verdicts only for a metric a look at the growing log can decide.
                 check_every_s=s.check_every_s if s.metrics.watchable(s.metric) else None,
                 early_good=s.early_good,

@@ -134,11 +134,11 @@ def doctor(
         _check_tool(TOOLS[name], report)
     if root is not None:
         _check_run_config(root, report)
-    if info.name != "sim":
+    if info.doctor_builds:
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
             config_ok = _check_backend_config(info, section, report)
-        if root is not None or info.name == "gce":
+        if root is not None or info.doctor_without_config:
             for finding in info.doctor(section):
                 (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
     if chosen_by == "default":
@@ -148,7 +148,7 @@ def doctor(
         _print_available(result.available)
     # (_can_rehearse made sure a rehearsal has its config)
     if rehearse and root is not None:
-        result.rehearsal = _rehearse(root, repo or Path(), keep=keep, ok=config_ok)
+        result.rehearsal = _rehearse(info, root, repo or Path(), keep=keep, ok=config_ok)
         if not as_json:
             for line in result.rehearsal.lines:
                 typer.echo(line)
@@ -189,23 +189,23 @@ def _print_available(available: list[Available]) -> None:
 
 
 def _can_rehearse(info: BackendInfo, config: Path | None) -> None:
-    """One line and exit 2 for a rehearsal that cannot be: not gce, or no config."""
-    if info.name != "gce":
+    """One line and exit 2 for a rehearsal that cannot be: a backend without one (the
+    registry's `rehearsal`), or no config."""
+    if info.rehearsal is None:
         name = info.name if info.name != DEFAULT_BACKEND else f"{info.name} (the default)"
+        can = [b.name for b in BACKENDS.values() if b.rehearsal is not None]
         raise BisectorError(
-            f"--rehearse exists for the gce backend only (the backend here is {name}); "
-            'drop --rehearse or rehearse a config with backend = "gce"'
+            f"--rehearse exists for the {' and '.join(can)} backend only (the backend here is "
+            f'{name}); drop --rehearse or rehearse a config with backend = "{can[0]}"'
         )
     if config is None:
-        raise BisectorError("--rehearse needs --config FILE: the gce config to rehearse")
+        raise BisectorError(f"--rehearse needs --config FILE: the {info.name} config to rehearse")
 
 
-def _rehearse(root: Section, repo: Path, *, keep: bool, ok: bool) -> Rehearsal:
-    from bisector.backends.gce.rehearsal import run_rehearsal
-
+def _rehearse(info: BackendInfo, root: Section, repo: Path, *, keep: bool, ok: bool) -> Rehearsal:
     if not ok:
         return Rehearsal(False, ["rehearsal not run: fix the config problem above first"])
-    outcome = run_rehearsal(root.table("backends").table("gce"), repo, keep=keep)
+    outcome = info.rehearse(root.table("backends").table(info.name), repo, keep=keep)
     return Rehearsal(outcome.passed, list(outcome.lines))
 
 

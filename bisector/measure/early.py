@@ -26,9 +26,10 @@ without early good verdicts) is in bisector.bisection.pipeline.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from bisector.backends.base import Candidate, PartialLogs
 from bisector.durations import format_duration
@@ -221,3 +222,103 @@ def _peek_value(
         paths: list[Path] = partial.peek(candidate)
         return metric_value(scorer([str(p) for p in paths]), metric)
     return None
+
+
+class Watched(Protocol):
+    """A run of the bad endpoint as the policy reads it (a Measurement)."""
+
+    @property
+    def value(self) -> float | None: ...
+
+    @property
+    def trajectory(self) -> list[list[float]]: ...
+
+
+class EarlyPolicy:
+    """When a run's warmup is watched, and when it may end early (one per run).
+
+    Search runs may end early (bad; good too with `early_good` once the bad endpoint's
+    onset is known); endpoints are watched to learn that onset but run full length; the
+    confirmation runs full length (it is the evidence, and the parent's run is what would
+    catch a wrong early good verdict). A full-length run that contradicts an early good
+    verdict withdraws them for the rest of the run (`withdrawn`).
+    """
+
+    def __init__(
+        self,
+        *,
+        metric: str,
+        check_every_s: float | None,
+        early_good: bool,
+        warmup_s: float,
+        watchable: bool,  # the backend can show its log while it warms up (PartialLogs)
+        growing_scorer: GrowingScorerFactory,
+        withdrawn: bool = False,
+    ) -> None:
+        self.metric = metric
+        self.every_s = check_every_s if watchable and is_monotone(metric) else None
+        self.early_good = early_good
+        self.warmup_s = warmup_s
+        self.growing_scorer = growing_scorer
+        self.withdrawn = withdrawn
+        self.onset_s: float | None = None  # when the bad endpoint passed the threshold
+
+    def stop_for(self, threshold: float | None, phase: str) -> EarlyStop | None:
+        """How a warmup in `phase` is watched and may end early against `threshold`;
+        None: not watched."""
+        every = self.every_s
+        if not every:
+            return None
+        if phase == "endpoint" and self.early_good:
+            return EarlyStop(self.metric, None, every, self.warmup_s, self.growing_scorer)
+        if phase != "bisect" or threshold is None:
+            return None
+        good_after = None
+        if self.good_on():
+            assert self.onset_s is not None
+            good_after = EARLY_GOOD_FACTOR * self.onset_s
+        return EarlyStop(
+            self.metric,
+            threshold,
+            every,
+            self.warmup_s,
+            self.growing_scorer,
+            good_after_s=good_after,
+            onset_s=self.onset_s,
+        )
+
+    def good_on(self) -> bool:
+        return self.early_good and self.onset_s is not None and not self.withdrawn
+
+    def set_onset(self, bad_runs: Sequence[Watched], threshold: float) -> str | None:
+        """Arm early good verdicts from the bad endpoint's watched runs; what to say, if any.
+
+        The onset is the latest of the bad runs' first looks at or above the threshold
+        (an upper bound: the crossing was at most one look earlier). Any bad run without
+        one (not watched, or only cached from an earlier run) leaves them off.
+        """
+        if not self.early_good:
+            return None
+        measured = [m for m in bad_runs if m.value is not None]
+        if any(not looks_agree(m.trajectory, m.value) for m in measured if m.value is not None):
+            self.onset_s = None
+            return (
+                "early good verdicts off: a look at the bad endpoint's log read more than "
+                "its collected log (the peek read another file?)"
+            )
+        onsets = [onset(m.trajectory, threshold) for m in measured]
+        if not onsets or any(o is None for o in onsets):
+            self.onset_s = None
+            return (
+                "early good verdicts off: the bad endpoint's warmup was not watched "
+                "(a backend without partial logs, or runs measured before)"
+            )
+        self.onset_s = max(o for o in onsets if o is not None)
+        if self.withdrawn:
+            return "early good verdicts off: a full-length run contradicted one in this run"
+        return (
+            f"early good verdicts on: the bad endpoint passed the threshold after "
+            f"{format_duration(self.onset_s)}; a search run below it for "
+            f"{format_duration(EARLY_GOOD_FACTOR * self.onset_s)} and on course to stay "
+            f"under half of it is good"
+        )

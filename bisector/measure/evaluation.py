@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs
 from bisector.backends.collected import read_load
 from bisector.durations import format_duration
-from bisector.errors import BisectorError, InfraError, LaunchError
+from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores, metric_value, score_logs
 from bisector.logs.sources import open_source, resolve
 from bisector.measure.early import (
@@ -46,6 +47,9 @@ MIN_COVERAGE = 0.5
 # difference between this machine's clock and the cluster's (NTP keeps them far closer;
 # a log left by an earlier candidate started at least a build and a warmup earlier).
 LAUNCH_CLOCK_ALLOWANCE_S = 10.0
+# Log times may be whole seconds (a truncated stamp): a log starting within this long of
+# an earlier evaluation's end may be the next launch's own.
+LOG_TIME_RESOLUTION_S = 1.0
 # A log whose times are within this long of the launch is on the wall clock: its start
 # says whether it is this launch's. Logs further off keep simulated or replayed time (the
 # sim's 2017 clock), which says nothing of which launch wrote them.
@@ -59,9 +63,17 @@ MIN_RAN_S = 1.0
 # as a flag it logs at start, or written first by a log replayer.
 LAUNCH_ID_MARK = b"bisector-launch-id="
 _LAUNCH_ID = re.compile(rb"bisector-launch-id=([0-9a-f]{8,64})")
-# Garbled lines may have been the metric's own lines: past this share of the log, its
-# counts cannot be trusted either way.
-MAX_GARBLED_SHARE = 0.01
+# A log's first bytes identify it: two launches' logs never begin alike (their first
+# lines carry their own microsecond times), so a log that begins as an earlier
+# evaluation's did is that evaluation's file.
+HEAD_BYTES = 4096
+# Garbled lines (bisector.logs.records: impossible times, binary bytes, over-long lines)
+# may have been the metric's own lines. klog writes each line whole, under a lock: a
+# healthy file holds at most one it did not finish (cut where it was copied mid-write).
+# More is damage, and damage does not choose which lines it hits: a share of the log
+# (1 % of a million lines is 10,000, more than a bad commit's 409s) would let it hide
+# the metric. So the bound is a count: one per log file.
+MAX_GARBLED_PER_FILE = 1
 # A build that failed says the tree does not build, unless its output says the machine
 # was the trouble (a full disk, memory, a timeout, a kill, the network).
 _MACHINE_TROUBLE = re.compile(
@@ -70,6 +82,20 @@ _MACHINE_TROUBLE = re.compile(
     r"|temporary failure in name resolution|network is unreachable|could not resolve host",
     re.IGNORECASE,
 )
+
+
+@dataclass(frozen=True)
+class LogSeen:
+    """An earlier evaluation's log, as far as telling a later log from it needs."""
+
+    ended_at: float  # wall time (this machine) the evaluation ended
+    start: float | None = None  # the log's window, on the log's clock
+    end: float | None = None
+    head: str = ""  # digest of its first HEAD_BYTES (Measurement.head)
+
+
+def _no_earlier() -> Sequence[LogSeen]:
+    return ()
 
 
 @dataclass(frozen=True)
@@ -84,7 +110,10 @@ class WindowRule:
       names launch ids (LAUNCH_ID_MARK) must name this launch's and no other; one that
       names none must, on the wall clock, start after this launch began (less
       LAUNCH_CLOCK_ALLOWANCE_S): a file left by an earlier cluster on the path collect
-      copies, or one appended to across launches, starts before. A log on another clock
+      copies, or one appended to across launches, starts before. The allowance is for
+      clock skew only: a log that begins as an earlier evaluation's log began (`head`),
+      or begins before the end of the log of an evaluation that ended before this launch
+      began (`earlier`), is that evaluation's, however recent. A log on another clock
       (simulated, replayed) that names no launch cannot be told from another's: a skip.
     * Coverage: the measured time from launch-ready to collect (`Measurement.ran_s`: the
       warmup as it really ran, fixed, ended by a workload or by an early verdict) is what
@@ -101,6 +130,9 @@ class WindowRule:
     times_required: bool = False  # a log without timestamps is no measurement
     own_logs: bool = False  # the backend writes each evaluation's log itself (the sim)
     by_run: bool = True  # a wall-clock run's own length is the measure (not early goods)
+    # The logs of the evaluations before this one (this run's and the cache's), read when
+    # the log is judged: one that ended while this one built counts too.
+    earlier: Callable[[], Sequence[LogSeen]] = _no_earlier
 
     @property
     def min_span_s(self) -> float:
@@ -111,9 +143,7 @@ class WindowRule:
         but a log that needed timestamps still does (without them it cannot be told from
         a stale or restarted one), and it must still be this launch's."""
         needs_times = self.times_required or self.min_span_s > 0
-        return WindowRule(
-            0.0, self.real_time, times_required=needs_times, own_logs=self.own_logs, by_run=False
-        )
+        return dataclasses.replace(self, expected_s=0.0, times_required=needs_times, by_run=False)
 
 
 @dataclass
@@ -126,6 +156,9 @@ class Measurement:
     value: float | None = None  # None: no verdict possible, see `reason`
     metrics: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None
+    # The step whose InfraError made this run a skip (its `kind`: "build", "launch",
+    # "collect", "checkout", "teardown", ...); None: measured, or a log that said nothing.
+    skipped_at: str | None = None
     duration_s: float = 0.0
     logs: list[str] = field(default_factory=list)
     launch_attempts: int = 0
@@ -146,6 +179,7 @@ class Measurement:
     # (procs: node watch events against the hollow nodes' status writes), and in words.
     load_fraction: float | None = None
     load: str = ""
+    head: str = ""  # digest of the log's first HEAD_BYTES: the same file read again?
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,6 +191,10 @@ class Measurement:
         m = cls(**{k: v for k, v in data.items() if k in known})
         if m.stopped_early and m.early_verdict is None:
             m.early_verdict = "bad"  # journals before early good verdicts: only bad stopped
+        if "skipped_at" not in data and m.value is None and m.reason:
+            # Journals before `skipped_at` said the step only as the reason's first word.
+            head, colon, _ = m.reason.partition(":")
+            m.skipped_at = head if colon and head.isalpha() else None
         return m
 
     @property
@@ -171,16 +209,10 @@ class Measurement:
         own (the tree does not build, the patch does not apply) is the tree's."""
         if self.value is not None:
             return False
-        reason = self.reason or ""
-        return not reason.startswith("build:") or bool(_MACHINE_TROUBLE.search(reason))
-
-
-def trait(backend: object, name: str, default: bool) -> bool:
-    """A backend's optional class attribute (`own_logs`, `real_time_logs`, ...), looked
-    up through the wrappers a run may put around it (slots, nightly's budget: `inner`)."""
-    while not hasattr(backend, name) and hasattr(backend, "inner"):
-        backend = backend.inner
-    return bool(getattr(backend, name, default))
+        if self.skipped_at != BuildError.kind:
+            return True
+        # The build's own output says when the machine, not the tree, failed it.
+        return bool(_MACHINE_TROUBLE.search(self.reason or ""))
 
 
 def log_window(scores: Scores) -> dict[str, Any] | None:
@@ -205,16 +237,18 @@ def _score(
     try:
         scores = scorer(logs)
     except InfraError as exc:  # a metric source's files (bisector.metrics) are missing or garbled
-        m.reason = f"{exc.kind}: {exc.reason}"
+        m.reason, m.skipped_at = f"{exc.kind}: {exc.reason}", exc.kind
         return
     except BisectorError as exc:  # an unreadable or corrupt log is the infrastructure's fault
-        m.reason = f"collect: log cannot be scored: {exc}"
+        m.reason, m.skipped_at = f"collect: log cannot be scored: {exc}", CollectError.kind
         return
     except Exception as exc:  # e.g. an I/O error mid-read: a skip, not the end of the run
         m.reason = f"collect: log cannot be scored: {type(exc).__name__}: {exc}"
+        m.skipped_at = CollectError.kind
         return
     m.metrics = dict(scores.metrics)
     m.window = log_window(scores)
+    m.head = log_head(logs)
     value = metric_value(scores, metric)
     if value is None:
         m.reason = f"no data: the log has no lines metric {metric!r} needs"
@@ -237,7 +271,7 @@ def _score(
         rule = rule.coverage_waived()
         m.early_verdict = "good"
     why_not = (
-        _garbled_problem(scores)
+        _garbled_problem(scores, len(logs))
         or _window_problem(m, rule, launch_id)
         or _stale_source_problem(m, rule, metric)
     )
@@ -255,14 +289,16 @@ def _score(
     m.value = value
 
 
-def _garbled_problem(scores: Scores) -> str | None:
+def _garbled_problem(scores: Scores, files: int) -> str | None:
     lines = scores.metrics.get("lines")
     garbled = scores.unparsable_lines
-    if not garbled or not isinstance(lines, int) or garbled <= MAX_GARBLED_SHARE * lines:
+    if garbled <= MAX_GARBLED_PER_FILE * max(1, files):
         return None
+    shown = f" of {lines}" if isinstance(lines, int) else ""
     return (
-        f"log cannot be trusted: {garbled} of {lines} lines are garbled (impossible times, "
-        "binary data, cut lines); the metric's own lines may be among them"
+        f"log cannot be trusted: {garbled}{shown} lines are garbled (impossible times, "
+        "binary data, over-long lines; a healthy log has at most a cut last line); the "
+        "metric's own lines may be among them"
     )
 
 
@@ -318,8 +354,41 @@ def _launch_problem(m: Measurement, rule: WindowRule, launch_id: str) -> str | N
                 f"(allowing {LAUNCH_CLOCK_ALLOWANCE_S:g}s of clock difference): a file left "
                 "by an earlier candidate's cluster?"
             )
-        return None
+        return _earlier_log_problem(m, start, rule.earlier())
     return _unprovable(m, launch_id)
+
+
+def _earlier_log_problem(m: Measurement, start: float, earlier: Sequence[LogSeen]) -> str | None:
+    """Whether the log is an earlier evaluation's: it begins as that one's log began, or
+    before that one's log ended although that evaluation ended before this launch began
+    (the clock allowance is for skew, not for a file an apiserver that never started left)."""
+    for seen in earlier:
+        if seen.ended_at > m.launched_at:
+            continue  # ran alongside this one (another slot): its log says nothing here
+        # Two launches' logs begin alike only if their stamps cannot tell them apart: one
+        # that ended a stamp's resolution before this launch began wrote its first lines
+        # before this launch's could be written.
+        if (
+            m.head
+            and seen.head == m.head
+            and seen.ended_at <= m.launched_at - LOG_TIME_RESOLUTION_S
+        ):
+            return (
+                "stale log: it begins with the same lines as an earlier evaluation's log "
+                "(the file left by an earlier candidate's cluster: its apiserver never wrote?)"
+            )
+        if seen.end is None:
+            continue
+        # That log ended by the time its evaluation did (a log's times past its collect
+        # are a replay's, not the wall clock's): begun before then, it is that one's.
+        ended = min(seen.end, seen.ended_at)
+        if start < ended - LOG_TIME_RESOLUTION_S:
+            return (
+                f"stale log: it begins {format_duration(ended - start)} before an earlier "
+                "evaluation's log ended, and that evaluation ended before this launch began "
+                "(the file left by an earlier candidate's cluster: its apiserver never wrote?)"
+            )
+    return None
 
 
 def _stale_source_problem(m: Measurement, rule: WindowRule, metric: str) -> str | None:
@@ -339,6 +408,12 @@ def _stale_source_problem(m: Measurement, rule: WindowRule, metric: str) -> str 
     before = m.launched_at - started
     if before <= LAUNCH_CLOCK_ALLOWANCE_S:
         return None
+    if source.get("source") == "cl2":  # a summary written before this launch: another's
+        return (
+            f"stale metrics: {metric} was read from a CL2 summary written "
+            f"{format_duration(before)} before this launch began ({source.get('from')}): an "
+            "earlier launch's report left in the report directory?"
+        )
     return (
         f"stale metrics: {metric} was read from a process that started "
         f"{format_duration(before)} before this launch began ({source.get('from')}): an "
@@ -355,6 +430,30 @@ def _unprovable(m: Measurement, launch_id: str) -> str:
     )
 
 
+def log_head(logs: Sequence[str]) -> str:
+    """Digest of the first HEAD_BYTES of the first log (gzip or plain); "" if unreadable."""
+    if not logs:
+        return ""
+    try:
+        with open_source(resolve(logs[0])) as fh:
+            head = fh.read(HEAD_BYTES)
+    except (BisectorError, OSError):
+        return ""
+    return hashlib.sha256(head).hexdigest()[:32] if head else ""
+
+
+def seen_log(m: Measurement) -> LogSeen:
+    """What a later evaluation needs of `m`'s log to tell its own from it."""
+    window = m.window or {}
+    start, end = window.get("start"), window.get("end")
+    return LogSeen(
+        m.started_at + m.duration_s,
+        float(start) if isinstance(start, (int, float)) else None,
+        float(end) if isinstance(end, (int, float)) else None,
+        m.head,
+    )
+
+
 def _launch_ids(logs: list[str], chunk: int = 1 << 20) -> set[str]:
     """The launch ids the log files name (LAUNCH_ID_MARK), gzip or plain."""
     found: set[str] = set()
@@ -363,10 +462,16 @@ def _launch_ids(logs: list[str], chunk: int = 1 << 20) -> set[str]:
         try:
             with open_source(resolve(path)) as fh:
                 carry = b""
-                while block := fh.read(chunk):
+                while True:
+                    block = fh.read(chunk)
                     data = carry + block
-                    if LAUNCH_ID_MARK in data:
-                        found.update(m.decode() for m in _LAUNCH_ID.findall(data))
+                    for match in _LAUNCH_ID.finditer(data):
+                        # An id running to the chunk's end may go on in the next one:
+                        # read whole from the carried tail then, never half.
+                        if not block or match.end() < len(data):
+                            found.add(match.group(1).decode())
+                    if not block:
+                        break
                     carry = data[-tail:]
         except (BisectorError, OSError):
             continue  # the scorer already said what is wrong with an unreadable file
@@ -459,7 +564,7 @@ def evaluate_candidate(
         if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
             scorer = scorer.in_log_dir(candidate.log_dir)
         rule = window or WindowRule()
-        if trait(backend, "own_logs", False):  # the sim: each log is this launch's
+        if backend.traits.own_logs:  # the sim: each log is this launch's
             rule = dataclasses.replace(rule, own_logs=True)
         _score(
             scorer,
@@ -472,7 +577,7 @@ def evaluate_candidate(
             launch_id=candidate.launch_id,
         )
     except InfraError as exc:
-        m.reason = f"{exc.kind}: {exc.reason}"
+        m.reason, m.skipped_at = f"{exc.kind}: {exc.reason}", exc.kind
     finally:
         delivered = read_load(candidate.log_dir) if collecting else None
         if delivered is not None:  # also on a skip: "the load did not run" shows its share
@@ -504,4 +609,5 @@ def _teardown_failed(m: Measurement, error: str) -> None:
     m.value = None
     m.stopped_early = None
     m.early_verdict = None
-    m.reason = m.reason or f"teardown: {error}"
+    if not m.reason:
+        m.reason, m.skipped_at = f"teardown: {error}", "teardown"

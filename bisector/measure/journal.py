@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from bisector.measure.evaluation import Measurement
+from bisector.measure.evaluation import LogSeen, Measurement, seen_log
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
@@ -306,6 +306,12 @@ class Journal:
             append_line(self.cache_file, record.to_json())
         self.own.append(m)
         self.by_tree[m.tree].append(m)
+
+    def logs_seen(self) -> tuple[LogSeen, ...]:
+        """The logs of every measurement known (this run's, skips too, and the cache's):
+        a later log that is one of them is stale (bisector.measure.evaluation)."""
+        cached = [m for ms in self.by_tree.values() for m in ms if m.id in self.cached_ids]
+        return tuple(seen_log(m) for m in [*self.own, *cached] if m.window or m.head)
 
     def for_tree(self, tree: str, *, confirm: bool = False) -> list[Measurement]:
         """Measurements usable for a verdict; confirmation uses only its own fresh runs."""

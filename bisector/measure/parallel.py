@@ -15,12 +15,12 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 from bisector import proc
-from bisector.backends.base import Backend, Candidate
+from bisector.backends.base import Backend, Candidate, ForwardingBackend
 from bisector.errors import InfraError
 from bisector.signals import held_during
 
@@ -64,26 +64,16 @@ class Worker:
         self.ended.wait(timeout)
 
 
-class CancellableBackend:
+class CancellableBackend(ForwardingBackend):
     """A slot's view of the backend: once cancelled, every step but teardown refuses."""
 
     def __init__(self, backend: Backend, cancelled: threading.Event) -> None:
-        self.inner = backend
+        super().__init__(backend)
         self.cancelled = cancelled
-        self.name = backend.name
 
     def _check(self) -> None:
         if self.cancelled.is_set():
             raise Interrupted("the run was interrupted")
-
-    def setup(self) -> None:
-        self.inner.setup()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def plan(self, candidate: Candidate) -> list[str]:
-        return self.inner.plan(candidate)
 
     def build(self, candidate: Candidate) -> None:
         self._check()
@@ -101,8 +91,13 @@ class CancellableBackend:
         self._check()
         return self.inner.collect(candidate)
 
-    def teardown(self, candidate: Candidate) -> None:
-        self.inner.teardown(candidate)
+    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        self._check()
+        return super().warmup_steps(candidate, every_s)
+
+    def peek(self, candidate: Candidate) -> list[Path]:
+        self._check()
+        return super().peek(candidate)
 
 
 def kill_running_commands() -> None:

@@ -22,15 +22,23 @@ reason.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from bisector.errors import CollectError
+from bisector.metrics.prometheus import read_bounded
+from bisector.proc import CommandError
 
 MAX_SUMMARY_BYTES = 64 << 20
+# The time CL2 wrote a summary, last in its name: Go's time.RFC3339 of SummaryTime()
+# (simple_test_executor.go: strings.Join([name, test, time.Format(time.RFC3339)], "_")).
+_WRITTEN = re.compile(r"_(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:\d{2}))\.[^.]+$")
 
 
 @dataclass(frozen=True)
@@ -38,6 +46,7 @@ class Cl2Reading:
     value: float
     file: str  # the summary's file name
     unit: str | None  # the data item's unit ("ms"), None for throughput
+    written: float | None = None  # epoch s the summary was written (its name, else its mtime)
 
 
 def matching_files(names: Sequence[str], prefix: str) -> list[str]:
@@ -127,6 +136,17 @@ def _number(data: Mapping[str, object], key: str, name: str) -> float:
     return float(value)
 
 
+def summary_time(name: str) -> float | None:
+    """Epoch seconds of the RFC3339 time in a summary's file name; None without one."""
+    found = _WRITTEN.search(name)
+    if found is None:
+        return None
+    try:
+        return datetime.fromisoformat(found.group(1)).timestamp()
+    except ValueError:
+        return None
+
+
 def read_dir(directory: Path, prefix: str, labels: Mapping[str, str], key: str) -> Cl2Reading:
     """The value from the one summary `prefix`* in `directory` (a CL2 --report-dir)."""
     try:
@@ -138,9 +158,75 @@ def read_dir(directory: Path, prefix: str, labels: Mapping[str, str], key: str) 
     name = pick_file(names, prefix, str(directory))
     path = directory / name
     try:
-        if path.stat().st_size > MAX_SUMMARY_BYTES:
-            raise CollectError(f"{path} is larger than any CL2 summary")
-        text = path.read_bytes()
+        text = read_bounded(path, MAX_SUMMARY_BYTES, "CL2 summary")
+        written = summary_time(name)
+        if written is None:
+            written = path.stat().st_mtime
     except OSError as exc:
         raise CollectError(f"{path} cannot be read: {exc}") from None
-    return value_from(text, name, labels, key)
+    # When it was written: an evaluation holds it to its launch (another launch's summary
+    # left in the report dir is stale), as it holds the log.
+    return dataclasses.replace(value_from(text, name, labels, key), written=written)
+
+
+# -- a workload that failed on its own SLO checks ------------------------------------------
+#
+# CL2 ends every test with printTestResult (clusterloader2/cmd/clusterloader.go): a dash
+# line, "Test Finished", "  Status: Fail", "  Errors: [" + the test's ErrorList joined by
+# "\n" (pkg/errors/error_list.go) + "]", a dash line; then `klog.Exitf("%d tests have
+# failed!")`: exit 1, as for any other failure. A measurement that found its SLO broken
+# still writes its summary and returns a MetricViolationError ("<metric>: <reason>",
+# pkg/errors/metric_violation_error.go), which the executor wraps as "measurement call
+# <Method> - <Identifier> error: <it>" (pkg/measurement/execute.go). The metrics CL2 names
+# in its violations (the first argument of each NewMetricViolationError call):
+VIOLATIONS = (
+    "top latency metric",  # APIResponsivenessPrometheus
+    "pod startup",  # PodStartupLatency
+    "API availability",
+    "container restarts",
+    "probers",
+    "claim allocation",
+    "resource create",
+)
+_ERRORS_BLOCK = re.compile(r"Status: Fail\s*\n.*?Errors: \[(.*?)\]\s*\n[^\n]*-{20,}", re.DOTALL)
+_VIOLATION = re.compile(
+    r"^measurement call \S+ - \S+ error: \[?(?:"
+    + "|".join(re.escape(v) for v in VIOLATIONS)
+    + r"): "
+)
+_KLOG_HEAD = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\]]+\] ")
+
+
+def slo_violations(output: str) -> list[str] | None:
+    """The SLO violations a failed CL2 run reported, when they are all its errors (the
+    workload ran and measured a violation: a measurement); None when any error is of
+    another kind, or the output holds no test result (the workload failed: a skip)."""
+    blocks = _ERRORS_BLOCK.findall(output)
+    if not blocks:
+        return None
+    errors: list[str] = []
+    for block in blocks:
+        for line in block.splitlines():
+            text = _KLOG_HEAD.sub("", line).strip()
+            if text:
+                errors.append(text)
+    if not errors or not all(_VIOLATION.match(e) for e in errors):
+        return None
+    return errors
+
+
+VIOLATIONS_FILE = "slo-violations.txt"  # beside the summaries: what CL2 said was broken
+
+
+def measured_violations(exc: CommandError, report_dir: Path) -> bool:
+    """Whether a failed workload was ClusterLoader2 measuring SLO violations (exit 1, its
+    test result listing only violations): then its summaries are a measurement, and what
+    it found broken is kept in the report dir (VIOLATIONS_FILE) for a person to read."""
+    if exc.code != 1:
+        return False
+    found = slo_violations(exc.stdout + "\n" + exc.stderr)
+    if found is None:
+        return False
+    report_dir.mkdir(parents=True, exist_ok=True)
+    (report_dir / VIOLATIONS_FILE).write_text("".join(f"{v}\n" for v in found))
+    return True

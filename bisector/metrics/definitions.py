@@ -12,6 +12,8 @@ key = "Perc99"
 source = "prometheus"
 counter = "apiserver_terminated_watchers_total"  # or histogram = / summary = ; a list: the
 labels = { resource = "nodes" }                  # first name the snapshot has is read
+absent = "zero"                                  # a counter in neither snapshot: "skip"
+                                                 # (default: absent is not zero) or "zero"
 
 [metrics.etcd_watchers]
 source = "prometheus"
@@ -50,6 +52,7 @@ QUANTILE_KINDS = ("histogram", "summary")
 # Whose /metrics a prometheus metric reads (bisector.backends.collected.metrics_file): the
 # procs backend snapshots each control-plane process it runs; other backends the apiserver.
 TARGETS = ("apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+ABSENT = ("skip", "zero")  # what a counter, gauge or series with no series means
 Labels = tuple[tuple[str, str], ...]
 
 
@@ -77,6 +80,10 @@ class PrometheusMetric:
     unit: str | None = None  # s | ms | us: the value is converted to it
     worse: Worse = "higher"
     source: str = "prometheus"
+    # A counter in neither snapshot (a gauge, a series not in the second): "skip" (absent
+    # is not zero: a commit before the one that added the metric prints nothing either)
+    # or "zero" (declared: nothing happened).
+    absent: str = "skip"
     target: str = "apiserver"  # whose /metrics (TARGETS)
 
     def describe(self) -> str:
@@ -146,7 +153,9 @@ def parse_source_metric(name: str, table: Section, source: str) -> SourceMetric:
 
 
 def _prometheus(name: str, table: Section) -> PrometheusMetric:
-    table.check_keys(("source", "target", *PROMETHEUS_KINDS, "labels", "quantile", "unit", "worse"))
+    table.check_keys(
+        ("source", "target", *PROMETHEUS_KINDS, "labels", "quantile", "unit", "worse", "absent")
+    )
     kinds = [k for k in PROMETHEUS_KINDS if k in table]
     if len(kinds) != 1:
         raise ConfigError(
@@ -179,9 +188,17 @@ def _prometheus(name: str, table: Section) -> PrometheusMetric:
         )
     if quantile is not None and not math.isfinite(quantile):
         raise ConfigError(f"{table.where('quantile')} must be a finite number")
+    absent = table.get_str("absent", "skip")
+    if absent not in ABSENT or (kind in QUANTILE_KINDS and "absent" in table):
+        raise ConfigError(
+            f"{table.where('absent')}: a counter's, gauge's or series' absence is \"skip\" "
+            f'(the default) or "zero"; got {absent!r}'
+            + ("" if kind not in QUANTILE_KINDS else f" for a {kind}")
+        )
+    worse = worse_of(table)
     labels = _labels(table)
     return PrometheusMetric(
-        name, kind, families, labels, quantile, unit, worse_of(table), target=target
+        name, kind, families, labels, quantile, unit, worse, absent=absent, target=target
     )
 
 
@@ -209,11 +226,14 @@ BUILTIN_SOURCE_METRICS: tuple[SourceMetric, ...] = (
     # Pods scheduled per second; CL2 holds `max` to its threshold (scheduling_throughput.go).
     Cl2Metric("scheduling_throughput", "SchedulingThroughput_load_", "max", (), "lower"),
     # The apiserver's /metrics over the warmup.
+    # A CounterVec prints nothing until its first child (client_golang): a run that
+    # terminated no watcher has no series, the good case.
     PrometheusMetric(
         "terminated_watchers",
         "counter",
         ("apiserver_terminated_watchers_total", "apiserver_terminated_watchers"),
         (("resource", "nodes"),),
+        absent="zero",
     ),
     PrometheusMetric(
         "watch_dispatch_p99_ms",

@@ -35,9 +35,10 @@ class Reading:
     value: float
     source: str  # "cl2", "prometheus", "process"
     where: str  # the file(s) it came from, and what was read
-    # Wall time (epoch s) the measured process started (/metrics' process_start_time_seconds)
-    # or its measurement began (processes.json `start`): an evaluation holds it to its
-    # launch as it holds the log (bisector.measure.evaluation). None: the files do not say.
+    # Wall time (epoch s) the measured process started (/metrics' process_start_time_seconds),
+    # its measurement began (processes.json `start`) or the CL2 summary was written: never
+    # before the launch, an evaluation holds it to its launch as it holds the log
+    # (bisector.measure.evaluation). None: the files do not say.
     started: float | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -112,7 +113,8 @@ def _cl2(metric: Cl2Metric, evidence: Evidence) -> Reading:
     if evidence.cl2_dir is None:
         raise CollectError(f"{metric.name}: no CL2 report directory was given")
     got = cl2.read_dir(evidence.cl2_dir, metric.summary, dict(metric.labels), metric.key)
-    return Reading(metric.name, got.value, "cl2", f"{evidence.cl2_dir / got.file} {metric.key}")
+    where = f"{evidence.cl2_dir / got.file} {metric.key}"
+    return Reading(metric.name, got.value, "cl2", where, got.written)
 
 
 def _prometheus(metric: PrometheusMetric, evidence: Evidence) -> Reading:
@@ -142,14 +144,19 @@ def prometheus_value(
     if metric.kind in ("gauge", "series"):
         assert before is not None
         window = prometheus.Window(before, after)
+        zero = metric.absent == "zero"
         if metric.kind == "gauge":
-            return prometheus.gauge_value(window, family, selector), family
-        return float(prometheus.series_count(window, family, selector)), family
+            return prometheus.gauge_value(window, family, selector, absent_is_zero=zero), family
+        count = prometheus.series_count(window, family, selector, absent_is_zero=zero)
+        return float(count), family
     if metric.kind == "counter":
         assert before is not None
-        return prometheus.counter_increase(
-            prometheus.Window(before, after), family, selector
-        ), family
+        window = prometheus.Window(before, after)
+        absent_is_zero = metric.absent == "zero"
+        increase = prometheus.counter_increase(
+            window, family, selector, absent_is_zero=absent_is_zero
+        )
+        return increase, family
     assert metric.quantile is not None
     if metric.kind == "histogram":
         assert before is not None

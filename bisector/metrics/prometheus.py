@@ -9,7 +9,10 @@ between the two snapshots:
 
 - counter increase: `sum(after - before)` over the series the labels select; a series
   missing from the first snapshot counts from 0 (the apiserver creates a series at its
-  first event), none at all in either is 0 (a `CounterVec` with no child prints nothing);
+  first event); none at all in either is no value (absent is not zero: the commits
+  before the one that added the metric print nothing either), unless the metric
+  declares that absence means none happened (`absent = "zero"`: a `CounterVec` with
+  no child prints nothing);
 - histogram quantile: `histogram_quantile(q, sum by (le) (after_bucket - before_bucket))`,
   computed as Prometheus computes it (promql/quantile.go `BucketQuantile`: buckets sorted
   by `le`, coalesced, forced monotonic, linear interpolation inside the bucket, the second
@@ -19,7 +22,8 @@ between the two snapshots:
 - gauge: the selected series' values in the second snapshot, summed (etcd's
   `etcd_debugging_mvcc_watcher_total`, `go_goroutines`); none selected is no value;
 - series: how many series of a name the labels select in the second snapshot (one per
-  watched resource, per client ...); none is no value (absent is not zero).
+  watched resource, per client ...); for both, none is no value (absent is not zero)
+  unless the metric declares `absent = "zero"`.
 
 Label matching is PromQL's: every selector label must equal the series' label, and a label
 the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017),
@@ -112,17 +116,27 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
     return snapshot
 
 
+def read_bounded(path: Path, limit: int, what: str) -> bytes:
+    """At most `limit` bytes of `path`, read as a stream: a FIFO (`<(curl ...)`) or a
+    device has no size to check first, and /dev/zero never ends. CollectError past it."""
+    with path.open("rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise CollectError(
+            f"{path} holds more than {limit >> 20} MiB: larger than any {what} (an endless "
+            "input such as /dev/zero, or the wrong file?); pass the file itself"
+        )
+    return data
+
+
 def read_snapshot(path: Path) -> Snapshot:
     try:
-        size = path.stat().st_size
-        if size > MAX_SNAPSHOT_BYTES:
-            raise CollectError(f"{path} is {size} bytes: larger than any /metrics page")
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = read_bounded(path, MAX_SNAPSHOT_BYTES, "/metrics page")
     except FileNotFoundError:
         raise CollectError(f"no metrics snapshot at {path}") from None
     except OSError as exc:
         raise CollectError(f"{path} cannot be read: {exc}") from None
-    return parse_snapshot(text, str(path))
+    return parse_snapshot(data.decode("utf-8", errors="replace"), str(path))
 
 
 @dataclass(frozen=True)
@@ -193,36 +207,56 @@ def _increases(
     return found
 
 
-def counter_increase(window: Window, name: str, selector: Mapping[str, str]) -> float:
-    return sum(_increases(window, name, selector).values())
+def counter_increase(
+    window: Window, name: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> float:
+    """The selected series' increase; no series in either snapshot is a CollectError
+    unless `absent_is_zero` (the metric declared what its absence means)."""
+    found = _increases(window, name, selector)
+    if not found and not absent_is_zero:
+        shown = ",".join(f'{k}="{v}"' for k, v in sorted(selector.items()))
+        raise CollectError(
+            f"{name}{{{shown}}} is in neither snapshot: absent is not zero (the apiserver may "
+            "not have this metric yet); if its absence means none happened, declare "
+            'absent = "zero" in the metric\'s table'
+        )
+    return sum(found.values())
 
 
-def _selected_at_end(window: Window, name: str, selector: Mapping[str, str]) -> list[Sample]:
+def _selected_at_end(
+    window: Window, name: str, selector: Mapping[str, str], absent_is_zero: bool
+) -> list[Sample]:
     """The selected series of `name` in the second snapshot; none is a CollectError (absent
-    is not zero: a tree before the one that added the metric prints nothing either)."""
+    is not zero: a tree before the one that added the metric prints nothing either) unless
+    `absent_is_zero` (the metric declared what its absence means)."""
     found = [s for s in window.after.of(name) if selects(selector, s.labels)]
-    if not found:
+    if not found and not absent_is_zero:
         shown = ",".join(f'{k}="{v}"' for k, v in sorted(selector.items()))
         raise CollectError(
             f"{name}{{{shown}}} is not in {window.after.path}: absent is not zero (the process "
-            "may not have this metric, or it is another family name in this version)"
+            "may not have this metric, or it is another family name in this version); if its "
+            'absence means none, declare absent = "zero" in the metric\'s table'
         )
     return found
 
 
-def gauge_value(window: Window, name: str, selector: Mapping[str, str]) -> float:
+def gauge_value(
+    window: Window, name: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> float:
     """The selected series of a gauge at the window's end, summed. The window (both
     snapshots) is still required: a process that restarted in it reads a fresh value."""
-    found = _selected_at_end(window, name, selector)
+    found = _selected_at_end(window, name, selector, absent_is_zero)
     values = [s.value for s in found]
     if not all(math.isfinite(v) for v in values):
         raise CollectError(f"{window.after.path}: {name} reads {values}, not a number")
     return sum(values)
 
 
-def series_count(window: Window, name: str, selector: Mapping[str, str]) -> int:
+def series_count(
+    window: Window, name: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> int:
     """How many series of sample `name` the selector picks at the window's end."""
-    return len(_selected_at_end(window, name, selector))
+    return len(_selected_at_end(window, name, selector, absent_is_zero))
 
 
 @dataclass(frozen=True)

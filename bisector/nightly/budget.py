@@ -1,7 +1,8 @@
 """A hunt's budget, enforced by wrapping its backend (bisector.search is not changed for it).
 
-`BudgetedBackend` forwards every call to the real backend. Before each build it
-checks the hunt's usage so far (evaluations started, cluster time from launch
+`BudgetedBackend` forwards every call to the real backend (a ForwardingBackend: its
+traits and capabilities too, so a hunt keeps early verdicts and prefetched builds).
+Before each build it checks the hunt's usage so far (evaluations started, cluster time from launch
 to teardown, summed over every night of the hunt) and raises `BudgetExceeded`
 instead of starting one more evaluation. That exception is neither an
 InfraError (which would become a *skip*) nor a BisectorError: it unwinds
@@ -16,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bisector.backends.base import Backend, Candidate
+from bisector.backends.base import Backend, Candidate, ForwardingBackend
 from bisector.nightly.config import Budget
 
 
@@ -40,7 +41,7 @@ def budget_exceeded(budget: Budget, evaluations: int, cluster_s: float) -> str |
 UsageSink = Callable[[int, float], None]  # (evaluations, cluster seconds) to add
 
 
-class BudgetedBackend:
+class BudgetedBackend(ForwardingBackend):
     """The hunt's backend, stopping before an evaluation the budget does not cover."""
 
     def __init__(
@@ -53,8 +54,7 @@ class BudgetedBackend:
         record: UsageSink | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
+        super().__init__(inner)
         self.budget = budget
         self.evaluations = evaluations
         self.cluster_s = cluster_s
@@ -72,9 +72,6 @@ class BudgetedBackend:
         if self._record is not None:
             self._record(evaluations, cluster_s)
 
-    def setup(self) -> None:
-        self.inner.setup()
-
     def build(self, candidate: Candidate) -> None:
         if (why := self.exceeded()) is not None:
             raise BudgetExceeded(why)
@@ -84,12 +81,6 @@ class BudgetedBackend:
     def launch(self, candidate: Candidate) -> None:
         self._up_since[candidate.eval_dir] = self._clock()
         self.inner.launch(candidate)
-
-    def warmup(self, candidate: Candidate) -> None:
-        self.inner.warmup(candidate)
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        return self.inner.collect(candidate)
 
     def teardown(self, candidate: Candidate) -> None:
         try:
@@ -103,6 +94,3 @@ class BudgetedBackend:
     def close(self) -> None:
         self._up_since.clear()
         self.inner.close()
-
-    def plan(self, candidate: Candidate) -> list[str]:
-        return self.inner.plan(candidate)

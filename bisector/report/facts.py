@@ -89,18 +89,17 @@ def why_culprit(report: Report) -> str:
         text += (
             f", which entered the first-parent history with merge {short(culprit.merges[0].commit)}"
         )
-    if twin := twin_text(report, culprit.commit):
-        text += f" ({same_tree_plain(twin)})"
+    if same := same_tree_text(report, culprit.commit):
+        text += f" ({same_tree_plain(same)})"
     if culprit.confirmed:
         return text + "; measuring both again agreed."
     return text + "; measuring both again did NOT agree, so treat it as a suspect only."
 
 
-def twin_text(report: Report, commit: str) -> str | None:
+def same_tree_text(report: Report, commit: str) -> str | None:
     """`same tree as 45a9d215875d, measured there: 4,715` when the search's verdict on
-    `commit` came from runs of another commit with its tree (a merge's twin)."""
-    reason = report.verdict_reasons.get(commit, "")
-    return reason if reason.startswith("same tree as") else None
+    `commit` came from runs of another commit with its tree (a same-tree merge)."""
+    return report.same_tree_verdicts.get(commit)
 
 
 def _count(report: Report, commit: str, *, above: bool) -> str:

@@ -318,6 +318,9 @@ class Report:
     verdicts: dict[str, str]
     verdict_reasons: dict[str, str]
     bisect_log: str
+    # commit -> its search verdict, where it came from a same-tree merge (runs of another
+    # commit with its tree): "same tree as <commits>, measured there: <values>"
+    same_tree_verdicts: dict[str, str] = field(default_factory=dict)
     marks: list[Mark] = field(default_factory=list)
     teardown_failures: list[TeardownFailure] = field(default_factory=list)
     remote: str | None = None
@@ -357,6 +360,7 @@ class Report:
             verdicts=dict(data.get("verdicts", {})),
             verdict_reasons=dict(data.get("verdict_reasons", {})),
             bisect_log=data.get("bisect_log", ""),
+            same_tree_verdicts=_same_tree_verdicts(data),
             marks=[_build(Mark, m) for m in data.get("marks", [])],
             teardown_failures=[
                 _build(TeardownFailure, t) for t in data.get("teardown_failures", [])
@@ -375,3 +379,12 @@ class Report:
         path = run_dir / "report.json"
         path.write_text(json.dumps(self.to_json(), indent=2, default=str) + "\n")
         return path
+
+
+def _same_tree_verdicts(data: dict[str, Any]) -> dict[str, str]:
+    """The report's same-tree verdicts; a report.json from before the field had them only
+    as verdict reasons, which began with the words below (read back for those only)."""
+    if "same_tree_verdicts" in data:
+        return dict(data["same_tree_verdicts"])
+    reasons: dict[str, str] = dict(data.get("verdict_reasons", {}))
+    return {c: r for c, r in reasons.items() if r.startswith("same tree as ")}

@@ -9,12 +9,12 @@ from bisector.report.facts import (
     confidence_text,
     measured_runs_text,
     runs_text,
+    same_tree_text,
     search_text,
     short,
     split_reason,
     threshold_how,
     threshold_text,
-    twin_text,
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
@@ -75,8 +75,8 @@ def summary_lines(report: Report) -> list[str]:
             f"    every run: culprit {measured_runs_text(report, culprit.commit)}; "
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
-        if twin := twin_text(report, culprit.commit):
-            lines.append(f"    {same_tree_plain(twin, 'the culprit')}")
+        if same := same_tree_text(report, culprit.commit):
+            lines.append(f"    {same_tree_plain(same, 'the culprit')}")
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")

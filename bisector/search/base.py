@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from bisector.report.model import SearchSummary
+from bisector.search.decide import SameTree
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class Found:
 class Search(Protocol):
     verdicts: dict[str, str]  # what git bisect was told
     reasons: dict[str, str]  # why, per commit
+    same_tree: dict[str, SameTree]  # verdicts that came from runs of another commit's tree
 
     def first_picks(self, whole: SearchRange, k: int) -> list[Job]:
         """The k commits this search would measure first (measured beside the endpoints)."""

@@ -14,9 +14,23 @@ from bisector.numbers import format_number as _n
 
 
 @dataclass(frozen=True)
+class SameTree:
+    """A same-tree merge: the verdict on a commit came from runs of other commits with its
+    git tree (a merge and its branch's last commit build the same code)."""
+
+    commits: tuple[str, ...]  # the commits measured, full hashes
+    values: tuple[str, ...]  # their values, as a person reads them
+
+    def text(self) -> str:
+        shown = ", ".join(dict.fromkeys(c[:12] for c in self.commits))
+        return f"same tree as {shown}, measured there: {', '.join(self.values)}"
+
+
+@dataclass(frozen=True)
 class Decision:
     verdict: str | None  # "good", "bad", "skip"; None: measure again
     reason: str = ""
+    same_tree: SameTree | None = None  # decided by runs of another commit with this tree
 
 
 class DecisionRule(Protocol):

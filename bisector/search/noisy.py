@@ -32,6 +32,7 @@ from bisector.measure.evaluation import Measurement
 from bisector.measure.evaluator import Evaluator
 from bisector.report.model import LikelyRange, SearchSummary
 from bisector.search.base import Found, Job, SearchRange
+from bisector.search.decide import SameTree
 from bisector.search.likelihood import Likelihood
 from bisector.search.posterior import Posterior
 
@@ -74,6 +75,7 @@ class PosteriorSearch:
         self.error_rate = error_rate
         self.verdicts: dict[str, str] = {}
         self.reasons: dict[str, str] = {}
+        self.same_tree: dict[str, SameTree] = {}  # posterior verdicts weigh runs, not trees
         self._last: Found | None = None
 
     @staticmethod

@@ -14,7 +14,7 @@ from bisector.measure.evaluator import Evaluator
 from bisector.report.model import SearchSummary
 from bisector.search.ahead import next_candidates
 from bisector.search.base import Found, Job, SearchRange
-from bisector.search.decide import Decision, DecisionRule
+from bisector.search.decide import Decision, DecisionRule, SameTree
 from bisector.search.strategy import SearchState, SplitStrategy, Strategy
 
 
@@ -38,6 +38,7 @@ class GitBisectSearch:
         self.strategy = strategy or SplitStrategy()
         self.verdicts: dict[str, str] = {}
         self.reasons: dict[str, str] = {}
+        self.same_tree: dict[str, SameTree] = {}
 
     def first_picks(self, whole: SearchRange, k: int) -> list[Job]:
         """The k-way split of the range: the verdicts `find` takes first, once the
@@ -93,10 +94,11 @@ class GitBisectSearch:
                 state.verdicts[commit] = verdict
                 self.verdicts[commit] = verdict
                 self.reasons[commit] = decision.reason
+                if decision.same_tree is not None:
+                    self.same_tree[commit] = decision.same_tree
                 session.mark(commit, verdict)
                 self.evaluator.journal.verdict(commit, verdict)
-                twin = decision.reason.startswith("same tree as")
-                said = f" ({decision.reason})" if twin else ""
+                said = f" ({decision.reason})" if decision.same_tree is not None else ""
                 self.evaluator.progress.note(f"{commit[:12]} is {verdict}{said}")
                 if verdict == "good":
                     goods.append(commit)

@@ -82,7 +82,7 @@ def test_a_workload_that_fails_is_a_skip_with_its_reason(tmp_path: Path) -> None
         assert "workload failed" in exc.reason and "3 of 50 namespaces failed" in exc.reason
     else:
         raise AssertionError("a failed workload must be a skip")
-    assert not backend.waits_warmup
+    assert not backend.traits.waits_warmup
 
 
 def test_metrics_snapshots_land_where_the_prometheus_source_reads_them(tmp_path: Path) -> None:
@@ -106,4 +106,4 @@ def test_metrics_snapshots_land_where_the_prometheus_source_reads_them(tmp_path:
     metric = MetricRegistry().source_metric("terminated_watchers")
     assert metric is not None
     assert read_metric(metric, Evidence.in_log_dir(candidate.log_dir)).value == 5.0
-    assert backend.waits_warmup
+    assert backend.traits.waits_warmup

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.report_builder import _verdict
 from bisector.ci.changepoint import find_step
@@ -47,8 +47,8 @@ class WindowBackend(FileValueBackend):
     seconds before it: a file some earlier cluster wrote); a log cut short holds
     proportionally fewer conflicts, as a restarted apiserver's does."""
 
-    real_time_logs = True
-    own_logs = False  # its logs must show they are the launch's, like a real cluster's
+    # its logs must show they are the launch's, like a real cluster's
+    traits = BackendTraits(real_time_logs=True)
 
     def __init__(
         self,

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.errors import BuildError
 from tests.helpers.local_backend import CONFLICT, WRITE
 
@@ -22,7 +22,7 @@ Tamper = Callable[[str, int, int], int | None]
 
 class FileValueBackend:
     name = "file-value"
-    own_logs = True  # writes each evaluation's log itself, like the sim
+    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
 
     def __init__(self, tamper: Tamper | None = None) -> None:
         self.tamper = tamper

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.gitrepo import GitRepo
 from bisector.measure import evaluation as measure
@@ -40,8 +40,7 @@ class WorkloadBackend(FileValueBackend):
     restarted and its log holds only the run's last fifth, and a fifth of its conflicts
     (read as good: the danger)."""
 
-    real_time_logs = True
-    own_logs = False
+    traits = BackendTraits(real_time_logs=True)
 
     def __init__(self, seconds: dict[int, float], crashed: set[str]) -> None:
         super().__init__()

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import Candidate, PartialLogs, sleep_steps
+from bisector.backends.base import BackendTraits, Candidate, PartialLogs, sleep_steps
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import CollectError
 from bisector.logs import score_logs
-from bisector.measure.early import EarlyStop, is_monotone, rescoring
+from bisector.measure.early import EarlyPolicy, EarlyStop, is_monotone, rescoring
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.search.progress import PlainProgress
@@ -44,7 +44,7 @@ class GrowingBackend:
     """
 
     name = "growing"
-    own_logs = True  # writes each evaluation's log itself, like the sim
+    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
 
     def __init__(
         self,
@@ -322,3 +322,46 @@ def test_a_look_and_a_collected_log_exactly_at_the_threshold_are_bad(tmp_path: P
     assert m.stopped_early == "conflicts 100 >= 100 after 20s of 2m00s"
     assert backend.steps[-3:] == ["step 20", "collect", "teardown"]
     assert m.value == 100 and m.early_verdict == "bad" and m.reason is None
+
+
+# -- the early-verdict policy (EarlyPolicy), on its own -----------------------------------
+
+
+def _policy(*, watchable: bool = True, early_good: bool = False) -> EarlyPolicy:
+    return EarlyPolicy(
+        metric="conflicts",
+        check_every_s=10.0,
+        early_good=early_good,
+        warmup_s=300.0,
+        watchable=watchable,
+        growing_scorer=rescoring(score_logs),
+    )
+
+
+def test_a_backend_without_partial_logs_is_never_watched() -> None:
+    assert _policy(watchable=False).stop_for(100.0, "bisect") is None
+    assert _policy(watchable=False, early_good=True).stop_for(None, "endpoint") is None
+
+
+def test_search_runs_are_watched_against_the_threshold_the_confirmation_is_not() -> None:
+    policy = _policy()
+    stop = policy.stop_for(100.0, "bisect")
+    assert stop is not None and stop.threshold == 100.0 and stop.every_s == 10.0
+    assert policy.stop_for(100.0, "confirm") is None
+    assert policy.stop_for(None, "bisect") is None  # no threshold yet: nothing to end on
+
+
+def test_endpoints_are_watched_only_to_learn_the_onset() -> None:
+    assert _policy().stop_for(None, "endpoint") is None
+    stop = _policy(early_good=True).stop_for(None, "endpoint")
+    assert stop is not None and stop.threshold is None
+
+
+def test_a_withdrawn_policy_gives_no_early_good_verdicts() -> None:
+    policy = _policy(early_good=True)
+    bad = Measurement("b" * 40, "t", "endpoint", value=500.0, trajectory=[[60.0, 120.0]])
+    assert policy.set_onset([bad], 100.0) is not None and policy.good_on()
+    policy.withdrawn = True
+    assert not policy.good_on()
+    stop = policy.stop_for(100.0, "bisect")
+    assert stop is not None and stop.good_after_s is None

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
 from bisector.measure.evaluation import Measurement, evaluate_candidate
@@ -16,7 +16,7 @@ class FakeBackend:
     """Records each step; fails the ways a test asks for."""
 
     name = "fake"
-    own_logs = True  # writes each evaluation's log itself, like the sim
+    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
 
     def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
         self.launch_failures = launch_failures
@@ -194,8 +194,27 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
 def test_an_infrastructure_skip_is_told_from_a_tree_that_does_not_build(
     reason: str, infra: bool
 ) -> None:
-    assert Measurement("c", "t", "bisect", reason=reason).infra_skip is infra
-    assert not Measurement("c", "t", "bisect", value=3.0, reason=reason).infra_skip
+    """As a journal from before `skipped_at` holds them (the step only in the reason)."""
+    old = {"commit": "c", "tree": "t", "phase": "bisect", "reason": reason}
+    assert Measurement.from_dict(old).infra_skip is infra
+    assert not Measurement.from_dict({**old, "value": 3.0}).infra_skip
+
+
+def test_the_failed_step_is_a_field_not_the_reason_text() -> None:
+    """A launch failure whose message happens to begin `build:` is the infrastructure's
+    (it was read as the tree's while the step was the reason's first word)."""
+    launch = Measurement("c", "t", "bisect", reason="build: x", skipped_at="launch")
+    assert launch.infra_skip
+    assert not Measurement("c", "t", "bisect", reason="it broke", skipped_at="build").infra_skip
+    written = Measurement.from_dict(launch.to_dict())  # a new journal keeps the field
+    assert written.skipped_at == "launch" and written.infra_skip
+
+
+def test_a_failed_build_is_journaled_with_its_step(tmp_path: Path) -> None:
+    backend = FakeBackend(fail="build")
+    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", tree="t",
+                           phase="bisect")  # fmt: skip
+    assert m.skipped_at == "build" and not m.infra_skip
 
 
 # -- whose log is it (issue 20, class 2): WindowRule, backend by backend ---------------
@@ -210,7 +229,7 @@ def _named(launch: str, when: str = "0602 05:51:09") -> str:
 class ReplayBackend(FakeBackend):
     """A local cluster replaying a recorded 2017 log: its clock is not this machine's."""
 
-    own_logs = False
+    traits = BackendTraits()
 
 
 @pytest.mark.parametrize(

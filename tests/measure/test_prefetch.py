@@ -10,11 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import Candidate, PrefetchBuilds
+from bisector.backends.base import Backend, Candidate, PrefetchBuilds
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BuildError
 from bisector.gitrepo import GitFailure, GitRepo
-from bisector.measure.journal import Measured, Prefetch, read_journal
+from bisector.measure.evaluation import Measurement
+from bisector.measure.journal import Journal, Measured, Prefetch, read_journal
+from bisector.measure.parallel import CancellableBackend
+from bisector.measure.prefetch import Prefetcher
+from bisector.nightly.budget import BudgetedBackend
+from bisector.nightly.config import Budget
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
@@ -271,3 +276,48 @@ def test_builds_ahead_never_exceed_the_cap_with_several_slots(
         if isinstance(r, Prefetch) and r.error
     ]  # fmt: skip
     assert errors == []
+
+
+# -- the Prefetcher on its own (bisector/measure/prefetch.py) ------------------------------
+
+
+def _prefetcher(tmp_path: Path, backend: Backend, builds: int) -> Prefetcher:
+    built = build_repo(tmp_path / "repo", [2, 2, 40])
+    return Prefetcher(
+        backend=backend,
+        builds=builds,
+        repo=GitRepo(built.path),
+        journal=Journal(tmp_path / "journal.jsonl", tmp_path / "cache.jsonl", "f"),
+        worktrees_dir=tmp_path / "worktrees",
+        progress=PlainProgress(io.StringIO()),
+        lock=threading.RLock(),
+        worktrees=set(),
+        in_flight=set,
+    )
+
+
+def test_builds_ahead_are_found_through_the_wrappers_a_run_puts_around_the_backend(
+    tmp_path: Path,
+) -> None:
+    """A nightly hunt's budget and a slot's cancellable view hid PrefetchBuilds (issue 27)."""
+    wrapped = CancellableBackend(BudgetedBackend(PrefetchingBackend(), Budget()), threading.Event())
+    assert _prefetcher(tmp_path / "a", wrapped, builds=1).enabled
+    assert not _prefetcher(tmp_path / "b", wrapped, builds=0).enabled  # [run] prefetch_builds 0
+    plain = BudgetedBackend(FileValueBackend(), Budget())
+    assert not _prefetcher(tmp_path / "c", plain, builds=2).enabled  # it cannot build ahead
+
+
+def test_a_build_ahead_through_the_budget_is_used(tmp_path: Path) -> None:
+    inner = PrefetchingBackend()
+    prefetcher = _prefetcher(tmp_path, BudgetedBackend(inner, Budget()), builds=1)
+    commit = prefetcher.repo.resolve("HEAD")
+    prefetcher.set_upcoming([commit, commit])
+    assert prefetcher.upcoming == [commit]
+    prefetcher.start()
+    prefetcher.finish()
+    assert [c for c, _ in inner.prefetch_calls] == [commit]
+    m = Measurement(commit, "t", "bisect")
+    prefetcher.use(m)
+    assert m.prefetched_build
+    records = read_journal(prefetcher.journal.path)
+    assert [r for r in records if isinstance(r, Prefetch)] == [Prefetch(commit)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bisector.backends.base import Candidate
+from bisector.backends.base import BackendTraits, Candidate
 from bisector.backends.collected import ProcessUsage, write_processes
 from bisector.measure.evaluation import WindowRule, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
@@ -19,7 +19,7 @@ class SourceBackend:
     name = "source"
     # Each evaluation's log is written fresh by collect (2017 times, another clock): its
     # own, as the sim's (WindowRule.own_logs); the log-belonging rule is not tested here.
-    own_logs = True
+    traits = BackendTraits(own_logs=True)
 
     def __init__(self, files: str) -> None:
         self.files = files

@@ -109,6 +109,17 @@ def test_a_gauge_absent_from_the_page_is_no_value(tmp_path: Path) -> None:
         read_metric(builtin("etcd_watchers"), Evidence.in_log_dir(d))
 
 
+def test_a_gauge_or_series_declared_absent_zero_reads_zero_when_absent(tmp_path: Path) -> None:
+    page = etcd_page(49, 1)
+    d = log_dir(tmp_path, "etcd", page, page.replace("1\n", "2\n", 1))
+    for kind in ("gauge", "series"):
+        table = _table(target="etcd", absent="zero", **{kind: "etcd_not_there"})
+        metric = parse_source_metric("m", table, "prometheus")
+        assert read_metric(metric, Evidence.in_log_dir(d)).value == 0
+    with pytest.raises(ConfigError, match="for a histogram"):
+        parse_source_metric("m", _table(histogram="h", quantile=0.5, absent="zero"), "prometheus")
+
+
 def test_a_gauge_of_a_process_that_restarted_in_the_window_is_no_value(tmp_path: Path) -> None:
     restarted = etcd_page(249, 5).replace(f"{START}", f"{START + 60}")
     d = log_dir(tmp_path, "etcd", etcd_page(49, 4106), restarted)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from bisector.report.model import Report
 from bisector.report.render import render_html
 from bisector.report.summary import summary_lines
 from bisector.report.timeline import rows as timeline_rows
@@ -81,14 +82,30 @@ def test_log_window_dates_do_not_wrap_and_gun_table_is_compact(page: str) -> Non
     assert '<table class="gun">' in page and "table.gun th+th{text-align:right" in page
 
 
-def test_a_culprit_decided_by_its_twin_says_so(tmp_path: Path) -> None:
+def test_a_culprit_decided_by_a_same_tree_merge_says_so(tmp_path: Path) -> None:
     report = sample_report(tmp_path)
     culprit = report.culprit
     assert culprit is not None
-    twin = f"same tree as {MAINLINE[4][:12]}, measured there: 2,450"
-    said = replace(report, verdict_reasons={culprit.commit: twin})
+    same = f"same tree as {MAINLINE[4][:12]}, measured there: 2,450"
+    said = replace(
+        report, verdict_reasons={culprit.commit: same}, same_tree_verdicts={culprit.commit: same}
+    )
     html = render_html(said)
     assert f"(the search judged it by commit {MAINLINE[4][:12]}, which has the same" in html
     assert f"    the search judged the culprit by commit {MAINLINE[4][:12]}, which" in "\n".join(
         summary_lines(said)
     )
+
+
+def test_a_same_tree_verdict_is_a_field_not_read_from_the_reason(tmp_path: Path) -> None:
+    """A reason that only reads like one (a person's mark note) is not a same-tree verdict;
+    a report.json from before the field still shows its same-tree verdict."""
+    report = sample_report(tmp_path)
+    culprit = report.culprit
+    assert culprit is not None
+    looks = "same tree as the last release, I checked by hand"
+    said = replace(report, verdict_reasons={culprit.commit: looks})
+    assert "the search judged it by" not in render_html(said)
+    old = said.to_json()
+    del old["same_tree_verdicts"]
+    assert Report.from_json(old).same_tree_verdicts == {culprit.commit: looks}

@@ -34,7 +34,9 @@ def test_any_other_reason_is_left_as_it_is() -> None:
 
 def test_the_culprits_sentence_and_summary_say_it_plainly(tmp_path: Path) -> None:
     report = sample_report(tmp_path)
-    report = replace(report, verdict_reasons={BRANCH[1]: SAME_TREE})
+    report = replace(
+        report, verdict_reasons={BRANCH[1]: SAME_TREE}, same_tree_verdicts={BRANCH[1]: SAME_TREE}
+    )
     why = why_culprit(report)
     assert "(the search judged it by commit 45a9d215875d, which has the same source" in why
     assert "search verdict:" not in why

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.gce import adapt as gce_adapt
 from bisector.backends.gce import preflight as gce_preflight
@@ -75,6 +75,7 @@ CACHED_OUTPUTS = RELEASE_OUTPUTS  # the rest of the build (e2e.test, the stage t
 class GceBackend:
     KEYS = gce_steps.KEYS
     name = "gce"
+    traits = BackendTraits()
 
     def __init__(
         self, context: BackendContext, *, sleep: Callable[[float], None] = time.sleep

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate, sleep_steps
+from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.kind import steps as ks
@@ -39,6 +39,7 @@ from bisector.backends.steps import (
 )
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from bisector.metrics.cl2 import measured_violations
 
 log = logging.getLogger("bisector.kind")
 DATA = Path(__file__).resolve().parents[2] / "data" / "kind"
@@ -119,9 +120,9 @@ class KindBackend:
             ) from None
 
     @property
-    def waits_warmup(self) -> bool:
-        """A workload's run is the warmup: its length is the workload's, not `[run] warmup`."""
-        return self.cfg.workload is None
+    def traits(self) -> BackendTraits:
+        # A workload's run is the warmup: its length is the workload's, not `[run] warmup`.
+        return BackendTraits(waits_warmup=self.cfg.workload is None)
 
     def warmup(self, candidate: Candidate) -> None:
         self._snapshot(candidate, METRICS_BEFORE)
@@ -138,7 +139,8 @@ class KindBackend:
         try:
             run_step(ks.workload(self.cfg, files, candidate.worktree, report))
         except proc.CommandError as exc:
-            raise CollectError(f"workload failed ({exc.why}): {tail(exc)}") from None
+            if not measured_violations(exc, report):  # CL2 failing its own SLO checks
+                raise CollectError(f"workload failed ({exc.why}): {tail(exc)}") from None
 
     def _snapshot(self, candidate: Candidate, name: str) -> None:
         """The apiserver's /metrics into the log dir as `name` (bisector/backends/collected.py).

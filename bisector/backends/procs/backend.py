@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext, BackendTraits, Candidate
 from bisector.backends.collected import (
     APISERVER,
     CL2_REPORT_DIR,
@@ -108,7 +108,7 @@ class Running:
 class ProcsBackend:
     KEYS = KEYS
     name = "procs"
-    real_time_logs = True  # glog times are this machine's wall clock
+    traits = BackendTraits(real_time_logs=True)  # glog times are this machine's wall clock
 
     def __init__(
         self, context: BackendContext, *, sleep: Callable[[float], None] = time.sleep

@@ -829,19 +829,23 @@ def test_an_adaptation_that_fails_stops_before_kube_up_and_leaves_nothing(
 
 
 def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> None:
-    from bisector.bisection.report_builder import _adaptations
-    from bisector.report.model import Adaptation
+    import threading
 
-    class Inner:
+    from bisector.bisection.report_builder import _adaptations
+    from bisector.measure.parallel import CancellableBackend
+    from bisector.nightly.budget import BudgetedBackend
+    from bisector.nightly.config import Budget
+    from bisector.report.model import Adaptation
+    from tests.helpers.backend import FileValueBackend
+
+    class Inner(FileValueBackend):
         def adaptations(self) -> list[Adaptation]:
             return [Adaptation("network", "why", ["gcloud compute networks create x"])]
 
-    class Wrapper:  # as nightly's BudgetedBackend and the slots' CancellableBackend hold it
-        def __init__(self, inner: object) -> None:
-            self.inner = inner
-
-    assert _adaptations(Wrapper(Wrapper(Inner()))) == Inner().adaptations()
-    assert _adaptations(object()) == []
+    # as nightly's BudgetedBackend and the slots' CancellableBackend hold it
+    wrapped = CancellableBackend(BudgetedBackend(Inner(), Budget()), threading.Event())
+    assert _adaptations(wrapped) == Inner().adaptations()
+    assert _adaptations(CancellableBackend(FileValueBackend(), threading.Event())) == []
 
 
 def test_the_report_lists_the_adaptations(tmp_path: Path) -> None:

@@ -631,7 +631,7 @@ def test_metrics_snapshots_and_a_workload_that_is_the_warmup(
     cand = _candidate(tmp_path)
     outcome = evaluate(backend, cand)
     assert outcome.status == "measured", outcome.reason
-    assert not backend.waits_warmup and 600.0 not in sleeps.calls  # no fixed warmup
+    assert not backend.traits.waits_warmup and 600.0 not in sleeps.calls  # no fixed warmup
     (call,) = fake.find("clusterloader2 --testconfig")
     assert call.cwd == str(cand.worktree)
     assert call.env["KUBECONFIG"] == str(cand.eval_dir / "kind" / "kubeconfig")
