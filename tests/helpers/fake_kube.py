@@ -282,7 +282,7 @@ class H(BaseHTTPRequestHandler):
             return self._send(200, page.encode(), "text/plain")
         if self.path.startswith("/api/v1/watch/nodes?fieldSelector=metadata.name"):
             return self._watch()
-        if "/watch/" in self.path:
+        if "/watch/" in self.path or "watch=1" in self.path:
             return self._quiet_watch()
         if self.path.startswith("/api/v1/nodes"):
             with lock:

@@ -33,10 +33,13 @@ Other loads are `--watch SPEC` (JSON of a `WatchSpec`, repeatable; the config's
 label and field selectors (`{i}` is the watch's number: `app=w{i}` gives each its own),
 from a listed resource version, from none (every watch then starts with the current
 state: kubernetes #121688's load, where a cacher bypass opens one etcd watch each) or
-from "0". They are opened after the node watches, each spec at its own rate, and count
-in the same figures. Every watch uses the `/watch/` path form every apiserver since 1.0
-serves (still in v1.32: staging/src/k8s.io/apiserver/pkg/endpoints/installer.go,
-"WATCH" and "WATCHLIST" actions, deprecated but served).
+from "0", optionally closed by the server after `timeout_seconds` (then opened again a
+second later, so opening one is paid all through the warmup). They are opened after the
+node watches, each spec at its own rate, and count in the same figures. They ask
+`GET <list path>?watch=1&...` (how clients watch since 1.x; the node watches keep 2017's
+`/api/v1/watch/nodes` form so the 2017 load is the same request: both reach the same
+handler, staging/src/k8s.io/apiserver/pkg/endpoints/installer.go, "LIST" with watch=true
+and "WATCHLIST").
 """
 
 from __future__ import annotations
@@ -106,7 +109,11 @@ class WatchSpec:
     )
     count: int = setting("int", doc="how many", low=1, high=MAX_WATCHERS, why=NR_OPEN_WHY)
     open_rate: float = setting("float", 2000.0, "new watches a second", above=0)
+    timeout_seconds: int = setting(
+        "int", 0, "the server closes each after (0: never)", low=0, high=86400, why="a day"
+    )
     live: int = 0  # not a key: the first `live` (real hollow nodes) measure the watch delay
+    kubelet_form: bool = False  # not a key: the node watches' 2017 `/watch/` request
 
     @classmethod
     def from_section(cls, s: Section) -> WatchSpec:
@@ -122,6 +129,7 @@ class WatchSpec:
             count=count,
             open_rate=open_rate,
             live=live,
+            kubelet_form=True,
         )
 
     def to_json(self) -> str:
@@ -145,9 +153,11 @@ class WatchSpec:
         return f"{base}/{rest}"
 
     def watch_path(self, i: int, resource_version: str | None) -> str:
-        """The request of watch number `i`: selectors first, then where it starts."""
+        """The request of watch number `i`: selectors first, then where it starts. The
+        node watches (`nodes`) keep 2017's `/watch/` form; every other spec `?watch=1`."""
         base, rest = self._prefix()
-        query = []
+        legacy = self.kubelet_form
+        query = [] if legacy else ["watch=1"]
         if self.field_selector:
             query.append("fieldSelector=" + quote(self.field_selector.replace("{i}", str(i)), ""))
         if self.label_selector:
@@ -155,7 +165,10 @@ class WatchSpec:
         since = {"listed": resource_version, "none": None, "0": "0"}[self.resource_version]
         if since:
             query.append(f"resourceVersion={quote(since)}")
-        return f"{base}/watch/{rest}" + ("?" + "&".join(query) if query else "")
+        if self.timeout_seconds:
+            query.append(f"timeoutSeconds={self.timeout_seconds}")
+        path = f"{base}/watch/{rest}" if legacy else f"{base}/{rest}"
+        return path + ("?" + "&".join(query) if query else "")
 
 
 @dataclass

@@ -28,6 +28,7 @@ from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
+from bisector.orphans import start_time
 from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
 
 ERAS = ["insecure", "secure"]  # 2017's insecure port; a module-era apiserver's TLS + token
@@ -133,6 +134,27 @@ def test_a_workload_still_running_at_the_warmups_end_is_stopped(world: ProcsWorl
     assert world.leftovers() == []
 
 
+def test_a_workload_child_without_the_tag_is_stopped_by_the_teardown(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The collect fails (the workload itself makes the apiserver's /metrics fail), so the
+    workload is not stopped there; the teardown stops the cluster by its tag, and the
+    workload's child that dropped the tag (`env -i`) with it: it is in the workload's
+    process group."""
+    broken = world.root / "metrics-off"
+    monkeypatch.setenv("FAKE_NO_METRICS_FILE", str(broken))
+    pid_file = world.root / "child.pid"
+    workload = f"env -i sleep 300 & echo $! > {pid_file}; touch {broken}; wait"
+    backend = world.backend(warmup_s=2.0, workload=workload)
+    backend.setup()
+    m = _evaluate(backend, world.candidate(0), "conflicts")
+    assert m.value is None and m.reason is not None
+    assert "/metrics cannot be read at the warmup's end" in m.reason, m.reason
+    child = int(pid_file.read_text())
+    assert start_time(child) is None, "the workload's untagged child outlived the teardown"
+    assert world.leftovers() == []
+
+
 def test_a_workload_that_sets_the_length_ends_the_warmup(world: ProcsWorld) -> None:
     slept: list[float] = []
     code = "print('done')\n"
@@ -215,8 +237,12 @@ def test_a_watch_spec_asks_for_what_it_names() -> None:
     )  # fmt: skip
     spec = WatchSpec.from_section(section)
     assert spec.watch_path(7, "99") == (
-        "/apis/stable.example.com/v1/watch/namespaces/ns1/crontabs?labelSelector=app%3Dw7"
+        "/apis/stable.example.com/v1/namespaces/ns1/crontabs?watch=1&labelSelector=app%3Dw7"
     )
+    listed = WatchSpec.from_section(
+        Section({"resource": "pods", "count": 1, "timeout_seconds": 10}, "c.toml", "w")
+    )
+    assert listed.watch_path(0, "5") == "/api/v1/pods?watch=1&resourceVersion=5&timeoutSeconds=10"
     assert spec.list_path() == "/apis/stable.example.com/v1/namespaces/ns1/crontabs"
     node = WatchSpec.nodes(10, 3, "hollow-node-", 2000.0)
     assert node.watch_path(4, "12") == (
