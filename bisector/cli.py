@@ -204,7 +204,8 @@ def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
         Path | None,
         typer.Option(
             metavar="DIR",
-            help="Kubernetes checkout to rehearse: its HEAD, in a scratch clone (default: .).",
+            help="Kubernetes checkout the run will bisect (default: .): procs checks the Go it "
+            "needs; --rehearse rehearses its HEAD, in a scratch clone.",
         ),
     ] = None,
     keep: Annotated[

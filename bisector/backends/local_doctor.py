@@ -59,7 +59,7 @@ def _check_command(key: str, script: str) -> Finding:
     return Finding(True, what, word)
 
 
-def check(section: Section) -> list[Finding]:
+def check(section: Section, tree: Path | None = None) -> list[Finding]:
     return [
         _check_command(key, section.get_str(key))
         for key in COMMANDS

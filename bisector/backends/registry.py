@@ -58,7 +58,9 @@ class Finding:
     detail: str
 
 
-DoctorCheck = Callable[[Section], list[Finding]]
+# A backend's own checks, given its table and the kubernetes checkout the run bisects
+# (None: the current directory; procs reads the Go its go.mod or hack/ asks for there).
+DoctorCheck = Callable[[Section, Path | None], list[Finding]]
 
 
 class Rehearsed(Protocol):
@@ -127,12 +129,12 @@ class BackendInfo:
     def keys(self) -> tuple[str, ...]:
         return tuple(getattr(self.backend_class(), "KEYS", ()))
 
-    def doctor(self, section: Section) -> list[Finding]:
+    def doctor(self, section: Section, tree: Path | None = None) -> list[Finding]:
         if self.checks is None:
             return []
         module, function = self.checks.split(":")
         check = cast("DoctorCheck", getattr(importlib.import_module(module), function))
-        return check(section)
+        return check(section, tree)
 
     def rehearse(self, section: Section, repo: Path, *, keep: bool) -> Rehearsed:
         """Run this backend's rehearsal (callers check `rehearsal` is set first)."""

@@ -215,6 +215,7 @@ def build_report(
         marks=marks,
         teardown_failures=failures,
         remote=remote,
+        repo=str(Path(s.repo).resolve()),
         cost=costs,
         adaptations=_adaptations(b.backend),
     )

@@ -116,6 +116,8 @@ def doctor(
     as_json: bool = False,
 ) -> int:
     root = load_config(config) if config is not None else None
+    if root is not None and "nightly" in root:
+        return _doctor_nightly(config, backend, rehearse=rehearse, keep=keep, as_json=as_json)
     chosen_by = "--backend" if backend is not None else "default"
     if backend is None and root is not None and "backend" in root.table("run"):
         backend = root.table("run").get_str("backend")
@@ -123,8 +125,8 @@ def doctor(
     info = backend_info(backend or DEFAULT_BACKEND)
     if rehearse:
         _can_rehearse(info, config)
-    elif repo is not None or keep:
-        raise BisectorError("--repo and --keep are options of --rehearse; add --rehearse")
+    elif keep:
+        raise BisectorError("--keep is an option of --rehearse; add --rehearse")
     result = DoctorResult(info.name, chosen_by, None if config is None else str(config))
     report = Report(result, as_json=as_json)
     if not as_json:
@@ -139,7 +141,7 @@ def doctor(
         if root is not None:
             config_ok = _check_backend_config(info, section, report)
         if root is not None or info.doctor_without_config:
-            for finding in info.doctor(section):
+            for finding in info.doctor(section, repo):
                 (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
     if chosen_by == "default":
         result.available = [_available(other) for other in BACKENDS.values() if other != info]
@@ -156,6 +158,48 @@ def doctor(
         typer.echo(json.dumps(result.to_json(), indent=2))
     if result.rehearsal is not None and not result.rehearsal.passed:
         return int(DoctorExit.REHEARSAL_FAILED)
+    return int(DoctorExit.READY if not report.problems else DoctorExit.PROBLEMS)
+
+
+def _doctor_nightly(
+    config: Path | None, backend: str | None, *, rehearse: bool, keep: bool, as_json: bool
+) -> int:
+    """A `bisector nightly` config: each job that hunts is checked as its own bisection
+    (its backend's tools and checks, on its `repo`); it was read as a run's config before,
+    and its [nightly] table refused as unknown."""
+    from bisector.nightly.config import load_nightly_config
+
+    if backend is not None or rehearse or keep:
+        raise BisectorError(
+            f"{config} is a nightly config: doctor checks each job's own backend; drop "
+            "--backend, --rehearse and --keep (or pass a run's config)"
+        )
+    assert config is not None  # (a root table was read from it)
+    result = DoctorResult("nightly", "config", str(config))
+    report = Report(result, as_json=as_json)
+    try:
+        nightly = load_nightly_config(config)
+    except BisectorError as exc:
+        report.bad("config", str(exc))
+        nightly = None
+    for job in nightly.jobs if nightly is not None else ():
+        if job.bisect_config is None:
+            report.ok(f"job {job.name}", "reports its regressions (no [nightly.jobs.run]: no hunt)")
+            continue
+        info = backend_info(job.bisect_config.table("run").get_str("backend", DEFAULT_BACKEND))
+        if not as_json:
+            typer.echo(f"job {job.name}: the {info.name} backend, on {job.repo}")
+        for name in info.tools:
+            _check_tool(TOOLS[name], report)
+        if info.doctor_builds:
+            section = job.bisect_config.table("backends").table(info.name)
+            if _check_backend_config(info, section, report):
+                for finding in info.doctor(section, job.repo):
+                    (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
     return int(DoctorExit.READY if not report.problems else DoctorExit.PROBLEMS)
 
 

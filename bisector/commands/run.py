@@ -145,7 +145,8 @@ def preflight(settings: RunSettings) -> None:
     with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
     minutes while doctor already said the limit was too low (issue 30, item 3)."""
     info = backend_info(settings.backend)
-    missing = [f for f in info.doctor(settings.backend_section) if not f.ok]
+    # The run's own checkout, not the current directory: procs asks its tree which Go it needs.
+    missing = [f for f in info.doctor(settings.backend_section, settings.repo) if not f.ok]
     if not missing:
         return
     # A mistake in the backend's own table is the problem to say (doctor's findings may

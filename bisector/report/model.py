@@ -29,6 +29,7 @@ report.json, version 2 (version 1's keys kept, new keys added):
     adaptations   [{name, why, commands}]  what the backend did beyond the candidate's own
                   scripts so they run on today's infrastructure (gce on 2026 GCP)
     remote        the repository's GitHub URL (https://github.com/OWNER/REPO) or null
+    repo          the checkout bisected (absolute path), "" in a report from before it
     bisect_log    `git bisect log` of the last session
     cost          what the cost model (bisector.cost, as `--dry-run` prints it) expected
                   beside what the run used, or null (a report written before it existed):
@@ -324,6 +325,7 @@ class Report:
     marks: list[Mark] = field(default_factory=list)
     teardown_failures: list[TeardownFailure] = field(default_factory=list)
     remote: str | None = None
+    repo: str = ""  # the checkout bisected: `runs --repo` finds the run from elsewhere
     cost: CostSummary | None = None  # None: a report written before the cost section
     adaptations: list[Adaptation] = field(default_factory=list)
     version: int = REPORT_VERSION

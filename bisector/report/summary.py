@@ -91,12 +91,12 @@ def summary_lines(report: Report) -> list[str]:
         lines += cost_summary_lines(report.cost)
     run_dir = Path(report.run_dir)
     if run_dir.is_dir():
-        lines.append(f"disk: {disk_line(run_dir)}")
+        lines.append(f"disk: {disk_line(run_dir, report.repo)}")
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return lines
 
 
-def disk_line(run_dir: Path) -> str:
+def disk_line(run_dir: Path, repo: str = "") -> str:
     """What the run directory holds, and what `runs --prune` would free."""
     from bisector.runfiles import disk_use, size_text
 
@@ -105,19 +105,16 @@ def disk_line(run_dir: Path) -> str:
         return f"{size_text(use.total_bytes)} in {run_dir}"
     return (
         f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
-        f"(gzipped; `{prune_command(run_dir)}` keeps the reports and drops them)"
+        f"(gzipped; `{prune_command(repo)}` keeps the reports and drops them)"
     )
 
 
-def prune_command(run_dir: Path) -> str:
+def prune_command(checkout: str) -> str:
     """`bisector runs --prune`, with the run's --repo when it is not the current directory's
     repository (the demo's run, read from the project's checkout): as said, it works here."""
     import shlex
 
-    from bisector.measure.journal import Start, read_journal
-
-    starts = [r for r in read_journal(run_dir / "journal.jsonl") if isinstance(r, Start)]
-    repo = Path(starts[0].repo).resolve() if starts and starts[0].repo else None
+    repo = Path(checkout).resolve() if checkout else None
     here = Path.cwd().resolve()
     if repo is None or here == repo or repo in here.parents:
         return "bisector runs --prune"

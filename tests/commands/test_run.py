@@ -558,3 +558,28 @@ def test_a_bad_procs_key_is_refused_before_a_build_or_a_cluster(
     _assert_one_line_exit_2(result, f"{config}: key `backends.procs.{says}")
     assert not world.run_dir.exists() and not (world.root / "go-calls").exists()
     assert not Path("/nonexistent").exists()
+
+
+def test_runs_preflight_asks_the_backend_about_the_runs_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """procs reads which Go a tree needs from the checkout; the preflight asked about the
+    current directory, so a run with --repo from elsewhere was judged by the wrong tree."""
+    from bisector.backends.registry import BackendInfo
+    from bisector.commands.run import preflight
+    from bisector.config import load_config
+    from bisector.settings import RunSettings
+
+    asked: list[Path | None] = []
+
+    def doctor(self: BackendInfo, section: object, tree: Path | None = None) -> list[object]:
+        asked.append(tree)
+        return []
+
+    monkeypatch.setattr(BackendInfo, "doctor", doctor)
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nbackend = "local"\n[backends.local]\nlaunch = "true"\n')
+    checkout = tmp_path / "kubernetes"
+    settings = RunSettings.from_config(load_config(config), good="A", bad="B", repo=checkout)
+    preflight(settings)
+    assert asked == [checkout]

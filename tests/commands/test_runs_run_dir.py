@@ -70,17 +70,20 @@ def test_the_summarys_prune_advice_works_as_printed_from_elsewhere(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The demo's summary is read from the project's checkout, not the demo's repository."""
+    import json
     import re
     import shlex
 
     from bisector.report.summary import disk_line
 
     repo, run_dir = _run_elsewhere(tmp_path)
+    bisected = json.loads((run_dir / "report.json").read_text())["repo"]
+    assert Path(bisected) == repo.resolve()  # the report says which checkout it bisected
     monkeypatch.chdir(tmp_path)  # not inside the run's repository
-    advice = re.search(r"`(bisector runs[^`]*)`", disk_line(run_dir))
+    advice = re.search(r"`(bisector runs[^`]*)`", disk_line(run_dir, bisected))
     assert advice is not None and "--repo" in advice[1]
     monkeypatch.chdir(repo)  # inside it: the short form
-    assert "`bisector runs --prune`" in disk_line(run_dir)
+    assert "`bisector runs --prune`" in disk_line(run_dir, bisected)
     monkeypatch.chdir(tmp_path)
     code, out, _ = _cli(capsys, *shlex.split(advice[1])[1:])
     assert code == 0 and f"pruned {run_dir}" in out

@@ -36,7 +36,7 @@ def _gcloud(*args: str) -> str | None:
         return None
 
 
-def check(section: Section) -> list[Finding]:
+def check(section: Section, tree: Path | None = None) -> list[Finding]:
     found: list[Finding] = []
     account = _gcloud("auth", "list", "--filter=status:ACTIVE", "--format=value(account)")
     if account:

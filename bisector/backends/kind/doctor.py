@@ -10,6 +10,7 @@ Output `bisector doctor` cannot read is left to the tool check, not called a pro
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from bisector import proc
 from bisector.backends.kind.steps import ARCHES
@@ -36,7 +37,7 @@ def kind_version(text: str) -> tuple[int, int, int] | None:
     return (int(match[1]), int(match[2]), int(match[3])) if match else None
 
 
-def check(section: Section) -> list[Finding]:
+def check(section: Section, tree: Path | None = None) -> list[Finding]:
     found: list[Finding] = []
     shown = _output("kind", "version")
     version = kind_version(shown) if shown else None
