@@ -132,6 +132,22 @@ class WatchSpec:
             kubelet_form=True,
         )
 
+    @classmethod
+    def pods_without_rv(
+        cls, count: int, prefix: str, open_rate: float, timeout_s: int
+    ) -> WatchSpec:
+        """kubernetes #121688's load as it was reported: pod watches, a label each, no
+        resourceVersion (`--pods-without-rv`)."""
+        return cls(
+            resource="pods",
+            namespace="",
+            label_selector=f"app={prefix}{{i}}",
+            resource_version="none",
+            count=count,
+            open_rate=open_rate,
+            timeout_seconds=timeout_s,
+        )
+
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
 
@@ -238,6 +254,13 @@ class Target:
         """The watch a kubelet keeps on its own node `name`."""
         spec = replace(WatchSpec.nodes(1, 0, "", 1.0), field_selector=f"metadata.name={name}")
         return self.request_path(spec.watch_path(0, resource_version))
+
+    def pod_request(self, name: str, timeout_s: int) -> bytes:
+        """A pod watch without resourceVersion, labelled `app=name`."""
+        spec = replace(
+            WatchSpec.pods_without_rv(1, "", 1.0, timeout_s), label_selector=f"app={name}"
+        )
+        return self.request_path(spec.watch_path(0, None))
 
     def request_path(self, path: str) -> bytes:
         lines = [
@@ -392,9 +415,15 @@ def write_status(path: Path, c: Counters) -> None:
 
 
 def specs_of(args: argparse.Namespace) -> list[WatchSpec]:
-    """The node watches of --watchers (first), then each --watch spec."""
+    """The node watches of --watchers (or pod watches, --pods-without-rv), then each --watch
+    spec."""
     specs = []
-    if args.watchers:
+    if args.watchers and args.pods_without_rv:
+        pods = WatchSpec.pods_without_rv(
+            args.watchers, args.prefix, args.open_rate, args.timeout_seconds
+        )
+        specs.append(pods)
+    elif args.watchers:
         specs.append(WatchSpec.nodes(args.watchers, args.live, args.prefix, args.open_rate))
     return specs + list(args.watch)
 
@@ -481,6 +510,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-opening", type=int, default=100, help="watches awaiting the server's answer at once"
     )
     parser.add_argument("--status", required=True, help="JSON file replaced every second")
+    parser.add_argument(
+        "--pods-without-rv", action="store_true", help="--watchers are pod watches, no RV"
+    )
+    parser.add_argument(
+        "--timeout-seconds", type=int, default=0, help="pod watches: the server closes them after"
+    )
     parser.add_argument(
         "--watch",
         type=_spec,

@@ -13,6 +13,7 @@ serveClients registers /metrics on every client listener), which the backend sna
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Iterator
@@ -228,7 +229,7 @@ def test_a_bad_watch_table_is_one_line_naming_it(
 
 
 def test_a_watch_spec_asks_for_what_it_names() -> None:
-    from bisector.backends.procs.load import WatchSpec
+    from bisector.backends.procs.load import Target, WatchSpec, specs_of
 
     section = Section(
         {"resource": "stable.example.com/v1/crontabs", "namespace": "ns1", "count": 2,
@@ -249,3 +250,15 @@ def test_a_watch_spec_asks_for_what_it_names() -> None:
         "/api/v1/watch/nodes?fieldSelector=metadata.name%3Dhollow-node-4&resourceVersion=12"
     )
     assert WatchSpec.from_json(spec.to_json()) == spec
+    # --pods-without-rv, the load as kubernetes #121688 reported it, is one spec too.
+    target = Target("127.0.0.1", 6443, None, "tok")
+    line = target.pod_request("w7", 10).decode().splitlines()[0]
+    assert line == "GET /api/v1/pods?watch=1&labelSelector=app%3Dw7&timeoutSeconds=10 HTTP/1.1"
+    args = argparse.Namespace(
+        watchers=3, pods_without_rv=True, prefix="hollow-node-", open_rate=5.0,
+        timeout_seconds=10, live=3, watch=[],
+    )  # fmt: skip
+    (pods,) = specs_of(args)
+    assert pods.watch_path(2, "9") == (
+        "/api/v1/pods?watch=1&labelSelector=app%3Dhollow-node-2&timeoutSeconds=10"
+    )
