@@ -64,7 +64,7 @@ def test_every_source_is_declared_in_one_table() -> None:
             "lables` is not a known",
         ),
         ({"source": "cl2", "key": "Perc99"}, "summary` is missing"),
-        ({"source": "prometheus", "labels": {}}, "exactly one of counter, histogram or summary"),
+        ({"source": "prometheus", "labels": {}}, "one of counter, histogram, summary, gauge"),
         ({"source": "prometheus", "counter": "a", "histogram": "b"}, "exactly one of"),
         ({"source": "prometheus", "histogram": "a"}, "needs a quantile between 0 and 1"),
         ({"source": "prometheus", "histogram": "a", "quantile": 99}, "between 0 and 1"),

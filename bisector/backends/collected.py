@@ -6,7 +6,9 @@ see more than the log put it here under these names, and the metric sources that
 need to know of each other:
 
 - `metrics-before.prom`, `metrics-after.prom`: the apiserver's `/metrics` (Prometheus text
-  exposition format) read at the warmup's start and at its end (in `collect`);
+  exposition format) read at the warmup's start and at its end (in `collect`); another
+  control-plane process's as `metrics-before-<target>.prom`, `metrics-after-<target>.prom`
+  (`etcd`, `kube-controller-manager`, ...: `metrics_file`);
 - `processes.json`: CPU seconds and peak RSS of named processes over the warmup (below);
 - `cl2/`: a ClusterLoader2 report directory (`--report-dir`) from a workload that ran
   during the warmup;
@@ -24,9 +26,16 @@ from bisector.errors import CollectError
 
 METRICS_BEFORE = "metrics-before.prom"
 METRICS_AFTER = "metrics-after.prom"
+APISERVER = "apiserver"  # the target whose snapshots carry the plain names above
 PROCESSES = "processes.json"
 CL2_REPORT_DIR = "cl2"
 MAX_RSS_BYTES = 1 << 63  # more than any address space: a garbled number
+
+
+def metrics_file(when: str, target: str = APISERVER) -> str:
+    """The snapshot's file name: `metrics-<when>.prom` for the apiserver (what every backend
+    writes), `metrics-<when>-<target>.prom` for another process (`when`: before, after)."""
+    return f"metrics-{when}.prom" if target == APISERVER else f"metrics-{when}-{target}.prom"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ labels = { resource = "nodes" }                  # first name the snapshot has i
 absent = "zero"                                  # a counter in neither snapshot: "skip"
                                                  # (default: absent is not zero) or "zero"
 
+[metrics.etcd_watchers]
+source = "prometheus"
+target = "etcd"                                  # whose /metrics: apiserver (default), etcd
+gauge = "etcd_debugging_mvcc_watcher_total"      # or series = "NAME": how many series match
+
 [metrics.patch_nodes_p99_ms]
 source = "prometheus"
 histogram = ["apiserver_request_duration_seconds", "apiserver_request_latencies"]
@@ -42,8 +47,12 @@ from bisector.metrics.prometheus import UNIT_SCALE
 
 SOURCES = ("log", "cl2", "prometheus", "process")
 PROCESS_VALUES = ("cpu_s", "peak_rss_bytes", "peak_rss_mib")
-PROMETHEUS_KINDS = ("counter", "histogram", "summary")
-ABSENT = ("skip", "zero")  # what a counter in neither snapshot means
+PROMETHEUS_KINDS = ("counter", "histogram", "summary", "gauge", "series")
+QUANTILE_KINDS = ("histogram", "summary")
+# Whose /metrics a prometheus metric reads (bisector.backends.collected.metrics_file): the
+# procs backend snapshots each control-plane process it runs; other backends the apiserver.
+TARGETS = ("apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
+ABSENT = ("skip", "zero")  # what a counter, gauge or series with no series means
 Labels = tuple[tuple[str, str], ...]
 
 
@@ -71,15 +80,23 @@ class PrometheusMetric:
     unit: str | None = None  # s | ms | us: the value is converted to it
     worse: Worse = "higher"
     source: str = "prometheus"
-    # A counter in neither snapshot: "skip" (absent is not zero: a commit before the one
-    # that added the metric prints nothing either) or "zero" (declared: nothing happened).
+    # A counter in neither snapshot (a gauge, a series not in the second): "skip" (absent
+    # is not zero: a commit before the one that added the metric prints nothing either)
+    # or "zero" (declared: nothing happened).
     absent: str = "skip"
+    target: str = "apiserver"  # whose /metrics (TARGETS)
 
     def describe(self) -> str:
         shown = ",".join(f'{k}="{v}"' for k, v in self.labels)
-        what = {"counter": "increase", "histogram": f"p{_pct(self.quantile)} over the window"}
+        what = {
+            "counter": "increase",
+            "histogram": f"p{_pct(self.quantile)} over the window",
+            "gauge": "at the end",
+            "series": "series at the end",
+        }
         how = what.get(self.kind, f"p{_pct(self.quantile)} (the summary's own)")
-        return f"prometheus {'|'.join(self.families)}{{{shown}}} {how}"
+        whose = "" if self.target == "apiserver" else f"{self.target} "
+        return f"prometheus {whose}{'|'.join(self.families)}{{{shown}}} {how}"
 
 
 @dataclass(frozen=True)
@@ -136,12 +153,20 @@ def parse_source_metric(name: str, table: Section, source: str) -> SourceMetric:
 
 
 def _prometheus(name: str, table: Section) -> PrometheusMetric:
-    table.check_keys(("source", *PROMETHEUS_KINDS, "labels", "quantile", "unit", "worse", "absent"))
+    table.check_keys(
+        ("source", "target", *PROMETHEUS_KINDS, "labels", "quantile", "unit", "worse", "absent")
+    )
     kinds = [k for k in PROMETHEUS_KINDS if k in table]
     if len(kinds) != 1:
         raise ConfigError(
-            f"{table.file}: `{table.path}` needs exactly one of counter, histogram or summary "
-            "(the metric family to read)"
+            f"{table.file}: `{table.path}` needs exactly one of {', '.join(PROMETHEUS_KINDS)} "
+            "(the metric family to read, and how)"
+        )
+    target = table.get_str("target", "apiserver")
+    if target not in TARGETS:
+        raise ConfigError(
+            f"{table.where('target')}: expected one of {', '.join(TARGETS)} (whose /metrics), "
+            f"got {target!r}"
         )
     kind = kinds[0]
     raw = table.data[kind]
@@ -149,14 +174,14 @@ def _prometheus(name: str, table: Section) -> PrometheusMetric:
     if not families or not all(families):
         raise ConfigError(f"{table.where(kind)}: name a metric family")
     quantile = table.opt_float("quantile")
-    if kind == "counter" and quantile is not None:
-        raise ConfigError(f"{table.where('quantile')}: a counter has no quantile; remove it")
-    if kind != "counter" and (quantile is None or not 0 <= quantile <= 1):
+    if kind not in QUANTILE_KINDS and quantile is not None:
+        raise ConfigError(f"{table.where('quantile')}: a {kind} has no quantile; remove it")
+    if kind in QUANTILE_KINDS and (quantile is None or not 0 <= quantile <= 1):
         raise ConfigError(
             f"{table.where('quantile')}: a {kind} needs a quantile between 0 and 1 (e.g. 0.99)"
         )
     unit = table.opt_str("unit")
-    if unit is not None and (kind == "counter" or unit not in UNIT_SCALE):
+    if unit is not None and (kind not in QUANTILE_KINDS or unit not in UNIT_SCALE):
         raise ConfigError(
             f"{table.where('unit')}: expected one of {', '.join(UNIT_SCALE)} for a histogram or "
             f"summary, got {unit!r}"
@@ -164,14 +189,17 @@ def _prometheus(name: str, table: Section) -> PrometheusMetric:
     if quantile is not None and not math.isfinite(quantile):
         raise ConfigError(f"{table.where('quantile')} must be a finite number")
     absent = table.get_str("absent", "skip")
-    if absent not in ABSENT or (kind != "counter" and "absent" in table):
+    if absent not in ABSENT or (kind in QUANTILE_KINDS and "absent" in table):
         raise ConfigError(
-            f'{table.where("absent")}: a counter\'s absence is "skip" (the default) or "zero"; '
-            f"got {absent!r}" + ("" if kind == "counter" else f" for a {kind}")
+            f"{table.where('absent')}: a counter's, gauge's or series' absence is \"skip\" "
+            f'(the default) or "zero"; got {absent!r}'
+            + ("" if kind not in QUANTILE_KINDS else f" for a {kind}")
         )
     worse = worse_of(table)
     labels = _labels(table)
-    return PrometheusMetric(name, kind, families, labels, quantile, unit, worse, absent=absent)
+    return PrometheusMetric(
+        name, kind, families, labels, quantile, unit, worse, absent=absent, target=target
+    )
 
 
 # The built-ins: names a SIG Scalability reader knows, sources the CI jobs and backends give.
@@ -223,8 +251,28 @@ BUILTIN_SOURCE_METRICS: tuple[SourceMetric, ...] = (
         0.99,
         "ms",
     ),
+    # etcd's own /metrics (the procs backend snapshots it). Names as etcd 3.5.1 serves them
+    # (read from a real etcd 3.5.1 beside a v1.32 apiserver, /work/modern/NOTES.md section
+    # 6; etcd server/storage/mvcc/metrics.go): the watchers the apiservers hold (one per
+    # watch the cacher cannot serve: kubernetes #121688 adds one per watch) ...
+    PrometheusMetric(
+        "etcd_watchers",
+        "gauge",
+        ("etcd_debugging_mvcc_watcher_total",),
+        target="etcd",
+    ),
+    # ... and the ranges (reads) it served over the warmup; 3.4 and 3.5 print both names.
+    PrometheusMetric(
+        "etcd_range_requests",
+        "counter",
+        ("etcd_mvcc_range_total", "etcd_debugging_mvcc_range_total"),
+        target="etcd",
+    ),
+    # Go's runtime collector (client_golang), in every apiserver since 2015.
+    PrometheusMetric("apiserver_goroutines", "gauge", ("go_goroutines",)),
     # Backends that run the control plane as processes (procs, local) write processes.json.
     ProcessMetric("apiserver_cpu_s", "kube-apiserver", "cpu_s"),
     ProcessMetric("apiserver_peak_rss_mib", "kube-apiserver", "peak_rss_mib"),
     ProcessMetric("etcd_cpu_s", "etcd", "cpu_s"),
+    ProcessMetric("etcd_peak_rss_mib", "etcd", "peak_rss_mib"),
 )

@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.backends.collected import (
+    APISERVER,
     CL2_REPORT_DIR,
     METRICS_AFTER,
     METRICS_BEFORE,
     PROCESSES,
+    metrics_file,
     read_processes,
 )
 from bisector.errors import CollectError
@@ -54,13 +56,27 @@ class Evidence:
     metrics_before: Path | None = None
     metrics_after: Path | None = None
     processes_dir: Path | None = None  # holds processes.json
+    # Holds every target's snapshots by their collected names (metrics_file); None: the
+    # pair above was handed over explicitly and is read whatever the metric's target.
+    metrics_dir: Path | None = None
 
     @classmethod
     def in_log_dir(cls, log_dir: Path) -> Evidence:
         """An evaluation's log directory, as `collect` leaves it (backends/collected.py)."""
         return cls(
-            log_dir / CL2_REPORT_DIR, log_dir / METRICS_BEFORE, log_dir / METRICS_AFTER, log_dir
+            log_dir / CL2_REPORT_DIR,
+            log_dir / METRICS_BEFORE,
+            log_dir / METRICS_AFTER,
+            log_dir,
+            log_dir,
         )
+
+    def snapshots(self, target: str) -> tuple[Path | None, Path | None]:
+        """The (start, end) snapshots of `target`'s /metrics."""
+        if target == APISERVER or self.metrics_dir is None:
+            return self.metrics_before, self.metrics_after
+        d = self.metrics_dir
+        return d / metrics_file("before", target), d / metrics_file("after", target)
 
     @classmethod
     def in_dir(cls, directory: Path) -> Evidence:
@@ -72,6 +88,7 @@ class Evidence:
             directory if has_summaries or not own.is_dir() else own,
             directory / METRICS_BEFORE,
             directory / METRICS_AFTER,
+            directory,
             directory,
         )
 
@@ -101,18 +118,19 @@ def _cl2(metric: Cl2Metric, evidence: Evidence) -> Reading:
 
 
 def _prometheus(metric: PrometheusMetric, evidence: Evidence) -> Reading:
-    if evidence.metrics_after is None:
+    first, last = evidence.snapshots(metric.target)
+    if last is None:
         raise CollectError(f"{metric.name}: no metrics snapshot was given")
-    after = prometheus.read_snapshot(evidence.metrics_after)
+    after = prometheus.read_snapshot(last)
     before = None
     if metric.kind != "summary":  # a summary's quantile is the apiserver's own, at the end
-        if evidence.metrics_before is None:
+        if first is None:
             raise CollectError(f"{metric.name}: no snapshot from the warmup's start")
-        before = prometheus.read_snapshot(evidence.metrics_before)
+        before = prometheus.read_snapshot(first)
     value, family = prometheus_value(metric, after, before)
-    files = str(evidence.metrics_after)
+    files = str(last)
     if before is not None:
-        files = f"{evidence.metrics_before} -> {evidence.metrics_after}"
+        files = f"{first} -> {last}"
     return Reading(metric.name, value, "prometheus", f"{files} {family}", after.start_time)
 
 
@@ -123,6 +141,14 @@ def prometheus_value(
     suffix = "_bucket" if metric.kind == "histogram" else ""
     family = next((f for f in metric.families if after.of(f + suffix)), metric.families[0])
     selector = dict(metric.labels)
+    if metric.kind in ("gauge", "series"):
+        assert before is not None
+        window = prometheus.Window(before, after)
+        zero = metric.absent == "zero"
+        if metric.kind == "gauge":
+            return prometheus.gauge_value(window, family, selector, absent_is_zero=zero), family
+        count = prometheus.series_count(window, family, selector, absent_is_zero=zero)
+        return float(count), family
     if metric.kind == "counter":
         assert before is not None
         window = prometheus.Window(before, after)

@@ -1,4 +1,7 @@
-"""The `prometheus` source: an apiserver's `/metrics` read twice, at the warmup's start and end.
+"""The `prometheus` source: a process's `/metrics` read twice, at the warmup's start and end.
+
+The process is the metric's target: the apiserver, etcd (its client URL serves /metrics),
+or another control-plane process a backend snapshots.
 
 Parsing is `prometheus_client`'s text parser (label escaping, `# TYPE` lines, histograms,
 summaries, untyped samples); this module only does what PromQL would do over the window
@@ -15,7 +18,12 @@ between the two snapshots:
   by `le`, coalesced, forced monotonic, linear interpolation inside the bucket, the second
   highest bound when the rank falls in `+Inf`); no observation in the window is no value;
 - summary quantile: the apiserver's own estimate in the second snapshot (its sliding
-  window, e.g. 1 h for 2017's `apiserver_request_latencies_summary`), summed series refused.
+  window, e.g. 1 h for 2017's `apiserver_request_latencies_summary`), summed series refused;
+- gauge: the selected series' values in the second snapshot, summed (etcd's
+  `etcd_debugging_mvcc_watcher_total`, `go_goroutines`); none selected is no value;
+- series: how many series of a name the labels select in the second snapshot (one per
+  watched resource, per client ...); for both, none is no value (absent is not zero)
+  unless the metric declares `absent = "zero"`.
 
 Label matching is PromQL's: every selector label must equal the series' label, and a label
 the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017),
@@ -23,7 +31,7 @@ the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017
 selects series that have no `group` at all.
 
 A snapshot is garbled (does not parse, or holds a series twice: two pages in one file),
-empty, or not an apiserver's (no `process_start_time_seconds`): no value. A selected series
+empty, or not a process's page (no `process_start_time_seconds`): no value. A selected series
 of the first snapshot missing from the second (a page cut short), or two identical
 snapshots (one page read twice: a live apiserver's page always moves), is no value either. The
 process restarted between the snapshots (`process_start_time_seconds` changed, or a counter
@@ -77,7 +85,7 @@ class Snapshot:
 
 
 def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
-    """The samples of one exposition; CollectError: empty, garbled or not an apiserver's."""
+    """The samples of one exposition; CollectError: empty, garbled or not a process's page."""
     if not text.strip():
         raise CollectError(f"{path} is empty: no metrics were read")
     samples: dict[str, list[Sample]] = {}
@@ -103,7 +111,7 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
     snapshot = Snapshot(path, {k: tuple(v) for k, v in samples.items()}, types, helps)
     if snapshot.start_time is None:
         raise CollectError(
-            f"{path} has no {START_TIME}: not an apiserver's /metrics (cut short or another page)"
+            f"{path} has no {START_TIME}: not a process's /metrics (cut short or another page)"
         )
     return snapshot
 
@@ -213,6 +221,42 @@ def counter_increase(
             'absent = "zero" in the metric\'s table'
         )
     return sum(found.values())
+
+
+def _selected_at_end(
+    window: Window, name: str, selector: Mapping[str, str], absent_is_zero: bool
+) -> list[Sample]:
+    """The selected series of `name` in the second snapshot; none is a CollectError (absent
+    is not zero: a tree before the one that added the metric prints nothing either) unless
+    `absent_is_zero` (the metric declared what its absence means)."""
+    found = [s for s in window.after.of(name) if selects(selector, s.labels)]
+    if not found and not absent_is_zero:
+        shown = ",".join(f'{k}="{v}"' for k, v in sorted(selector.items()))
+        raise CollectError(
+            f"{name}{{{shown}}} is not in {window.after.path}: absent is not zero (the process "
+            "may not have this metric, or it is another family name in this version); if its "
+            'absence means none, declare absent = "zero" in the metric\'s table'
+        )
+    return found
+
+
+def gauge_value(
+    window: Window, name: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> float:
+    """The selected series of a gauge at the window's end, summed. The window (both
+    snapshots) is still required: a process that restarted in it reads a fresh value."""
+    found = _selected_at_end(window, name, selector, absent_is_zero)
+    values = [s.value for s in found]
+    if not all(math.isfinite(v) for v in values):
+        raise CollectError(f"{window.after.path}: {name} reads {values}, not a number")
+    return sum(values)
+
+
+def series_count(
+    window: Window, name: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> int:
+    """How many series of sample `name` the selector picks at the window's end."""
+    return len(_selected_at_end(window, name, selector, absent_is_zero))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,17 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
   fake apiserver (for kube-apiserver) or the fake hollow node (for kubemark), with the
   -X gitCommit value and the tree's `value` file baked in (a file `BROKEN` in the tree
   fails the build, like a compile error).
-- the fake etcd serves GET /health on its --listen-client-urls port.
+- the fake etcd serves GET /health and /metrics on its --listen-client-urls port (the
+  families real etcd 3.4.23 and 3.5.1 print, under their names: the watcher gauge
+  `etcd_debugging_mvcc_watcher_total`, the range counters `etcd_mvcc_range_total` and
+  `etcd_debugging_mvcc_range_total`, `go_goroutines`, `process_start_time_seconds`),
+  and /fake/watch?delta=N, /fake/range for the fake apiserver to count its etcd use.
+- the fake apiserver serves on --insecure-port (2017), or with --secure-port on TLS
+  with the --tls-cert-file/--tls-private-key-file pair and the bearer token of
+  --token-auth-file required (a module-era apiserver). A watch without a resourceVersion
+  on a bad tree (`value` > 0) opens an etcd watch of its own, as kubernetes #121688's
+  cacher bypass does (one etcd watcher more while it is open), and every list is an
+  etcd range.
 - the fake apiserver serves /healthz, /version (the baked commit), /metrics, node
   PATCH/GET/list and node watches (chunked, a MODIFIED event per status write) on
   its --insecure-port, and writes v1.7 glog request lines to stderr: at start, `value`
@@ -38,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _COMMON = r"""
-import json, os, re, signal, sys, threading, time, urllib.request
+import json, os, re, select, signal, sys, threading, time, urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 def _record_pid():
@@ -139,9 +149,44 @@ if os.environ.get("FAKE_ETCD_EXIT"):
 url = _flag("listen-client-urls")
 port = int(url.rsplit(":", 1)[1])
 os.makedirs(_flag("data-dir"), exist_ok=True)
+state = {"watchers": 7, "ranges": 0}  # 7: the watchers an apiserver's caches open at start
+lock = threading.Lock()
+started = time.time()
+def metrics_page():
+    with lock:
+        watchers, ranges = state["watchers"], state["ranges"]
+    return (
+        "# HELP etcd_debugging_mvcc_watcher_total Total number of watchers.\n"
+        "# TYPE etcd_debugging_mvcc_watcher_total gauge\n"
+        f"etcd_debugging_mvcc_watcher_total {watchers}\n"
+        "# HELP etcd_debugging_mvcc_range_total Total number of ranges seen by this member.\n"
+        "# TYPE etcd_debugging_mvcc_range_total counter\n"
+        f"etcd_debugging_mvcc_range_total {ranges}\n"
+        "# HELP etcd_mvcc_range_total Total number of ranges seen by this member.\n"
+        "# TYPE etcd_mvcc_range_total counter\n"
+        f"etcd_mvcc_range_total {ranges}\n"
+        "# TYPE etcd_server_version gauge\n"
+        'etcd_server_version{server_version="3.5.9"} 1\n'
+        "# TYPE go_goroutines gauge\n"
+        f"go_goroutines {threading.active_count() + 40}\n"
+        "# TYPE process_start_time_seconds gauge\n"
+        f"process_start_time_seconds {started:.2f}\n"
+        "# TYPE process_cpu_seconds_total counter\n"
+        f"process_cpu_seconds_total {time.process_time():.6f}\n"
+        "# TYPE fake_uptime_seconds gauge\n"
+        f"fake_uptime_seconds {time.time() - started:.3f}\n"
+    ).encode()
 class H(BaseHTTPRequestHandler):
     def do_GET(self):
         body = b'{"health":"true"}'
+        if self.path == "/metrics":
+            body = metrics_page()
+        elif self.path.startswith("/fake/watch?delta="):
+            with lock:
+                state["watchers"] += int(self.path.split("=", 1)[1])
+        elif self.path == "/fake/range":
+            with lock:
+                state["ranges"] += 1
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -155,7 +200,17 @@ ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
 _APISERVER = r"""
 _record_pid()
 _maybe_ignore_term()
-port = int(_flag("insecure-port"))
+secure = int(_flag("secure-port", "0")) > 0
+port = int(_flag("secure-port") if secure else _flag("insecure-port"))
+token = None
+if secure:  # --token-auth-file's CSV: token,user,uid,groups
+    token = open(_flag("token-auth-file")).read().split(",", 1)[0].strip()
+etcd = _flag("etcd-servers")
+def etcd_call(path):
+    try:
+        urllib.request.urlopen(etcd + path, timeout=5).read()
+    except OSError:
+        pass
 nodes = {}
 expired = set()
 lock = threading.Lock()
@@ -185,7 +240,14 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
         glog(f"wrap.go:42] {self.command} {self.path}: (0.5ms) {code} {ua}")
+    def _authorized(self):
+        if token is None or self.headers.get("Authorization") == f"Bearer {token}":
+            return True
+        self._send(401, b'{"kind":"Status","code":401}')
+        return False
     def do_GET(self):
+        if not self._authorized():
+            return
         if self.path == "/healthz":
             return self._send(200, b"ok", "text/plain")
         if self.path == "/version":
@@ -203,6 +265,8 @@ class H(BaseHTTPRequestHandler):
             with lock:
                 page = (
                     f"apiserver_nodes {len(nodes)}\n"
+                    "# TYPE go_goroutines gauge\n"
+                    f"go_goroutines {threading.active_count() + 100}\n"
                     "# TYPE process_start_time_seconds gauge\n"
                     f"process_start_time_seconds {started:.2f}\n"
                     "# TYPE fake_uptime_seconds gauge\n"
@@ -216,20 +280,49 @@ class H(BaseHTTPRequestHandler):
                         f'code="200"}} {patches[0]}\n'
                     )
             return self._send(200, page.encode(), "text/plain")
+        if self.path.startswith("/api/v1/watch/nodes?fieldSelector=metadata.name"):
+            return self._watch()
+        if "/watch/" in self.path or "watch=1" in self.path:
+            return self._quiet_watch()
         if self.path.startswith("/api/v1/nodes"):
             with lock:
                 items = [self._node(n) for n in sorted(nodes)]
             listed = {"kind": "NodeList", "metadata": {"resourceVersion": str(len(items) + 7)},
                       "items": items}
             return self._send(200, json.dumps(listed).encode())
-        if self.path.startswith("/api/v1/watch/nodes"):
-            return self._watch()
+        if self.path.startswith("/api/") or self.path.startswith("/apis/"):
+            etcd_call("/fake/range")  # a list read from etcd
+            listed = {"kind": "List", "metadata": {"resourceVersion": "7"}, "items": []}
+            return self._send(200, json.dumps(listed).encode())
         return self._send(404, b"{}")
+    def _quiet_watch(self):
+        # Any other watch: no events. Without a resourceVersion on a bad tree, the cacher
+        # is bypassed: an etcd watch of its own while it is open (kubernetes #121688).
+        bypass = VALUE > 0 and "resourceVersion=" not in self.path
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        glog(f"wrap.go:42] GET {self.path}: (0.1ms) 200 {ua}")
+        if bypass:
+            etcd_call("/fake/watch?delta=1")
+        try:
+            while True:  # until the client closes it (readable at its end of stream)
+                ready, _, _ = select.select([self.connection], [], [], 0.5)
+                if ready and not self.connection.recv(1):
+                    break
+        except OSError:
+            pass
+        finally:
+            if bypass:
+                etcd_call("/fake/watch?delta=-1")
     def _node(self, name):
         beat = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(nodes.get(name, time.time())))
         return {"metadata": {"name": name}, "status": {"conditions": [
             {"type": "Ready", "status": "True", "lastHeartbeatTime": beat}]}}
     def do_PATCH(self):
+        if not self._authorized():
+            return
         length = int(self.headers.get("Content-Length", "0"))
         self.rfile.read(length)
         name = self.path.split("/")[4]
@@ -272,6 +365,11 @@ class H(BaseHTTPRequestHandler):
 glog(f"fake-apiserver.go:3] serving on 127.0.0.1:{port}")
 server = ThreadingHTTPServer(("127.0.0.1", port), H)
 server.daemon_threads = True
+if secure:
+    import ssl
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(_flag("tls-cert-file"), _flag("tls-private-key-file"))
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
 server.serve_forever()
 """
 
@@ -285,6 +383,12 @@ if os.environ.get("FAKE_KUBEMARK_EXIT") or (exit_file and os.path.exists(exit_fi
     sys.exit(255)
 config = open(_flag("kubeconfig")).read()
 server = re.search(r'server: "([^"]+)"', config).group(1)
+ca = re.search(r'certificate-authority: "([^"]+)"', config)
+bearer = re.search(r'token: "([^"]+)"', config)
+tls = None
+if ca:
+    import ssl
+    tls = ssl.create_default_context(cafile=ca.group(1))
 period = float(os.environ.get("HOLLOW_NODE_STATUS_PERIOD", "10s").rstrip("s"))
 root = os.environ.get("TMPDIR", "/tmp")
 open(os.path.join(root, "dockershim.sock"), "w").close()
@@ -293,8 +397,10 @@ time.sleep(float(os.environ.get("FAKE_KUBEMARK_DELAY", "0")))
 while True:
     url = f"{server}/api/v1/nodes/{name}/status"
     request = urllib.request.Request(url, data=b"{}", method="PATCH")
+    if bearer:
+        request.add_header("Authorization", f"Bearer {bearer.group(1)}")
     try:
-        urllib.request.urlopen(request, timeout=5).read()
+        urllib.request.urlopen(request, timeout=5, context=tls).read()
     except OSError as exc:
         glog(f"kubelet_node_status.go:1] {name}: {exc}", "E")
     time.sleep(period)

@@ -37,14 +37,18 @@ from pathlib import Path
 from bisector import proc
 from bisector.backends.base import BackendContext, BackendTraits, Candidate
 from bisector.backends.collected import (
+    APISERVER,
+    CL2_REPORT_DIR,
     METRICS_AFTER,
     METRICS_BEFORE,
     DeliveredLoad,
+    metrics_file,
     write_load,
     write_processes,
 )
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import workload as pw
 from bisector.backends.procs.settings import KEYS, BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
@@ -59,6 +63,7 @@ LOAD_FIGURES = "watch-load.json"
 POLL_S = 1.0
 ETCD_READY_S = 30.0
 LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
+WORKLOAD_EVERY_S = 1.0  # how often, when the workload's end ends the warmup
 # A warmup in which less than this share of the status writes the hollow nodes offer
 # reached the apiserver measured no load (frozen or starved hollow nodes, a stuck load
 # generator): a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
@@ -88,6 +93,11 @@ class Running:
     before: dict[int, pc.Sample] = field(default_factory=dict)
     warmup_start: float = 0.0
     events_at_start: int = 0  # the load generator's event count when the warmup began
+    workload: int | None = None  # the workload's pid, while it may run
+    # Whose /metrics is snapshotted at the warmup's start and end, by target name
+    # (bisector.backends.collected.metrics_file), besides the apiserver and etcd: any
+    # other control-plane process the cluster runs.
+    metrics: dict[str, pc.Api] = field(default_factory=dict)
 
     def all_pids(self) -> dict[str, int]:
         named = dict(self.pids)
@@ -479,29 +489,56 @@ class ProcsBackend:
             raise LaunchError(f"{exc.reason} (only {seen[0]} of {want} were)") from None
 
     def _start_load(self, running: Running) -> None:
-        if self.cfg.watchers == 0:
+        want = _watch_count(self.cfg)
+        if want == 0:
             return
         layout = running.layout
         s = pc.daemon_step(pc.load_cmd(self.cfg, layout), layout.files.load_log, layout)
         running.pids["watch-load"] = self._spawn(running, s, "the watch load generator")
-        want = self.cfg.watchers
+        what = "node watches" if not self.cfg.watches else "watches"
 
         def opened() -> bool:
             opened = _load_figures(layout.files.load_status).get("opened", 0)
             return isinstance(opened, int) and opened >= want
 
-        self._wait(running, f"{want} node watches open", self.cfg.ready_timeout, opened)
+        self._wait(running, f"{want} {what} open", self.cfg.ready_timeout, opened)
+
+    def _metrics_targets(self, running: Running) -> dict[str, pc.Api]:
+        """Every control-plane process whose /metrics the warmup snapshots: the apiserver
+        and etcd (its client URL serves /metrics: etcd's embed/etcd.go serveClients)."""
+        etcd = pc.Api(f"http://127.0.0.1:{running.layout.ports.etcd_client}")
+        return {APISERVER: running.api, "etcd": etcd, **running.metrics}
+
+    def _snapshot(
+        self, running: Running, log_dir: Path, when: str, error: type[InfraError]
+    ) -> None:
+        """Each target's /metrics into `log_dir` (metrics_file). The apiserver's is required
+        (the load is judged on it); another one that cannot be read is left out, so a
+        metric that reads it is a skip saying its file is missing, and no other is."""
+        for target, api in self._metrics_targets(running).items():
+            path = log_dir / metrics_file(when, target)
+            path.unlink(missing_ok=True)  # never an earlier attempt's file
+            page = api.try_get("/metrics", timeout=30)
+            if page is None and target == APISERVER:
+                at = "start" if when == "before" else "end"
+                raise error(f"the apiserver's /metrics cannot be read at the warmup's {at}")
+            if page is None:
+                log.warning("%s's /metrics cannot be read (%s): left out", target, when)
+                continue
+            path.write_bytes(page)
 
     def _start_warmup(self, running: Running, candidate: Candidate) -> None:
-        """The measurement window opens: first /metrics snapshot and CPU sample."""
+        """The measurement window opens: first /metrics snapshots and CPU sample, then the
+        workload, if any."""
         candidate.log_dir.mkdir(parents=True, exist_ok=True)
-        metrics = running.api.try_get("/metrics", timeout=30)
-        if metrics is None:
-            raise LaunchError("the apiserver's /metrics cannot be read at the warmup's start")
-        (candidate.log_dir / METRICS_BEFORE).write_bytes(metrics)
+        self._snapshot(running, candidate.log_dir, "before", LaunchError)
         running.warmup_start = time.time()
         running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
         running.events_at_start = _count(_load_figures(running.layout.files.load_status), "events")
+        if self.cfg.workload is not None:
+            s = pw.workload_step(self.cfg.workload, running.layout, candidate)
+            (candidate.log_dir / CL2_REPORT_DIR).mkdir(exist_ok=True)
+            running.workload = self._spawn(running, s, "the workload")
 
     # -- warmup --------------------------------------------------------------------------
     def _running_for(self, candidate: Candidate, error: type[InfraError]) -> Running:
@@ -511,28 +548,48 @@ class ProcsBackend:
             raise error(f"no cluster is running for slot {candidate.slot}")
         return running
 
-    def _wait_alive(self, running: Running, seconds: float) -> None:
-        """Sleep `seconds`, checking every few seconds that every process still runs."""
+    def _wait_alive(self, running: Running, seconds: float) -> bool:
+        """Sleep `seconds`, checking every few seconds that every process still runs and
+        the workload has not failed; True when the workload's end ends the warmup."""
+        ends = self.cfg.workload_ends_warmup and running.workload is not None
+        every = WORKLOAD_EVERY_S if ends else LIVENESS_EVERY_S
         left = seconds
         while left > 0:
-            chunk = min(LIVENESS_EVERY_S, left)
+            chunk = min(every, left)
             self.sleep(chunk)
             left -= chunk
             self._alive_or_raise(running, CollectError, "during the warmup")
+            if self._workload_done(running) and ends:
+                return True
+        return False
+
+    def _workload_done(self, running: Running) -> bool:
+        """Whether the workload has ended well; one that failed is a skip with its output."""
+        if running.workload is None:
+            return False
+        how = pw.ended(running.layout)
+        if how is None:
+            return False
+        if not how.ok:
+            raise CollectError(pw.failure(running.layout, how))
+        return True
 
     def warmup(self, candidate: Candidate) -> None:
         running = self._running_for(candidate, CollectError)
         self._wait_alive(running, self.context.warmup_s)
 
     def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
-        """The warmup in steps, so the run can read the log so far (`peek`) between them."""
+        """The warmup in steps, so the run can read the log so far (`peek`) between them;
+        a workload that ends the warmup ends the steps."""
         running = self._running_for(candidate, CollectError)
         total, elapsed, every_s = self.context.warmup_s, 0.0, max(every_s, 1e-3)
         while elapsed < total:
             chunk = min(every_s, total - elapsed)
-            self._wait_alive(running, chunk)
+            done = self._wait_alive(running, chunk)
             elapsed += chunk
             yield elapsed
+            if done:
+                return
 
     def peek(self, candidate: Candidate) -> list[Path]:
         """The apiserver's own log, growing: reading it does not disturb the cluster."""
@@ -555,10 +612,9 @@ class ProcsBackend:
     def _collect(self, running: Running, log_dir: Path) -> list[Path]:
         end = time.time()
         log_dir.mkdir(parents=True, exist_ok=True)
-        metrics = running.api.try_get("/metrics", timeout=30)
-        if metrics is None:
-            raise CollectError("the apiserver's /metrics cannot be read at the warmup's end")
-        (log_dir / METRICS_AFTER).write_bytes(metrics)
+        self._workload_done(running)  # one that failed is a skip, whatever else ran
+        self._snapshot(running, log_dir, "after", CollectError)
+        self._end_workload(running, log_dir)
         usages = [pc.usage(name, [pid], running.before, end) for name, pid in running.pids.items()]
         usages.append(pc.usage("hollow-nodes", running.hollow, running.before, end))
         write_processes(log_dir, usages)
@@ -594,12 +650,24 @@ class ProcsBackend:
         if writes is not None:
             what = "node status writes (the apiserver's PATCH count)"
             return DeliveredLoad(what, nodes * periods, writes, MIN_LOAD_FRACTION)
-        if self.cfg.watchers > 0:
+        if self.cfg.watchers > 0 and not self.cfg.watches:  # other watches' events differ
             live = min(nodes, self.cfg.watchers)
             events = max(0, _count(figures, "events") - running.events_at_start)
             what = "watch events (node status writes seen by the node watches)"
             return DeliveredLoad(what, live * periods, events, MIN_LOAD_FRACTION)
         return None
+
+    def _end_workload(self, running: Running, log_dir: Path) -> None:
+        """The warmup is over: a workload still running is stopped (what it had left to do
+        is outside the window); its output is kept beside the log."""
+        if running.workload is None:
+            return
+        if pw.ended(running.layout) is None:
+            pw.stop(running.workload, self.cfg.stop_grace)
+        running.workload = None
+        source = pw.log_of(running.layout)
+        if source.is_file():
+            shutil.copyfile(source, log_dir / pw.LOG)
 
     # -- teardown ------------------------------------------------------------------------
     def teardown(self, candidate: Candidate) -> None:
@@ -677,11 +745,11 @@ class ProcsBackend:
         api_cmd = pc.apiserver_cmd(cfg, binary, layout)
         lines.append(pc.daemon_step(api_cmd, layout.files.apiserver_log, layout).render())
         lines.append("# until /healthz is ok and /version reports the candidate's commit")
-        if cfg.watchers:
+        if _watch_count(cfg):
             lines.append(
                 pc.daemon_step(pc.load_cmd(cfg, layout), layout.files.load_log, layout).render()
             )
-            lines.append(f"# until {cfg.watchers} node watches are open (no node exists yet)")
+            lines.append(f"# until {_watch_count(cfg)} watches are open (no node exists yet)")
         first = pc.daemon_step(
             pc.hollow_cmd(kubemark, layout, 0),
             layout.files.hollow_log(0),
@@ -692,9 +760,13 @@ class ProcsBackend:
         lines.append(first.render())
         lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
         lines.append(
-            f"# warmup: {format_duration(self.context.warmup_s)}; /metrics and CPU "
-            "samples at its start and end"
+            f"# warmup: {format_duration(self.context.warmup_s)}; /metrics of the apiserver "
+            "and etcd, and CPU samples, at its start and end"
         )
+        if cfg.workload is not None:
+            ends = " (its end ends the warmup)" if cfg.workload_ends_warmup else ""
+            lines.append(f"# the workload, from the warmup's start{ends}:")
+            lines.append(pw.workload_step(cfg.workload, layout, candidate).render())
         lines.append(f"# collect: {layout.files.apiserver_log} -> {candidate.log_dir / LOG_NAME}")
         lines.append("# teardown")
         lines.append(pc.stop_step(layout, cfg.stop_grace).render())
@@ -746,6 +818,11 @@ def _node_status_writes(log_dir: Path) -> int | None:
     except InfraError:
         return None
     return None
+
+
+def _watch_count(cfg: ProcsSettings) -> int:
+    """Every watch the load generator holds: the node watches and the other specs'."""
+    return cfg.watchers + sum(spec.count for spec in cfg.watches)
 
 
 def _count(figures: dict[str, object], key: str) -> int:

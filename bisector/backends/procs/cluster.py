@@ -317,6 +317,8 @@ def load_cmd(cfg: ProcsSettings, layout: Layout) -> list[str]:
     if layout.secure:
         c = layout.credentials
         cmd += ["--ca-file", str(c.ca), "--token-file", str(c.client_token)]
+    for spec in cfg.watches:  # the other watches, after the node watches
+        cmd += ["--watch", spec.to_json()]
     return cmd
 
 

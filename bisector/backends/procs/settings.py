@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.backends import instrument
+from bisector.backends.procs.load import MAX_WATCHERS, NR_OPEN_WHY, WatchSpec
 from bisector.config import Section, keys_of, read_settings, setting
 from bisector.errors import ConfigError
 
@@ -70,10 +71,6 @@ class BuildFix:
 # preflight check the host's own: memory, free ports, the open-files limit).
 # Ports.pick takes 3 + 2 per hollow node from 10000-65535 (less the ephemeral range).
 MAX_HOLLOW_NODES = (65536 - 10000 - 3) // 2
-# The load generator holds one socket per watch in one process, and Linux caps a process's
-# open files at fs.nr_open (1,048,576 unless raised: the kernel's
-# Documentation/admin-guide/sysctl/fs.rst, "nr_open").
-MAX_WATCHERS = 1 << 20
 
 
 def _commit(s: Section, key: str) -> str:
@@ -134,6 +131,15 @@ class ProcsSettings:
         why="one socket each in one process, and fs.nr_open caps a process at 1,048,576 files",
     )
     watch_open_rate: float = setting("float", 2000.0, "watches opened a second", above=0)
+    # Other watches (bisector.backends.procs.load.WatchSpec), beside or instead of those.
+    watches: tuple[WatchSpec, ...] = setting(
+        "table", doc="[[watches]]: resource, selectors, count ...", reader=lambda s, k: _watches(s)
+    )
+    # A command run during the warmup (bisector.backends.procs.workload).
+    workload: str | None = setting("str", None, "a command run during the warmup")
+    workload_ends_warmup: bool = setting(
+        "bool", False, "the warmup ends when the workload does (at [run] warmup at the latest)"
+    )
     serving: str = setting("str", "auto", "how the apiserver serves", choices=SERVING)
     verbosity: int = setting(
         "int", 3, "the apiserver's -v", low=0, high=10, why="klog's levels the apiserver uses"
@@ -158,6 +164,25 @@ KEYS = keys_of(ProcsSettings)
 def resolve_patch(value: str, where: str) -> Path:
     """`builtin:<name>` (bisector/data/procs/<name>.patch) or a path to a patch file."""
     return instrument.resolve_patch(value, where, builtins=DATA)
+
+
+def _watches(s: Section) -> tuple[WatchSpec, ...]:
+    raw = s.data.get("watches", [])
+    if not isinstance(raw, list) or not all(isinstance(item, dict) for item in raw):
+        raise ConfigError(
+            f"{s.where('watches')}: expected [[{s.path}.watches]] tables (resource, count, ...)"
+        )
+    specs = tuple(
+        WatchSpec.from_section(Section(item, s.file, f"{s.path}.watches[{i}]"))
+        for i, item in enumerate(raw)
+    )
+    total = sum(spec.count for spec in specs) + s.get_int("watchers", 0)
+    if total > MAX_WATCHERS:
+        raise ConfigError(
+            f"{s.where('watches')}: {total:,} watches in all (with `watchers`); at most "
+            f"{MAX_WATCHERS:,} ({NR_OPEN_WHY})"
+        )
+    return specs
 
 
 def _fixes(s: Section) -> tuple[BuildFix, ...]:

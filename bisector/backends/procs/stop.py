@@ -6,7 +6,10 @@ it. Stopping a cluster is: SIGTERM to every process whose environment carries th
 up to `grace` seconds for them to exit, SIGKILL to the rest, a last check that none is
 left, then the cluster's temporary directory removed. The tag, not a list of pids, is
 what is recorded, so a process started a moment before a crash is found as well, and a
-pid the kernel reused for another program is never signalled.
+pid the kernel reused for another program is never signalled. The process groups of the
+tagged processes are signalled too: each daemon was started in a group of its own, and a
+child that dropped the tag from its environment (a workload's `env -i ...`) is still in
+its parent's group.
 
 The same is the recorded teardown step (`python -m bisector.backends.procs.stop --tag T
 --remove DIR`), which `bisector cleanup` replays after a crash; exit 0 when nothing of
@@ -70,19 +73,42 @@ def _wait_gone(tag: str, seconds: float) -> list[Found]:
     return left
 
 
+def _groups(found: list[Found]) -> set[int]:
+    """The process groups of `found`, never this process's own (nor init's)."""
+    mine = os.getpgid(0)
+    groups = set()
+    for p in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            group = os.getpgid(p.pid)
+            if group not in (mine, 0, 1):
+                groups.add(group)
+    return groups
+
+
+def _signal_groups(groups: set[int], signum: int) -> None:
+    for group in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signum)
+
+
 def stop_cluster(tag: str, remove: Sequence[Path] = (), grace_s: float = 10.0) -> list[str]:
-    """Stop everything tagged `tag`, remove `remove`; returns what is still there (empty: all
-    gone). Processes that ignore SIGTERM for `grace_s` are killed."""
+    """Stop everything tagged `tag` (and their process groups), remove `remove`; returns
+    what is still there (empty: all gone). Processes that ignore SIGTERM for `grace_s` are
+    killed."""
     left = tagged(tag)
+    groups = _groups(left)
     if left:
         _signal(left, signal.SIGTERM)
+        _signal_groups(groups, signal.SIGTERM)
         _signal(left, signal.SIGCONT)  # a stopped process (SIGSTOP) acts on the TERM only then
         left = _wait_gone(tag, grace_s)
     for _ in range(3):  # a dying process may have forked meanwhile
         if not left:
             break
+        groups |= _groups(left)
         _signal(left, signal.SIGKILL)
         left = _wait_gone(tag, 5.0)
+    _signal_groups(groups, signal.SIGKILL)  # untagged members that ignored the TERM
     problems = [f"process {p.pid} ({p.name}) still running" for p in left]
     for directory in remove:
         shutil.rmtree(directory, ignore_errors=True)
