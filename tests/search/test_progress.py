@@ -21,6 +21,6 @@ def test_plain_lines_when_not_a_terminal() -> None:
 def test_live_display_updates_phase_candidate_steps_and_eta() -> None:
     progress = LiveProgress(estimate_s=60)
     progress.status("confirm", "b" * 40, steps_left=2)
-    status = str(progress.live.renderable.text)
+    status = progress.line.text()
     progress.stop()
     assert "confirm | bbbbbbbbbbbb | ~2 runs left | ETA 2m00s" in status
