@@ -166,7 +166,9 @@ class _Board:
 
 class PlainProgress:
     """One line per event on stderr (CI logs, pipes, nohup): each phase as it begins, and
-    every `tick_s` while one runs (a small thread, started with the first phase)."""
+    every `tick_s` while one runs (a small thread, started with the first phase; `stop`
+    ends it, and it says nothing after that: a later phase, a run reusing this progress,
+    starts another)."""
 
     def __init__(
         self,
@@ -179,7 +181,7 @@ class PlainProgress:
         self.tick_s = tick_s
         self.board = _Board()
         self._out = threading.Lock()
-        self._stopped = threading.Event()
+        self._stopped = threading.Event()  # the current ticker's
         self._ticker: threading.Thread | None = None
 
     def status(
@@ -193,8 +195,10 @@ class PlainProgress:
 
     def note(self, line: str) -> None:
         with self._out:
-            if not self._stopped.is_set():  # nothing after stop()
-                print(f"bisector: {line}", file=self.stream, flush=True)
+            self._print(line)
+
+    def _print(self, line: str) -> None:
+        print(f"bisector: {line}", file=self.stream, flush=True)
 
     def phase(self, event: PhaseStarted) -> None:
         self.board.begin(event)
@@ -215,22 +219,27 @@ class PlainProgress:
 
     def _start_ticker(self) -> None:
         with self._out:
-            if self._ticker is not None or self._stopped.is_set():
+            if self._ticker is not None and not self._stopped.is_set():
                 return
-            self._ticker = threading.Thread(target=self._tick, name="progress-tick", daemon=True)
+            self._stopped = stopped = threading.Event()
+            self._ticker = threading.Thread(
+                target=self._tick, args=(stopped,), name="progress-tick", daemon=True
+            )
             self._ticker.start()
 
-    def _tick(self) -> None:
-        while not self._stopped.wait(self.tick_s):
+    def _tick(self, stopped: threading.Event) -> None:
+        while not stopped.wait(self.tick_s):
             lines = self.board.lines(time.monotonic())
-            if lines:
-                self.note(" | ".join(lines))
+            with self._out:
+                if lines and not stopped.is_set():  # nothing once stop() has begun
+                    self._print(" | ".join(lines))
 
     def stop(self) -> None:
-        """Stop the ticker and say nothing more (every exit path: the run's own finally)."""
+        """Stop the ticker (every exit path: the run's own finally); it says nothing more."""
         with self._out:
             self._stopped.set()
             ticker = self._ticker
+            self.board = _Board()  # what ran is over
         if ticker is not None and ticker is not threading.current_thread():
             ticker.join(timeout=5.0)
 

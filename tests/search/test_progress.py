@@ -95,9 +95,12 @@ def test_plain_ticks_during_a_long_phase_and_not_after_stop() -> None:
     progress.stop()
     assert progress._ticker is not None and not progress._ticker.is_alive()
     said = out.getvalue()
-    progress.note("after stop")
     time.sleep(0.05)  # several tick intervals: none may print
     assert out.getvalue() == said
+    # A run reusing the progress (a resumed run in one process) gets its ticker again.
+    progress.phase(PhaseStarted(0, P, "launch"))
+    _wait_for(lambda: out.getvalue().count("4a5b6c7d8e9f launch") > 1, out.getvalue())
+    progress.stop()
 
 
 def test_plain_tick_is_once_a_minute_by_default() -> None:
