@@ -97,6 +97,7 @@ class Progress(Protocol):
 class _Slot:
     event: PhaseStarted
     reading: Reading | None = None
+    launch_s: float | None = None  # at `ready`: how long the launch took
 
 
 class _Board:
@@ -110,7 +111,11 @@ class _Board:
 
     def begin(self, event: PhaseStarted) -> None:
         with self.lock:
-            self.slots[event.slot] = _Slot(event)
+            before = self.slots.get(event.slot)
+            launch_s = None
+            if event.phase == "ready" and before is not None and before.event.phase == "launch":
+                launch_s = event.started - before.event.started
+            self.slots[event.slot] = _Slot(event, launch_s=launch_s)
             self.many_slots = self.many_slots or len(self.slots) > 1 or event.slot > 0
 
     def read(self, slot: int, reading: Reading) -> None:
@@ -155,7 +160,8 @@ class _Board:
         e = state.event
         label = f"slot {e.slot}: " if self.many_slots else ""
         if e.phase == "ready":
-            return f"{label}{e.commit[:12]} ready"
+            after = "" if state.launch_s is None else f" after {format_duration(state.launch_s)}"
+            return f"{label}{e.commit[:12]} ready: launched{after}"
         took = format_duration(now - e.started)
         expected = f" of ~{format_duration(e.expected_s)}" if e.expected_s else ""
         line = f"{label}{e.commit[:12]} {e.phase} {took}{expected}"
@@ -204,7 +210,7 @@ class PlainProgress:
         self.board.begin(event)
         line = self.board.slot_line(event.slot, event.started)
         if line is not None:
-            ahead = self.board.prefetch_line(event.started)
+            ahead = self.board.prefetch_line(time.monotonic())
             self.note(f"{line} | {ahead}" if ahead else line)
         self._start_ticker()
 

@@ -75,9 +75,13 @@ def test_plain_says_each_phase_as_it_begins_with_its_expected_time() -> None:
     progress = PlainProgress(out, tick_s=3600)
     progress.prefetching(P, True)
     progress.phase(PhaseStarted(0, C, "build", expected_s=70))
+    progress.phase(PhaseStarted(0, C, "launch", started=1000.0))
+    progress.phase(PhaseStarted(0, C, "ready", started=1045.0))
     progress.phase(PhaseStarted(0, C, "warmup", expected_s=300))
     progress.stop()
     lines = out.getvalue().splitlines()
+    del lines[1]  # the launch
+    assert lines.pop(1).startswith("bisector: 3f2a1b9c8d7e ready: launched after 45s | ")
     assert lines[0].startswith(
         "bisector: 3f2a1b9c8d7e build 0.00s of ~1m10s | prefetching 4a5b6c7d8e9f"
     )
