@@ -97,7 +97,8 @@ class Progress(Protocol):
 class _Slot:
     event: PhaseStarted
     reading: Reading | None = None
-    launch_s: float | None = None  # at `ready`: how long the launch took
+    # The phase before this one in the slot's evaluation, and how long it took.
+    before: tuple[Phase, float] | None = None
 
 
 class _Board:
@@ -111,11 +112,11 @@ class _Board:
 
     def begin(self, event: PhaseStarted) -> None:
         with self.lock:
-            before = self.slots.get(event.slot)
-            launch_s = None
-            if event.phase == "ready" and before is not None and before.event.phase == "launch":
-                launch_s = event.started - before.event.started
-            self.slots[event.slot] = _Slot(event, launch_s=launch_s)
+            was = self.slots.get(event.slot)
+            before = None
+            if was is not None and was.event.commit == event.commit:
+                before = (was.event.phase, event.started - was.event.started)
+            self.slots[event.slot] = _Slot(event, before=before)
             self.many_slots = self.many_slots or len(self.slots) > 1 or event.slot > 0
 
     def read(self, slot: int, reading: Reading) -> None:
@@ -134,10 +135,24 @@ class _Board:
             else:
                 self.prefetches.pop(commit, None)
 
-    def slot_line(self, slot: int, now: float) -> str | None:
+    def change_line(self, slot: int) -> str | None:
+        """A phase begins: what it is, how long the one before took, what is expected."""
         with self.lock:
             state = self.slots.get(slot)
-            return None if state is None else self._describe(state, now)
+            if state is None:
+                return None
+            e = state.event
+            label = f"slot {e.slot}: " if self.many_slots else ""
+            took = ""
+            if state.before is not None and state.before[0] != "ready":
+                took = f"{state.before[0]} took {format_duration(state.before[1])}"
+            if e.phase == "ready":
+                return f"{label}{e.commit[:12]} ready: {took or 'launched'}"
+            said = [took] if took else []
+            if e.expected_s:
+                said.append(f"~{format_duration(e.expected_s)} expected")
+            why = f" ({'; '.join(said)})" if said else ""
+            return f"{label}{e.commit[:12]} {e.phase} begins{why}"
 
     def lines(self, now: float) -> list[str]:
         with self.lock:
@@ -160,8 +175,7 @@ class _Board:
         e = state.event
         label = f"slot {e.slot}: " if self.many_slots else ""
         if e.phase == "ready":
-            after = "" if state.launch_s is None else f" after {format_duration(state.launch_s)}"
-            return f"{label}{e.commit[:12]} ready: launched{after}"
+            return f"{label}{e.commit[:12]} ready"
         took = format_duration(now - e.started)
         expected = f" of ~{format_duration(e.expected_s)}" if e.expected_s else ""
         line = f"{label}{e.commit[:12]} {e.phase} {took}{expected}"
@@ -208,7 +222,7 @@ class PlainProgress:
 
     def phase(self, event: PhaseStarted) -> None:
         self.board.begin(event)
-        line = self.board.slot_line(event.slot, event.started)
+        line = self.board.change_line(event.slot)
         if line is not None:
             ahead = self.board.prefetch_line(time.monotonic())
             self.note(f"{line} | {ahead}" if ahead else line)
