@@ -99,6 +99,7 @@ class _Slot:
     reading: Reading | None = None
     # The phase before this one in the slot's evaluation, and how long it took.
     before: tuple[Phase, float] | None = None
+    said_at: float = 0.0  # when a plain line last said this slot (monotonic)
 
 
 class _Board:
@@ -116,7 +117,7 @@ class _Board:
             before = None
             if was is not None and was.event.commit == event.commit:
                 before = (was.event.phase, event.started - was.event.started)
-            self.slots[event.slot] = _Slot(event, before=before)
+            self.slots[event.slot] = _Slot(event, before=before, said_at=event.started)
             self.many_slots = self.many_slots or len(self.slots) > 1 or event.slot > 0
 
     def read(self, slot: int, reading: Reading) -> None:
@@ -160,6 +161,16 @@ class _Board:
             if self.prefetches:
                 out.append(self._prefetches(now))
             return out
+
+    def due(self, now: float, every_s: float) -> list[str]:
+        """Every slot's line, once one has not been said for `every_s` (joined, so the
+        slots stay side by side); none before."""
+        with self.lock:
+            if not any(now - state.said_at >= every_s for state in self.slots.values()):
+                return []
+            for state in self.slots.values():
+                state.said_at = now
+        return self.lines(now)
 
     def prefetch_line(self, now: float) -> str:
         with self.lock:
@@ -248,8 +259,9 @@ class PlainProgress:
             self._ticker.start()
 
     def _tick(self, stopped: threading.Event) -> None:
-        while not stopped.wait(self.tick_s):
-            lines = self.board.lines(time.monotonic())
+        # Woken four times a tick: a slot is said again within `tick_s` of its last line.
+        while not stopped.wait(self.tick_s / 4):
+            lines = self.board.due(time.monotonic(), self.tick_s * 3 / 4)
             with self._out:
                 if lines and not stopped.is_set():  # nothing once stop() has begun
                     self._print(" | ".join(lines))

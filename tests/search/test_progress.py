@@ -174,3 +174,15 @@ def test_an_interrupted_run_stops_the_ticker(tmp_path: Path) -> None:
     time.sleep(0.05)  # several tick intervals: none may print
     assert out.getvalue() == said
     assert not [t for t in threading.enumerate() if t.name == "progress-tick"]
+
+
+def test_a_tick_says_the_slots_only_once_their_last_line_is_a_tick_old() -> None:
+    progress = PlainProgress(io.StringIO(), tick_s=3600)
+    progress.phase(PhaseStarted(0, C, "warmup", started=100.0))
+    progress.phase(PhaseStarted(1, P, "build", started=130.0))
+    board = progress.board
+    assert board.due(145.0, 60) == []  # just said at the phase changes
+    said = board.due(160.0, 60)  # slot 0's line is a minute old: both, side by side
+    assert said == ["slot 0: 3f2a1b9c8d7e warmup 1m00s", "slot 1: 4a5b6c7d8e9f build 30s"]
+    assert board.due(200.0, 60) == []
+    progress.stop()
