@@ -124,7 +124,10 @@ def eta_text(eta: EtaCheck) -> str:
     """The ETA said when the search began against the wall time the run took."""
     took = f"the run took {format_duration(eta.actual_s)}"
     if eta.predicted_s is None or eta.predicted_at_s is None:
-        return f"time: no ETA when the search began (no phase times measured or modeled); {took}"
+        return (
+            "time: no ETA was said when the search began (no phase times measured in this "
+            f"session nor modeled, or nothing left to measure); {took}"
+        )
     ratio = eta.actual_s / eta.predicted_s if eta.predicted_s > 0 else 0.0
     return (
         f"time: predicted {format_duration(eta.predicted_s)} when the search began "

@@ -26,7 +26,7 @@ def test_the_wording_of_predicted_and_actual() -> None:
         "the run took 51m33s (0.46x the prediction)"
     )
     none = EtaCheck(predicted_s=None, predicted_at_s=None, actual_s=12.0)
-    assert eta_text(none).startswith("time: no ETA when the search began")
+    assert eta_text(none).startswith("time: no ETA was said when the search began")
 
 
 def test_a_run_reports_its_prediction_and_its_wall_time(tmp_path: Path) -> None:
