@@ -4,16 +4,21 @@ teardown; Measurement.phase_s is journaled, and older journals still read."""
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 
 import pytest
 
 from bisector.backends.base import Candidate
+from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BuildError, LaunchError
 from bisector.measure.evaluation import Measurement, evaluate_candidate
-from bisector.search.progress import Phase
+from bisector.search.progress import Phase, PlainProgress
 from tests.helpers.backend import FileValueBackend
+from tests.helpers.local_backend import write_local_config
+from tests.helpers.repo import build_repo
+from tests.helpers.settings import settings_for
 
 
 class Clocked(FileValueBackend):
@@ -94,3 +99,29 @@ def test_a_journal_line_from_before_phase_times_still_reads() -> None:
     old = {"commit": "c" * 40, "tree": "t", "phase": "bisect", "value": 3.0, "duration_s": 9.0}
     m = Measurement.from_dict(old)
     assert m.phase_s == {} and m.value == 3.0
+
+
+def test_a_resumed_run_predicts_from_the_phases_its_earlier_session_measured(
+    tmp_path: Path,
+) -> None:
+    """The endpoints measured by the session a Ctrl-C ended are this run's figures: the
+    resumed session, which measures no endpoint itself, still says an ETA."""
+
+    class InterruptedSearch(FileValueBackend):
+        def warmup(self, candidate: Candidate) -> None:
+            if candidate.commit not in (built.mainline[0], built.mainline[-1]):
+                raise KeyboardInterrupt
+
+    built = build_repo(tmp_path / "repo", [1] * 5 + [9] * 4)
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=5.0,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        run_bisection(settings, backend=InterruptedSearch(), progress=PlainProgress(io.StringIO()))
+    out = io.StringIO()
+    report = run_bisection(settings, backend=FileValueBackend(), progress=PlainProgress(out))
+    assert report.eta is not None and report.eta.predicted_s is not None, out.getvalue()
