@@ -212,3 +212,72 @@ def evaluation_s(*, backend: str, warmup_s: float, estimate_s: float | None) -> 
     """One evaluation's wall time in the cost model (the ETA's unit); None if unknown."""
     phases = phases_for(backend=backend, warmup_s=warmup_s, estimate_s=estimate_s)
     return None if phases is None else phases.evaluation_s
+
+
+# The phases an evaluation spends its time in (bisector.measure.evaluation: Measurement.phase_s).
+MEASURED_PHASES = ("build", "launch", "warmup", "collect", "teardown")
+
+
+class MeasuredPhases:
+    """Phase times measured in this run, replacing the cost model's guesses as they come in.
+
+    Per phase, the mean of this run's measurements, else the model's guess (`guess`, None:
+    no guess). Builds: the run's first build is clean (cold caches), later ones are
+    incremental (the same GOCACHE) or waits for a build ahead; coming builds are expected
+    as the mean incremental one, else the clean one. Warmups: a search run may end early
+    (early verdicts), the endpoints and confirmations run in full: each kind is expected
+    from its own measurements (a search run's from the full ones until one is measured).
+    """
+
+    def __init__(self, guess: Phases | None = None) -> None:
+        self.guess = guess
+        self.clean_build: float | None = None
+        self.measured: dict[str, list[float]] = {p: [] for p in MEASURED_PHASES}
+        self.search_warmups: list[float] = []
+
+    def add(self, phase_s: dict[str, float], *, search: bool) -> None:
+        """One evaluation's phase times (`search`: a search run, whose warmup may end early)."""
+        for phase, seconds in phase_s.items():
+            if phase == "build" and self.clean_build is None:
+                self.clean_build = seconds
+            elif phase == "warmup" and search:
+                self.search_warmups.append(seconds)
+            elif phase in self.measured:
+                self.measured[phase].append(seconds)
+
+    def expected(self, phase: str, *, search: bool = True) -> float | None:
+        """The expected seconds of `phase` in a coming evaluation; None if unknown."""
+        if phase == "warmup" and search and self.search_warmups:
+            return _mean(self.search_warmups)
+        seen = self.measured.get(phase)
+        if seen:
+            return _mean(seen)
+        if phase == "build" and self.clean_build is not None:
+            return self.clean_build
+        if self.guess is None:
+            return None
+        guessed: float = getattr(self.guess, f"{phase}_s", 0.0)
+        return guessed
+
+    def evaluation_s(self, *, search: bool) -> float | None:
+        """One coming evaluation's wall time; None while a phase has neither figure."""
+        total = 0.0
+        for phase in MEASURED_PHASES:
+            seconds = self.expected(phase, search=search)
+            if seconds is None:
+                return None
+            total += seconds
+        return total
+
+    def eta_s(self, search_runs: int, other_runs: int) -> float | None:
+        """`search_runs` search evaluations and `other_runs` full-length ones (descent
+        aside: confirmations, the safety net), one after another."""
+        search = self.evaluation_s(search=True) if search_runs else 0.0
+        other = self.evaluation_s(search=False) if other_runs else 0.0
+        if search is None or other is None:
+            return None
+        return search_runs * search + other_runs * other
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)

@@ -22,11 +22,13 @@ from bisector.bisection.start import (
     open_bisection,
     prepare_bisection,
 )
+from bisector.cost import phases_for
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.measure.early import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold
 from bisector.report import Report, write_reports
+from bisector.report.model import EtaCheck
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
@@ -115,6 +117,10 @@ class _Searches:
 
 def find_culprit(b: Bisection) -> Report:
     s = b.settings
+    # The ETA's guesses until this run's phases are measured: the cost model's, as --dry-run.
+    b.evaluator.phase_times.guess = phases_for(
+        backend=s.backend, warmup_s=s.warmup_s, estimate_s=s.estimate_s
+    )
     whole = whole_range(b)
     searches = _Searches(b, whole)
     # Before the threshold exists, only the picks matter: plain split or prior quantiles.
@@ -155,7 +161,7 @@ def find_culprit(b: Bisection) -> Report:
         confirmation = confirm(b, found, descended, ends.threshold)
     for problem in confirmation.problems:
         b.progress.note(f"not confirmed: {problem}")
-    return build_report(
+    report = build_report(
         b,
         ends=ends,
         found=found,
@@ -164,6 +170,18 @@ def find_culprit(b: Bisection) -> Report:
         search=search,
         bisect_log=bisect_log,
         remote=github_remote(b.repo),
+    )
+    report.eta = eta_check(b)
+    return report
+
+
+def eta_check(b: Bisection) -> EtaCheck:
+    """The ETA said when the search began against the wall time this session took."""
+    said = b.evaluator.prediction
+    return EtaCheck(
+        predicted_s=None if said is None else round(said.total_s, 3),
+        predicted_at_s=None if said is None else said.at_s,
+        actual_s=round(b.evaluator.elapsed_s(), 3),
     )
 
 

@@ -35,6 +35,7 @@ from bisector.backends.base import Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.logs import METRIC_NAMES, Scores, metric_value
 from bisector.numbers import format_threshold, format_value
+from bisector.search.progress import Reading
 
 Scorer = Callable[[list[str]], Scores]
 # A scorer of one evaluation's growing log: called again each time the log has grown,
@@ -167,10 +168,13 @@ def warm_up_watching(
     early: EarlyStop,
     on_step: Callable[[], None] | None = None,
     trajectory: list[list[float]] | None = None,
+    *,
+    on_reading: Callable[[Reading], None] | None = None,
 ) -> EarlyEnd | None:
     """The warmup in steps, looking at the log after each; why it ended early, or None.
 
-    Each look that reads a value is appended to `trajectory` ([warmup s, value]). A
+    Each look that reads a value is appended to `trajectory` ([warmup s, value]) and
+    passed to `on_reading` (the progress line's metric so far). A
     look that fails (the log cannot be read or scored right now, no data yet) only
     means: go on warming up. A value at or above the threshold ends the warmup as
     bad; one below it ends it as good only as `EarlyStop.good_so_far` allows.
@@ -191,6 +195,8 @@ def warm_up_watching(
                 continue
             if trajectory is not None:
                 trajectory.append([round(elapsed, 3), value])
+            if on_reading is not None:
+                on_reading(Reading(early.metric, value, early.threshold, elapsed, early.warmup_s))
             if early.threshold is None or (elapsed >= early.warmup_s > 0):
                 continue  # only watching, or the warmup's end anyway: nothing ends early
             after = f"after {format_duration(elapsed)} of {whole}"

@@ -39,6 +39,7 @@ from bisector.measure.early import (
 )
 from bisector.metrics import ReadsLogDir
 from bisector.numbers import format_value
+from bisector.search.progress import Phase, Reading
 
 # A log covering less than this share of what it should is cut short (a restarted
 # apiserver, a log rotated away): its counts are low for a reason that is not the code.
@@ -180,6 +181,9 @@ class Measurement:
     load_fraction: float | None = None
     load: str = ""
     head: str = ""  # digest of the log's first HEAD_BYTES: the same file read again?
+    # Seconds spent in each phase (build, launch, warmup, collect, teardown) as measured
+    # here: the ETA's figures (bisector.cost.MeasuredPhases). Older journals: empty.
+    phase_s: dict[str, float] = field(default_factory=dict)
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -478,6 +482,25 @@ def _launch_ids(logs: list[str], chunk: int = 1 << 20) -> set[str]:
     return found
 
 
+class _PhaseClock:
+    """Says each phase as it begins and adds up the time spent in it (Measurement.phase_s)."""
+
+    def __init__(self, m: Measurement, on_phase: Callable[[Phase], None] | None) -> None:
+        self.m = m
+        self.on_phase = on_phase
+        self.current: Phase | None = None
+        self.since = 0.0
+
+    def begin(self, phase: Phase | None) -> None:
+        now = time.monotonic()
+        if self.current is not None and self.current != "ready":  # ready is a moment
+            spent = self.m.phase_s.get(self.current, 0.0) + now - self.since
+            self.m.phase_s[self.current] = round(spent, 3)
+        self.current, self.since = phase, now
+        if phase is not None and self.on_phase is not None:
+            self.on_phase(phase)
+
+
 def evaluate_candidate(
     backend: Backend,
     candidate: Candidate,
@@ -497,6 +520,8 @@ def evaluate_candidate(
     on_launch: Callable[[], None] | None = None,
     on_step: Callable[[], None] | None = None,
     on_nothing_up: Callable[[], None] | None = None,
+    on_phase: Callable[[Phase], None] | None = None,
+    on_reading: Callable[[Reading], None] | None = None,
 ) -> Measurement:
     """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
 
@@ -507,7 +532,9 @@ def evaluate_candidate(
     `on_launch` once the build is done (prefetches start there), `on_step` between
     warmup steps (a cancelled run raises there), `on_nothing_up` once nothing of this
     evaluation can be left up (its last teardown succeeded, or nothing was launched),
-    on every path: an interrupt propagating from here has torn down too.
+    on every path: an interrupt propagating from here has torn down too. `on_phase` is
+    told each phase as it begins (build, launch, ready, warmup, collect, teardown; their
+    times go to `Measurement.phase_s`), `on_reading` each look at a watched warmup.
     """
     m = Measurement(
         candidate.commit, tree, phase, started_at=time.time(), slot=candidate.slot, why=why
@@ -516,6 +543,7 @@ def evaluate_candidate(
     start = time.monotonic()
     launched = collecting = False
     tear_down = teardown or backend.teardown
+    clock = _PhaseClock(m, on_phase)
 
     def logged(step: str) -> contextlib.AbstractContextManager[None]:
         # Whatever the backend runs in this step keeps its output: evals/NNN/<step>.log.
@@ -530,6 +558,7 @@ def evaluate_candidate(
 
     try:
         candidate.eval_dir.mkdir(parents=True, exist_ok=True)
+        clock.begin("build")  # waiting for this commit's build ahead included
         if on_build is not None:
             on_build(m)
         with logged("build"):
@@ -537,6 +566,7 @@ def evaluate_candidate(
         launched = True
         if on_launch is not None:
             on_launch()  # this build is done: the next ones can run while the cluster starts
+        clock.begin("launch")  # every attempt, and the teardowns between them
         for attempt in Retrying(
             stop=stop_after_attempt(max(1, launch_attempts)),
             wait=wait_fixed(retry_wait_s),
@@ -548,16 +578,21 @@ def evaluate_candidate(
                 m.launch_attempts += 1
                 m.launched_at = time.time()  # the log must be this attempt's
                 backend.launch(candidate)
+        clock.begin("ready")
+        clock.begin("warmup")
         ready = time.monotonic()
         ended: EarlyEnd | None = None
         with logged("warmup"):
             if early is not None and partial is not None:
-                ended = warm_up_watching(partial, candidate, early, on_step, m.trajectory)
+                ended = warm_up_watching(
+                    partial, candidate, early, on_step, m.trajectory, on_reading=on_reading
+                )
                 m.stopped_early = None if ended is None else ended.reason
             else:
                 backend.warmup(candidate)
         m.ran_s = round(time.monotonic() - ready, 3)
         collecting = True
+        clock.begin("collect")  # the scoring too
         with logged("collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
@@ -586,6 +621,7 @@ def evaluate_candidate(
             m.stopped_early = None  # a skip: the early look decided nothing
             m.early_verdict = None
         torn_down = not launched
+        clock.begin("teardown" if launched else None)
         if launched:
             try:
                 with logged("teardown"):
@@ -594,6 +630,7 @@ def evaluate_candidate(
             except InfraError as exc:
                 m.teardown_error = exc.reason
                 _teardown_failed(m, exc.reason)
+        clock.begin(None)
         m.duration_s = round(time.monotonic() - start, 3)
         if torn_down and on_nothing_up is not None:
             on_nothing_up()

@@ -15,6 +15,7 @@ always finish (bisector.measure.teardown).
 from __future__ import annotations
 
 import functools
+import math
 import statistics
 import threading
 import time
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from bisector.backends.base import Backend, Candidate, PartialLogs, capability
+from bisector.cost import MeasuredPhases
 from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
@@ -54,7 +56,7 @@ from bisector.measure.teardown import Teardowns
 from bisector.numbers import NO_VALUE, format_value
 from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
-from bisector.search.progress import Progress
+from bisector.search.progress import Phase, PhaseStarted, Progress
 from bisector.signals import interrupt_pending
 
 T = TypeVar("T")
@@ -73,6 +75,18 @@ class EvaluationLayout(Protocol):
     def slot_worktree(self, slot: int) -> Path: ...
 
     def eval_dir(self, number: int, commit: str) -> Path: ...
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The ETA said when the search began (after the endpoints), to hold the run to."""
+
+    eta_s: float  # the time still to come, then
+    at_s: float  # wall time of the session when it was said
+
+    @property
+    def total_s(self) -> float:
+        return self.at_s + self.eta_s
 
 
 @dataclass(frozen=True)
@@ -126,6 +140,13 @@ class Evaluator(Deciding):
         self._started_since_expect = 0
         self.runs_after_search = 0  # descent, confirmation, safety net: set by the pipeline
         self._begun = len(journal.of_kind(Begin))
+        # The ETA's phase times: this run's measurements (earlier sessions' too), the cost
+        # model's guesses until then (set by the pipeline: bisector.bisection.pipeline).
+        self.phase_times = MeasuredPhases()
+        for earlier in journal.own:
+            self.phase_times.add(earlier.phase_s, search=earlier.phase == "bisect")
+        self.session_started = time.monotonic()
+        self.prediction: Prediction | None = None
         self.growing_scorer = growing_scorer or rescoring(scorer)
         self.early = EarlyPolicy(
             metric=settings.metric,
@@ -165,6 +186,21 @@ class Evaluator(Deciding):
             return None
         search = max(self._steps_left - self._started_since_expect, 1)
         return search + self.runs_after_search
+
+    def eta_s(self) -> float | None:
+        """The time still to come, the run starting now included: the search's runs at a
+        search run's measured length (early verdicts count), the runs after it at a full
+        one's, `slots` side by side (bisector.cost.MeasuredPhases); None if unknown."""
+        if self._steps_left is None:
+            return None
+        search = max(self._steps_left - self._started_since_expect, 1)
+        return self.phase_times.eta_s(
+            math.ceil(search / self.slots), math.ceil(self.runs_after_search / self.slots)
+        )
+
+    def elapsed_s(self) -> float:
+        """Wall time of this session of the run so far."""
+        return time.monotonic() - self.session_started
 
     def upcoming(self, commits: Sequence[str]) -> None:
         """Commits the search may measure next, likeliest first: builds to prefetch."""
@@ -218,7 +254,10 @@ class Evaluator(Deciding):
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self.teardowns.in_flight[slot] = candidate
             self._slot_runs[slot] += 1
-            self.progress.status(f"{job.phase}: evaluating", job.commit, self._runs_left())
+            eta = self.eta_s()
+            if job.phase == "bisect" and self.prediction is None and eta is not None:
+                self.prediction = Prediction(round(eta, 3), round(self.elapsed_s(), 3))
+            self.progress.status(f"{job.phase}: evaluating", job.commit, self._runs_left(), eta)
             self._started_since_expect += 1
         early = self.early_stop(early_threshold, job.phase)
         nothing_up = threading.Event()
@@ -227,6 +266,7 @@ class Evaluator(Deciding):
             m.logs = gzip_logs(m.logs)  # scored: kept gzipped at rest (bisector.runfiles)
             self.prefetch.finish()
         except BaseException:
+            self.progress.evaluated(slot)
             # An interrupt (Ctrl-C, SIGTERM) that reached here after the teardown: said
             # in the journal, so `cleanup` and the next run do not tear down again.
             if nothing_up.is_set():
@@ -235,8 +275,10 @@ class Evaluator(Deciding):
                     self.journal.write(Cleaned(str(eval_dir)))
             self.prefetch.stop()
             raise
+        self.progress.evaluated(slot)
         with self.lock:
             self.teardowns.in_flight.pop(slot, None)
+            self.phase_times.add(m.phase_s, search=job.phase == "bisect")
             if m.teardown_error is not None:
                 self.teardowns.failed(candidate, m.teardown_error)
             # A signal held during a teardown that then failed is owed now (bisector.signals).
@@ -292,7 +334,14 @@ class Evaluator(Deciding):
             on_launch=self.prefetch.start,
             on_step=self._check_cancelled,
             on_nothing_up=on_nothing_up,
+            on_phase=functools.partial(self._phase_began, candidate, job.phase),
+            on_reading=functools.partial(self.progress.reading, candidate.slot),
         )
+
+    def _phase_began(self, candidate: Candidate, kind: str, phase: Phase) -> None:
+        """A phase of `candidate`'s evaluation begins: shown with its expected time."""
+        expected = self.phase_times.expected(phase, search=kind == "bisect")
+        self.progress.phase(PhaseStarted(candidate.slot, candidate.commit, phase, expected))
 
     def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:
         """One fresh run per job, `slots` at a time (one round per `slots` jobs).

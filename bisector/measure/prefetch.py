@@ -116,6 +116,7 @@ class Prefetcher:
             done.set()
 
     def _build_ahead(self, backend: PrefetchBuilds, commit: str, worktree: Path) -> None:
+        self.progress.prefetching(commit, True)  # shown beside the evaluation's phase
         try:
             with self.lock:  # a checkout that fails (objects missing) fails only the guess
                 self.repo.add_worktree(worktree, commit)
@@ -134,6 +135,7 @@ class Prefetcher:
                 self.journal.write(Prefetch(commit))
                 self.progress.note(f"prefetched the build of {commit[:12]} while a cluster ran")
         finally:
+            self.progress.prefetching(commit, False)
             with self.lock:
                 self._free_trees.append(worktree)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bisector.durations import format_duration
-from bisector.report.model import CostSummary, ModelPhases
+from bisector.report.model import CostSummary, EtaCheck, ModelPhases
 from bisector.report.wording import counted_whole_plain
 
 MODEL_HEADER = "model (expected before the run)"
@@ -118,6 +118,23 @@ def cost_notes(cost: CostSummary, backend: str) -> list[str]:
     if cost.price_per_cluster_hour is None:
         notes.append("No money figures: set [run] price_per_cluster_hour to see them.")
     return notes
+
+
+def eta_text(eta: EtaCheck) -> str:
+    """The ETA said when the search began against the wall time the run took."""
+    took = f"the run took {format_duration(eta.actual_s)}"
+    if eta.predicted_s is None or eta.predicted_at_s is None:
+        return (
+            "time: no ETA was said when the search began (no phase times measured in this "
+            f"session nor modeled, or nothing left to measure); {took}"
+        )
+    ratio = eta.actual_s / eta.predicted_s if eta.predicted_s > 0 else 0.0
+    return (
+        f"time: predicted {format_duration(eta.predicted_s)} when the search began "
+        f"({format_duration(eta.predicted_at_s)} in, ETA "
+        f"{format_duration(eta.predicted_s - eta.predicted_at_s)}); {took} "
+        f"({ratio:.2f}x the prediction)"
+    )
 
 
 def cost_summary_lines(cost: CostSummary) -> list[str]:

@@ -11,6 +11,7 @@ from bisector.report.costs import (
     NO_ESTIMATE,
     cost_notes,
     cost_rows,
+    eta_text,
 )
 from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
@@ -236,9 +237,10 @@ def _cost(report: Report) -> str:
         f'<td class="num"><strong>{escape(r.measured)}</strong></td></tr>'
         for r in cost_rows(report.cost)
     )
-    notes = "".join(
-        f"<li>{_code_spans(escape(n))}</li>" for n in cost_notes(report.cost, report.backend)
-    )
+    said = cost_notes(report.cost, report.backend)
+    if report.eta is not None:
+        said.append(eta_text(report.eta))
+    notes = "".join(f"<li>{_code_spans(escape(n))}</li>" for n in said)
     return (
         "<h2>Cost: the model's expectation and what the run used</h2>"
         f'<table class="cost"><tr><th></th><th>{escape(MODEL_HEADER)}</th>'

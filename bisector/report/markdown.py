@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bisector.report.costs import MEASURED_HEADER, MODEL_HEADER, cost_notes, cost_rows
+from bisector.report.costs import MEASURED_HEADER, MODEL_HEADER, cost_notes, cost_rows, eta_text
 from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
@@ -174,6 +174,8 @@ def _cost(report: Report) -> list[str]:
         return []
     rows = [[r.label, r.model, r.measured] for r in cost_rows(report.cost)]
     notes = [f"- {esc(note)}" for note in cost_notes(report.cost, report.backend)]
+    if report.eta is not None:
+        notes.append(f"- {esc(eta_text(report.eta))}")
     return [
         "## Cost: the model's expectation and what the run used",
         "",

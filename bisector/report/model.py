@@ -296,6 +296,16 @@ class CostSummary:
         )
 
 
+@dataclass(frozen=True)
+class EtaCheck:
+    """The ETA said when the search began (after the endpoints) against the wall time
+    the run took (this session of it), both in seconds from the session's start."""
+
+    predicted_s: float | None  # wall time said then (time so far + the ETA); None: none said
+    predicted_at_s: float | None  # when it was said
+    actual_s: float  # the session's wall time, start to report
+
+
 @dataclass
 class Report:
     status: str  # found, inconclusive, unsure
@@ -328,6 +338,7 @@ class Report:
     repo: str = ""  # the checkout bisected: `runs --repo` finds the run from elsewhere
     cost: CostSummary | None = None  # None: a report written before the cost section
     adaptations: list[Adaptation] = field(default_factory=list)
+    eta: EtaCheck | None = None  # None: a report written before the field
     version: int = REPORT_VERSION
 
     @property
@@ -370,6 +381,7 @@ class Report:
             remote=data.get("remote"),
             cost=CostSummary.from_json(data["cost"]) if data.get("cost") else None,
             adaptations=[_build(Adaptation, a) for a in data.get("adaptations", [])],
+            eta=_build(EtaCheck, data["eta"]) if data.get("eta") else None,
             version=data.get("version", 1),
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bisector.report.costs import cost_summary_lines
+from bisector.report.costs import cost_summary_lines, eta_text
 from bisector.report.facts import (
     confidence_text,
     measured_runs_text,
@@ -89,6 +89,8 @@ def summary_lines(report: Report) -> list[str]:
         lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}")
     if report.cost is not None:
         lines += cost_summary_lines(report.cost)
+    if report.eta is not None:
+        lines.append(eta_text(report.eta))
     run_dir = Path(report.run_dir)
     if run_dir.is_dir():
         lines.append(f"disk: {disk_line(run_dir, report.repo)}")

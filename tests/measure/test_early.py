@@ -18,7 +18,7 @@ from bisector.logs import score_logs
 from bisector.measure.early import EarlyPolicy, EarlyStop, is_monotone, rescoring
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from bisector.measure.journal import Journal, Measured, read_journal
-from bisector.search.progress import PlainProgress
+from bisector.search.progress import PlainProgress, Reading
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
@@ -365,3 +365,22 @@ def test_a_withdrawn_policy_gives_no_early_good_verdicts() -> None:
     assert not policy.good_on()
     stop = policy.stop_for(100.0, "bisect")
     assert stop is not None and stop.good_after_s is None
+
+
+def test_each_look_is_passed_on_as_a_reading(tmp_path: Path) -> None:
+    """The progress line's metric so far is the early verdicts' own look (issue 29.1)."""
+    backend = GrowingBackend(100)
+    readings: list[Reading] = []
+    early = EarlyStop("conflicts", 250, 10.0, backend.total_s, rescoring(score_logs))
+    evaluate_candidate(
+        backend,
+        Candidate("c" * 40, tmp_path, tmp_path / "eval"),
+        metric="conflicts",
+        window=WindowRule(backend.total_s),
+        early=early,
+        partial=backend,
+        on_reading=readings.append,
+    )
+    assert [(r.elapsed_s, r.value) for r in readings] == [(10, 100), (20, 200), (30, 300)]
+    assert readings[-1].describe() == "conflicts 300 >= 250: bad after 30s of 2m00s"
+    assert readings[0].describe() == "conflicts 100 < 250 after 10s of 2m00s"

@@ -1,8 +1,28 @@
+"""The progress line: plain lines without a terminal, a live rich line on one; each
+evaluation's phases, readings, builds ahead and the ticker (issue 29.1)."""
+
 from __future__ import annotations
 
 import io
+import threading
+import time
+from pathlib import Path
 
-from bisector.search.progress import LiveProgress, PlainProgress, make_progress
+import pytest
+
+from bisector.backends.base import Candidate
+from bisector.bisection.pipeline import run_bisection
+from bisector.search.progress import (
+    LiveProgress,
+    PhaseStarted,
+    PlainProgress,
+    Reading,
+    make_progress,
+)
+from tests.helpers.backend import FileValueBackend
+from tests.helpers.local_backend import write_local_config
+from tests.helpers.repo import build_repo
+from tests.helpers.settings import settings_for
 
 
 def test_plain_lines_when_not_a_terminal() -> None:
@@ -21,6 +41,148 @@ def test_plain_lines_when_not_a_terminal() -> None:
 def test_live_display_updates_phase_candidate_steps_and_eta() -> None:
     progress = LiveProgress(estimate_s=60)
     progress.status("confirm", "b" * 40, steps_left=2)
-    status = str(progress.live.renderable.text)
+    status = progress.line.text()
     progress.stop()
     assert "confirm | bbbbbbbbbbbb | ~2 runs left | ETA 2m00s" in status
+
+
+# -- live phases (issue 29.1) ------------------------------------------------------------
+
+
+C = "3f2a1b9c8d7e" + "0" * 28
+P = "4a5b6c7d8e9f" + "0" * 28
+
+
+def _wait_for(condition: object, what: str) -> None:
+    """Until `condition()` holds (a thread's output): a bound against a hang, not a timing."""
+    deadline = time.monotonic() + 30
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_reading_says_the_metric_so_far_in_the_early_verdicts_words() -> None:
+    bad = Reading("conflicts", 742, 77, 30, 300)
+    assert bad.describe() == "conflicts 742 >= 77: bad after 30s of 5m00s"
+    assert Reading("conflicts", 12, 77, 60, 300).describe() == (
+        "conflicts 12 < 77 after 1m00s of 5m00s"
+    )
+    assert Reading("conflicts", 12, None, 60, 0).describe() == "conflicts 12 after 1m00s"
+
+
+def test_plain_says_each_phase_as_it_begins_with_its_expected_time() -> None:
+    out = io.StringIO()
+    progress = PlainProgress(out, tick_s=3600)
+    progress.prefetching(P, True)
+    progress.phase(PhaseStarted(0, C, "build", expected_s=70))
+    progress.phase(PhaseStarted(0, C, "launch", started=1000.0))
+    progress.phase(PhaseStarted(0, C, "ready", started=1045.0))
+    progress.phase(PhaseStarted(0, C, "warmup", expected_s=300))
+    progress.stop()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(
+        "bisector: 3f2a1b9c8d7e build begins (~1m10s expected) | prefetching 4a5b6c7d8e9f (build "
+    )
+    assert lines[1].startswith("bisector: 3f2a1b9c8d7e launch begins (build took ")
+    assert lines[2].startswith("bisector: 3f2a1b9c8d7e ready: launch took 45s | ")
+    assert lines[3].startswith("bisector: 3f2a1b9c8d7e warmup begins (~5m00s expected) | ")
+
+
+def test_plain_ticks_during_a_long_phase_and_not_after_stop() -> None:
+    out = io.StringIO()
+    progress = PlainProgress(out, tick_s=0.01)  # injectable: once a minute by default
+    progress.phase(PhaseStarted(0, C, "warmup", expected_s=300))
+    progress.reading(0, Reading("conflicts", 742, 77, 30, 300))
+    _wait_for(lambda: "conflicts 742 >= 77: bad after 30s" in out.getvalue(), out.getvalue())
+    ticked = [ln for ln in out.getvalue().splitlines() if "bad after 30s" in ln]
+    assert ticked[0].startswith("bisector: 3f2a1b9c8d7e warmup ")
+    progress.stop()
+    assert progress._ticker is not None and not progress._ticker.is_alive()
+    said = out.getvalue()
+    time.sleep(0.05)  # several tick intervals: none may print
+    assert out.getvalue() == said
+    # A run reusing the progress (a resumed run in one process) gets its ticker again.
+    progress.phase(PhaseStarted(0, P, "launch"))
+    _wait_for(lambda: out.getvalue().count("4a5b6c7d8e9f launch") > 1, out.getvalue())
+    progress.stop()
+
+
+def test_plain_tick_is_once_a_minute_by_default() -> None:
+    assert PlainProgress(io.StringIO()).tick_s == 60.0
+    assert make_progress(stream=io.StringIO()).tick_s == 60.0  # type: ignore[attr-defined]
+
+
+def test_parallel_slots_each_show_their_phase() -> None:
+    out = io.StringIO()
+    progress = PlainProgress(out, tick_s=0.01)
+    progress.phase(PhaseStarted(0, C, "warmup"))
+    progress.phase(PhaseStarted(1, P, "build"))
+
+    def tick() -> str | None:
+        lines = out.getvalue().splitlines()
+        return next((ln for ln in lines if "slot 1" in ln and "slot 0" in ln), None)
+
+    _wait_for(tick, out.getvalue())  # one tick line, each slot joined
+    progress.stop()
+    said = tick()
+    assert said is not None
+    assert out.getvalue().splitlines()[1].startswith("bisector: slot 1: 4a5b6c7d8e9f build")
+    assert "slot 0: 3f2a1b9c8d7e warmup" in said and "slot 1: 4a5b6c7d8e9f build" in said
+
+
+def test_the_live_line_computes_elapsed_when_rendered(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [100.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])  # read by progress.py
+    progress = LiveProgress()
+    try:
+        progress.status("bisect: evaluating", C, steps_left=3, eta_s=600)
+        progress.phase(PhaseStarted(0, C, "warmup", expected_s=300, started=100.0))
+        progress.reading(0, Reading("conflicts", 742, 77, 30, 300))
+        progress.prefetching(P, True)
+        clock[0] = 130.0
+        first = progress.line.text()
+        clock[0] = 190.0
+        later = progress.line.text()  # nothing said meanwhile: the line moves by itself
+    finally:
+        progress.stop()
+    assert "bisect: evaluating | 3f2a1b9c8d7e | ~3 runs left | ETA 10m00s" in first
+    assert "3f2a1b9c8d7e warmup 30s of ~5m00s: conflicts 742 >= 77: bad after 30s" in first
+    assert "prefetching 4a5b6c7d8e9f (build 30s)" in first
+    assert "warmup 1m30s of ~5m00s" in later and "(build 1m30s)" in later
+
+
+def test_an_interrupted_run_stops_the_ticker(tmp_path: Path) -> None:
+    class Interrupting(FileValueBackend):
+        def warmup(self, candidate: Candidate) -> None:
+            raise KeyboardInterrupt
+
+    built = build_repo(tmp_path / "repo", [1, 1, 9, 9])
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=5.0,
+    )
+    out = io.StringIO()
+    progress = PlainProgress(out, tick_s=0.01)
+    with pytest.raises(KeyboardInterrupt):
+        run_bisection(settings, backend=Interrupting(), progress=progress)
+    assert progress._ticker is not None and not progress._ticker.is_alive()
+    said = out.getvalue()
+    assert "build" in said
+    time.sleep(0.05)  # several tick intervals: none may print
+    assert out.getvalue() == said
+    assert not [t for t in threading.enumerate() if t.name == "progress-tick"]
+
+
+def test_a_tick_says_the_slots_only_once_their_last_line_is_a_tick_old() -> None:
+    progress = PlainProgress(io.StringIO(), tick_s=3600)
+    progress.phase(PhaseStarted(0, C, "warmup", started=100.0))
+    progress.phase(PhaseStarted(1, P, "build", started=130.0))
+    board = progress.board
+    assert board.due(145.0, 60) == []  # just said at the phase changes
+    said = board.due(160.0, 60)  # slot 0's line is a minute old: both, side by side
+    assert said == ["slot 0: 3f2a1b9c8d7e warmup 1m00s", "slot 1: 4a5b6c7d8e9f build 30s"]
+    assert board.due(200.0, 60) == []
+    progress.stop()

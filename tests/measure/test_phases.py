@@ -1,0 +1,127 @@
+"""Each evaluation says its phases as they begin and measures their times (issue 29.1):
+build, launch (every attempt and the teardowns between), ready, warmup, collect,
+teardown; Measurement.phase_s is journaled, and older journals still read."""
+
+from __future__ import annotations
+
+import io
+import time
+from pathlib import Path
+
+import pytest
+
+from bisector.backends.base import Candidate
+from bisector.bisection.pipeline import run_bisection
+from bisector.errors import BuildError, LaunchError
+from bisector.measure.evaluation import Measurement, evaluate_candidate
+from bisector.search.progress import Phase, PlainProgress
+from tests.helpers.backend import FileValueBackend
+from tests.helpers.local_backend import write_local_config
+from tests.helpers.repo import build_repo
+from tests.helpers.settings import settings_for
+
+
+class Clocked(FileValueBackend):
+    """Each step takes a known time on a fake clock; the first launches may fail."""
+
+    def __init__(self, now: list[float], failed_launches: int = 0) -> None:
+        super().__init__()
+        self.now = now
+        self.failed_launches = failed_launches
+
+    def build(self, candidate: Candidate) -> None:
+        self.now[0] += 10
+        super().build(candidate)
+
+    def launch(self, candidate: Candidate) -> None:
+        self.now[0] += 5
+        if self.failed_launches:
+            self.failed_launches -= 1
+            raise LaunchError("cluster did not come up")
+
+    def warmup(self, candidate: Candidate) -> None:
+        self.now[0] += 300
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        self.now[0] += 2
+        return super().collect(candidate)
+
+    def teardown(self, candidate: Candidate) -> None:
+        self.now[0] += 1
+
+
+def _candidate(tmp_path: Path, value: int = 7) -> Candidate:
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    (worktree / "value").write_text(f"{value}\n")
+    return Candidate("c" * 40, worktree, tmp_path / "evals" / "001", 0, "a" * 32)
+
+
+@pytest.fixture
+def now(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])  # evaluation.py reads it
+    return clock
+
+
+def test_phases_are_said_in_order_and_timed(tmp_path: Path, now: list[float]) -> None:
+    said: list[Phase] = []
+    m = evaluate_candidate(
+        Clocked(now, failed_launches=1),
+        _candidate(tmp_path),
+        metric="conflicts",
+        launch_attempts=2,
+        on_phase=said.append,
+    )
+    assert m.value == 7
+    assert said == ["build", "launch", "ready", "warmup", "collect", "teardown"]
+    # The launch: two attempts of 5 s and the teardown between them (1 s).
+    assert m.phase_s == {"build": 10, "launch": 11, "warmup": 300, "collect": 2, "teardown": 1}
+    assert Measurement.from_dict(m.to_dict()).phase_s == m.phase_s  # journaled
+
+
+def test_a_failed_build_measures_only_the_build(tmp_path: Path, now: list[float]) -> None:
+    class Broken(Clocked):
+        def build(self, candidate: Candidate) -> None:
+            self.now[0] += 10
+            raise BuildError("does not compile")
+
+    said: list[Phase] = []
+    m = evaluate_candidate(
+        Broken(now), _candidate(tmp_path), metric="conflicts", on_phase=said.append
+    )
+    assert m.value is None and m.skipped_at == "build"
+    assert said == ["build"]  # nothing launched: no teardown phase
+    assert m.phase_s == {"build": 10}
+
+
+def test_a_journal_line_from_before_phase_times_still_reads() -> None:
+    old = {"commit": "c" * 40, "tree": "t", "phase": "bisect", "value": 3.0, "duration_s": 9.0}
+    m = Measurement.from_dict(old)
+    assert m.phase_s == {} and m.value == 3.0
+
+
+def test_a_resumed_run_predicts_from_the_phases_its_earlier_session_measured(
+    tmp_path: Path,
+) -> None:
+    """The endpoints measured by the session a Ctrl-C ended are this run's figures: the
+    resumed session, which measures no endpoint itself, still says an ETA."""
+
+    class InterruptedSearch(FileValueBackend):
+        def warmup(self, candidate: Candidate) -> None:
+            if candidate.commit not in (built.mainline[0], built.mainline[-1]):
+                raise KeyboardInterrupt
+
+    built = build_repo(tmp_path / "repo", [1] * 5 + [9] * 4)
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=5.0,
+    )
+    with pytest.raises(KeyboardInterrupt):
+        run_bisection(settings, backend=InterruptedSearch(), progress=PlainProgress(io.StringIO()))
+    out = io.StringIO()
+    report = run_bisection(settings, backend=FileValueBackend(), progress=PlainProgress(out))
+    assert report.eta is not None and report.eta.predicted_s is not None, out.getvalue()
