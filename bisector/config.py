@@ -84,6 +84,7 @@ class Section:
             raise ConfigError(f"{self._where(key)}: expected {expected}, got {value!r}")
         if not isinstance(value, kinds):
             raise ConfigError(f"{self._where(key)}: expected {expected}, got {value!r}")
+        _no_nul(value, self._where(key))
         return value
 
     def get_str(self, key: str, default: object = _MISSING) -> str:
@@ -201,6 +202,14 @@ class Section:
         """Stable hash of the contents, for caching verdicts per configuration."""
         blob = json.dumps(self.data, sort_keys=True, default=str).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _no_nul(value: object, where: str) -> None:
+    """A NUL in a string (TOML's "\\u0000") is no command, path or name: the OS refuses it
+    in an argument, and `subprocess` raised ValueError from doctor (a traceback)."""
+    texts = value if isinstance(value, list) else [value]
+    if any(isinstance(t, str) and "\0" in t for t in texts):
+        raise ConfigError(f"{where}: a string holds a NUL character (\\u0000); remove it")
 
 
 def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,23 @@ def test_a_nightly_job_error_keeps_the_jobs_table_path(tmp_path: Path) -> None:
     job = Section({"search": {"parallel": 0}}, "n.toml", "nightly.jobs[2]")
     with pytest.raises(ConfigError, match=r"^n\.toml: key `nightly\.jobs\[2\]\.search\.parallel`"):
         RunSettings.from_config(job, good="a", bad="b")
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ('go = "go\\u0000"', lambda s: s.get_str("go")),
+        ('args = ["--v=3", "\\u0000"]', lambda s: s.get_str_list("args")),
+    ],
+)
+def test_a_nul_in_a_string_is_one_line_naming_the_key(
+    tmp_path: Path, text: str, read: Callable[[Section], object]
+) -> None:
+    """`go = "\\u0000"` in [backends.procs] reached subprocess, whose ValueError ("embedded
+    null byte") came out of doctor and `run`'s preflight as a traceback."""
+    config = tmp_path / "c.toml"
+    config.write_text(f"[backends.procs]\n{text}\n")
+    section = load_config(config).table("backends").table("procs")
+    with pytest.raises(ConfigError, match=r"key `backends\.procs\.(go|args)`: .*NUL") as caught:
+        read(section)
+    assert "\n" not in str(caught.value)
