@@ -299,6 +299,10 @@ class Key:
             text = s.get_str(name) if default is REQUIRED or name in s else None
             if text is None:
                 return default() if callable(default) else default
+            if not text.strip():  # Path("") is the current directory: a cache or tmpdir there
+                raise ConfigError(
+                    f"{s.where(name)} is empty; write a path or leave the key out for the default"
+                )
             path = Path(text).expanduser().absolute()
             if self.kind == "dir" and not path.is_dir():
                 raise ConfigError(

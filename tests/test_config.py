@@ -226,3 +226,15 @@ def test_a_nul_in_a_string_is_one_line_naming_the_key(
     with pytest.raises(ConfigError, match=r"key `backends\.procs\.(go|args)`: .*NUL") as caught:
         read(section)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["gocache", "build_cache_dir", "tmpdir"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(key: str, value: str) -> None:
+    """`tmpdir = ""` put etcd's data, `build_cache_dir = ""` the built binaries, in whatever
+    directory bisector ran from (Path("") is "."), silently."""
+    from bisector.backends.procs.settings import ProcsSettings
+
+    section = Section({key: value}, "p.toml", "backends.procs")
+    with pytest.raises(ConfigError, match=rf"^p\.toml: key `backends\.procs\.{key}` is empty"):
+        ProcsSettings.from_section(section)
