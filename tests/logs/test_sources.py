@@ -180,3 +180,18 @@ def test_year_comes_from_mtime_across_new_year(tmp_path: Path) -> None:
 
 def test_request_builder_sanity() -> None:
     assert request("wrap42", 0, "PATCH", "/x", 409).startswith("I0602 05:51:10.000000")
+
+
+def test_the_same_log_twice_or_overlapping_logs_are_no_measurement(tmp_path: Path) -> None:
+    """`score a.log a.log` read twice the conflicts (a good commit's count doubled past its
+    threshold is a bad verdict); two launches' logs overlapping in time mix two runs."""
+    from bisector.logs.errors import LogError
+
+    log = tmp_path / "kube-apiserver.log"
+    log.write_bytes(LOG)
+    with pytest.raises(LogError, match="the same log given twice, or logs of two launches"):
+        score_logs([log, log])
+    other = tmp_path / "other-launch.log"
+    other.write_bytes(text(mix_log("wrap42", start=3)))  # begins inside the first one
+    with pytest.raises(LogError, match=r"begins .* before the log read before it ends"):
+        score_logs([log, other])
