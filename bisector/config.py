@@ -25,6 +25,7 @@ _MISSING: object = object()
 DEFAULTS = "<defaults>"  # the file of a Section read from no file: no --config was given
 # The shipped example configs, in a checkout (and an editable install); absent in a wheel.
 EXAMPLES = Path(__file__).resolve().parents[1] / "configs"
+MAX_CONFIG_BYTES = 16 << 20  # far past any config (the largest shipped one is a few kB)
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,16 @@ def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:
     """The parsed TOML file at `path`; `ConfigError` says what is wrong with it."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        # Bounded: `--config /dev/zero` read until the kernel's OOM killer ended bisector
+        # (exit 137, the machine's memory gone meanwhile). A FIFO (`<(...)`) still works.
+        with file.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{what} {file} holds more than {MAX_CONFIG_BYTES >> 20} MiB: no config is that "
+                "large (an endless input such as /dev/zero?); pass the TOML file"
+            )
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{what} {file} does not exist; pass an existing file") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -238,3 +238,9 @@ def test_an_empty_path_is_refused_not_read_as_the_current_directory(key: str, va
     section = Section({key: value}, "p.toml", "backends.procs")
     with pytest.raises(ConfigError, match=rf"^p\.toml: key `backends\.procs\.{key}` is empty"):
         ProcsSettings.from_section(section)
+
+
+def test_an_endless_config_is_refused_not_read_to_the_end() -> None:
+    """`--config /dev/zero` was read until the OOM killer ended bisector (exit 137)."""
+    with pytest.raises(ConfigError, match=r"^config file /dev/zero holds more than 16 MiB"):
+        load_config("/dev/zero")
