@@ -75,6 +75,8 @@ RUN_ROWS: list[tuple[str, list[str], dict[str, object], str, str]] = [
     ("metric-status-typo", ["--metric", "x"], {}, X_METRIC + "statuses = [4090]\n", "statuses"),
     ("metric-status-none", ["--metric", "x"], {}, X_METRIC + "statuses = []\n", "statuses"),
     ("metric-status-bool", ["--metric", "x"], {}, X_METRIC + "statuses = [true]\n", "statuses"),
+    # git refused the empty pathspec only after the run directory was made.
+    ("paths-empty", [], {"paths": ["", "pkg"]}, "", "run.paths"),
     # A verb that is no verb matched no line: every commit counted 0 and scored good.
     ("metric-verb-none", ["--metric", "x"], {}, X_PATH + "verb = []\n", "x.verb"),
     ("metric-verb-empty", ["--metric", "x"], {}, X_PATH + 'verb = ""\n', "x.verb"),
