@@ -195,11 +195,19 @@ def _scan_all(
 
 
 def _check_order(source: Source, part: Partial, before: Partial) -> None:
-    """LogError when `part` (one file, scanned) begins before the files before it end: the
-    same file given twice (its counts doubled: `score a.log a.log` read 2x the conflicts) or
-    two launches' logs in one set. Only the ends are compared, so the scan's hot path is
-    untouched; lines a goroutine wrote a moment late are allowed."""
-    first = part.first_ts
+    """LogError when `part` (one file, scanned) runs backwards in time, or begins before the
+    files before it end: two launches' logs in one file (`cat new.log old.log`) or a
+    reversed one (their window read 0 s and was still judged), the same file given twice
+    (its counts doubled: `score a.log a.log` read 2x the conflicts) or two launches' logs
+    in one set. Only the ends are compared, so the scan's hot path is untouched; lines a
+    goroutine wrote a moment late are allowed."""
+    first, last = part.first_ts, part.last_ts
+    if first is not None and last is not None and last < first - ORDER_SLACK_S:
+        raise LogError(
+            f"{source.spec}: its times run backwards ({last - first:+.0f}s from its first "
+            "line to its last): logs of two launches, or not one log in order; pass one "
+            "launch's log"
+        )
     if first is not None and before.last_ts is not None and first < before.last_ts - ORDER_SLACK_S:
         raise LogError(
             f"{source.spec} begins {before.last_ts - first:.0f}s before the log read before it "

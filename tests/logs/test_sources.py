@@ -195,3 +195,19 @@ def test_the_same_log_twice_or_overlapping_logs_are_no_measurement(tmp_path: Pat
     other.write_bytes(text(mix_log("wrap42", start=3)))  # begins inside the first one
     with pytest.raises(LogError, match=r"begins .* before the log read before it ends"):
         score_logs([log, other])
+
+
+def test_a_log_whose_times_run_backwards_is_no_measurement(tmp_path: Path) -> None:
+    """A reversed log (`tac`), or `cat new.log old.log`, read a window of 0 s and was still
+    judged; its lines are not one launch's in order."""
+    from bisector.logs.errors import LogError
+
+    backwards = tmp_path / "kube-apiserver.log"
+    backwards.write_bytes(text([*mix_log("wrap42", start=100), *mix_log("wrap42", start=0)]))
+    with pytest.raises(LogError, match="its times run backwards"):
+        score_logs([backwards])
+    # A line a goroutine stamped a moment before the one above it is still one log.
+    late = [request("wrap42", 1.0, "GET", "/api/v1/nodes", 200)]
+    ok = tmp_path / "ok.log"
+    ok.write_bytes(text([*mix_log("wrap42", start=1.5), *late]))
+    _check(score_logs([ok]))
