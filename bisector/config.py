@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from bisector.durations import parse_duration
 from bisector.errors import BisectorError, ConfigError
+from bisector.inputs import open_input
 
 T = TypeVar("T")
 _MISSING: object = object()
@@ -219,8 +220,10 @@ def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:
     try:
         # Bounded: `--config /dev/zero` read until the kernel's OOM killer ended bisector
         # (exit 137, the machine's memory gone meanwhile). A FIFO (`<(...)`) still works.
-        with file.open("rb") as handle:
+        with open_input(file) as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
+        if not data and not file.is_file():  # a FIFO nobody writes to: not the defaults
+            raise ConfigError(f"{what} {file} gave nothing to read; pass the TOML file")
         if len(data) > MAX_CONFIG_BYTES:
             raise ConfigError(
                 f"{what} {file} holds more than {MAX_CONFIG_BYTES >> 20} MiB: no config is that "
