@@ -19,12 +19,14 @@ from typing import Any, Literal, TypeVar, cast
 
 from bisector.durations import parse_duration
 from bisector.errors import BisectorError, ConfigError
+from bisector.inputs import open_input
 
 T = TypeVar("T")
 _MISSING: object = object()
 DEFAULTS = "<defaults>"  # the file of a Section read from no file: no --config was given
 # The shipped example configs, in a checkout (and an editable install); absent in a wheel.
 EXAMPLES = Path(__file__).resolve().parents[1] / "configs"
+MAX_CONFIG_BYTES = 16 << 20  # far past any config (the largest shipped one is a few kB)
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ class Section:
             raise ConfigError(f"{self._where(key)}: expected {expected}, got {value!r}")
         if not isinstance(value, kinds):
             raise ConfigError(f"{self._where(key)}: expected {expected}, got {value!r}")
+        _no_nul(value, self._where(key))
         return value
 
     def get_str(self, key: str, default: object = _MISSING) -> str:
@@ -203,11 +206,30 @@ class Section:
         return hashlib.sha256(blob).hexdigest()[:16]
 
 
+def _no_nul(value: object, where: str) -> None:
+    """A NUL in a string (TOML's "\\u0000") is no command, path or name: the OS refuses it
+    in an argument, and `subprocess` raised ValueError from doctor (a traceback)."""
+    texts = value if isinstance(value, list) else [value]
+    if any(isinstance(t, str) and "\0" in t for t in texts):
+        raise ConfigError(f"{where}: a string holds a NUL character (\\u0000); remove it")
+
+
 def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:
     """The parsed TOML file at `path`; `ConfigError` says what is wrong with it."""
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        # Bounded: `--config /dev/zero` read until the kernel's OOM killer ended bisector
+        # (exit 137, the machine's memory gone meanwhile). A FIFO (`<(...)`) still works.
+        with open_input(file) as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+        if not data and not file.is_file():  # a FIFO nobody writes to: not the defaults
+            raise ConfigError(f"{what} {file} gave nothing to read; pass the TOML file")
+        if len(data) > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{what} {file} holds more than {MAX_CONFIG_BYTES >> 20} MiB: no config is that "
+                "large (an endless input such as /dev/zero?); pass the TOML file"
+            )
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{what} {file} does not exist; pass an existing file") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -290,6 +312,10 @@ class Key:
             text = s.get_str(name) if default is REQUIRED or name in s else None
             if text is None:
                 return default() if callable(default) else default
+            if not text.strip():  # Path("") is the current directory: a cache or tmpdir there
+                raise ConfigError(
+                    f"{s.where(name)} is empty; write a path or leave the key out for the default"
+                )
             path = Path(text).expanduser().absolute()
             if self.kind == "dir" and not path.is_dir():
                 raise ConfigError(

@@ -150,16 +150,44 @@ def _records(path: Path) -> list[dict[str, object]]:
     return records
 
 
-def _environ_owner(pid: int) -> str | None:
+def _environ_owner(pid: int, name: str = OWNER_ENV) -> str | None:
     try:
         data = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return None
-    prefix = OWNER_ENV.encode() + b"="
+    prefix = name.encode() + b"="
     for item in data.split(b"\0"):
         if item.startswith(prefix):
             return item[len(prefix) :].decode(errors="replace")
     return None
+
+
+def stop_marked(name: str, value: str) -> list[str]:
+    """SIGKILL this bisector's own processes whose environment says `name`=`value` (a
+    launch id): after a launch's teardown, a daemon its commands started with setsid (a
+    workload's helper, an apiserver the teardown missed) ran on through every later
+    candidate's measurement, and past the run's end. Returns one line per process."""
+    if not value:
+        return []
+    mine, spared = owner_tag(), _ancestors()
+    stopped: list[str] = []
+    killed: set[int] = set()
+    for _ in range(_PASSES):  # a dying script may have forked meanwhile
+        found = [
+            p
+            for p in _processes()
+            if p.owner == mine
+            and p.pid not in spared | killed
+            and _environ_owner(p.pid, name) == value
+        ]
+        for p in found:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(p.pid, signal.SIGKILL)
+            killed.add(p.pid)
+            stopped.append(f"process {p.pid} ({p.name})")
+        if not found:
+            break
+    return stopped
 
 
 def _processes() -> list[Proc]:

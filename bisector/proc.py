@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO
 
 from bisector import orphans, proclog
-from bisector.orphans import OWNER_ENV, stop_orphans, track_groups
+from bisector.orphans import OWNER_ENV, stop_marked, stop_orphans, track_groups
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -40,6 +40,7 @@ __all__ = [
     "logging_to",
     "protected",
     "run",
+    "stop_marked",
     "stop_orphans",
     "track_groups",
 ]

@@ -220,6 +220,12 @@ class RunSettings:
         threshold = check_threshold(table.threshold, run.where("threshold"))
         if table.upload is not None and not table.upload.startswith("gs://"):
             raise ConfigError(f"{run.where('upload')}: expected gs://bucket/prefix")
+        if any(not path.strip() for path in table.paths):
+            # git refuses "" as a pathspec, but only once the run directory was made.
+            raise ConfigError(
+                f"{run.where('paths')}: an empty path matches nothing git accepts; remove it "
+                f"(no paths: every commit), got {list(table.paths)!r}"
+            )
         if table.early_good and table.check_every is None:
             raise ConfigError(
                 f"{run.where('early_good')} needs {run.where('check_every')}: the log is "

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -205,3 +206,41 @@ def test_a_nightly_job_error_keeps_the_jobs_table_path(tmp_path: Path) -> None:
     job = Section({"search": {"parallel": 0}}, "n.toml", "nightly.jobs[2]")
     with pytest.raises(ConfigError, match=r"^n\.toml: key `nightly\.jobs\[2\]\.search\.parallel`"):
         RunSettings.from_config(job, good="a", bad="b")
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ('go = "go\\u0000"', lambda s: s.get_str("go")),
+        ('args = ["--v=3", "\\u0000"]', lambda s: s.get_str_list("args")),
+    ],
+)
+def test_a_nul_in_a_string_is_one_line_naming_the_key(
+    tmp_path: Path, text: str, read: Callable[[Section], object]
+) -> None:
+    """`go = "\\u0000"` in [backends.procs] reached subprocess, whose ValueError ("embedded
+    null byte") came out of doctor and `run`'s preflight as a traceback."""
+    config = tmp_path / "c.toml"
+    config.write_text(f"[backends.procs]\n{text}\n")
+    section = load_config(config).table("backends").table("procs")
+    with pytest.raises(ConfigError, match=r"key `backends\.procs\.(go|args)`: .*NUL") as caught:
+        read(section)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["gocache", "build_cache_dir", "tmpdir"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(key: str, value: str) -> None:
+    """`tmpdir = ""` put etcd's data, `build_cache_dir = ""` the built binaries, in whatever
+    directory bisector ran from (Path("") is "."), silently."""
+    from bisector.backends.procs.settings import ProcsSettings
+
+    section = Section({key: value}, "p.toml", "backends.procs")
+    with pytest.raises(ConfigError, match=rf"^p\.toml: key `backends\.procs\.{key}` is empty"):
+        ProcsSettings.from_section(section)
+
+
+def test_an_endless_config_is_refused_not_read_to_the_end() -> None:
+    """`--config /dev/zero` was read until the OOM killer ended bisector (exit 137)."""
+    with pytest.raises(ConfigError, match=r"^config file /dev/zero holds more than 16 MiB"):
+        load_config("/dev/zero")

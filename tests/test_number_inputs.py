@@ -23,6 +23,7 @@ from tests.helpers.repo import BuiltRepo, build_repo
 
 HUGE = "100000000000000000000"
 X_METRIC = '[metrics.x]\nverb = "PATCH"\npath = "^/api/v1/nodes/"\n'
+X_PATH = '[metrics.x]\npath = "^/api/v1/nodes/"\n'
 NAN, INF = float("nan"), float("inf")
 
 # (id, flags, [run] table, extra TOML text after the config, what the line names)
@@ -74,6 +75,12 @@ RUN_ROWS: list[tuple[str, list[str], dict[str, object], str, str]] = [
     ("metric-status-typo", ["--metric", "x"], {}, X_METRIC + "statuses = [4090]\n", "statuses"),
     ("metric-status-none", ["--metric", "x"], {}, X_METRIC + "statuses = []\n", "statuses"),
     ("metric-status-bool", ["--metric", "x"], {}, X_METRIC + "statuses = [true]\n", "statuses"),
+    # git refused the empty pathspec only after the run directory was made.
+    ("paths-empty", [], {"paths": ["", "pkg"]}, "", "run.paths"),
+    # A verb that is no verb matched no line: every commit counted 0 and scored good.
+    ("metric-verb-none", ["--metric", "x"], {}, X_PATH + "verb = []\n", "x.verb"),
+    ("metric-verb-empty", ["--metric", "x"], {}, X_PATH + 'verb = ""\n', "x.verb"),
+    ("metric-verb-uri", ["--metric", "x"], {}, X_PATH + 'verb = ["PATCH /api"]\n', "x.verb"),
 ]
 
 

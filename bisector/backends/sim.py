@@ -50,6 +50,13 @@ from bisector.sim import (
 )
 
 DEFAULT_PROFILE = "hack/kubemark-sim.toml"
+# Bounds past any real use: 1e9 nodes filled memory before the first log line, a noise of
+# 1000 overflowed exp() in the middle of a run (an internal error after clusters were paid
+# for), 1e20 watchers read 0 conflicts at both endpoints. Kubernetes' documented limit is
+# 5,000 nodes (kubernetes/website, docs/setup/best-practices/cluster-large.md).
+MAX_NODES = 100_000
+MAX_NOISE = 2.0
+MAX_WATCHERS = 1 << 20  # as [backends.procs] watchers (fs.nr_open)
 
 
 @dataclass(frozen=True)
@@ -57,12 +64,21 @@ class SimSettings:
     """`[backends.sim]`: every key declared once (bisector.config.setting)."""
 
     profile: str = setting("str", DEFAULT_PROFILE, "the tree's simulator profile")
-    nodes: int = setting("int", 5000, "simulated hollow nodes", low=1)
+    nodes: int = setting(
+        "int", 5000, "simulated hollow nodes", low=1, high=MAX_NODES,
+        why="the model holds every node in memory; Kubernetes supports 5,000",
+    )  # fmt: skip
     duration: float | None = setting("duration", None, "simulated warmup (default: the run's)")
-    noise: float = setting("float", 0.0, "relative noise of each run", low=0)
+    noise: float = setting(
+        "float", 0.0, "relative noise of each run", low=0, high=MAX_NOISE,
+        why="the sigma of each run's log cost: 2 is already a 7x spread",
+    )  # fmt: skip
     seed: int | None = setting("int", None, "the model's seed (default: the run's)")
     ramp: float = setting("duration", "60s", "how long the nodes take to register")
-    watchers: int = setting("int", 0, "extra node watches", low=0)
+    watchers: int = setting(
+        "int", 0, "extra node watches", low=0, high=MAX_WATCHERS,
+        why="the procs backend's bound, whose watches these model",
+    )  # fmt: skip
     status_period: float | None = setting(
         "duration", None, "node status interval (default: the profile's)", above=0
     )

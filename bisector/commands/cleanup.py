@@ -39,6 +39,10 @@ def cleanup(run_dir: Path) -> int:
             "pass the run's --run-dir (see `bisector runs`)"
         )
     left = _replay_resources(run_dir) + tear_down_from_journal(run_dir)
+    # What a killed run's commands left running that no teardown knows of (a daemon a
+    # launch started with setsid): the next run stopped it, cleanup did not.
+    for line in proc.stop_orphans(RunLayout(run_dir).processes):
+        typer.echo(f"stopped {line}")
     if left:
         typer.echo(
             f"{left} teardown(s) did not succeed; fix the cause and run cleanup again", err=True

@@ -34,6 +34,7 @@ from bisector.backends.registry import (
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.exitcodes import DoctorExit
+from bisector.gitrepo import GitRepo
 
 _TIMEOUT_S = 30.0
 
@@ -189,6 +190,7 @@ def _doctor_nightly(
         info = backend_info(job.bisect_config.table("run").get_str("backend", DEFAULT_BACKEND))
         if not as_json:
             typer.echo(f"job {job.name}: the {info.name} backend, on {job.repo}")
+        _check_checkout(job.name, job.repo, report)
         for name in info.tools:
             _check_tool(TOOLS[name], report)
         if info.doctor_builds:
@@ -201,6 +203,17 @@ def _doctor_nightly(
     else:
         typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
     return int(DoctorExit.READY if not report.problems else DoctorExit.PROBLEMS)
+
+
+def _check_checkout(job: str, repo: Path | None, report: Report) -> None:
+    """A hunting job's `repo` is a checkout: doctor said `ready` for one that did not exist,
+    and the hunt then failed at night, after the scoring."""
+    try:
+        GitRepo(repo or Path())
+    except BisectorError as exc:
+        report.bad(f"job {job}: repo", f"{exc} (its hunt bisects there)")
+        return
+    report.ok(f"job {job}: repo", f"{repo} is a git checkout")
 
 
 def _heading(info: BackendInfo, chosen_by: str) -> str:

@@ -53,6 +53,13 @@ def parse_request_metric(name: str, table: Section) -> RequestMetric:
         verbs = frozenset({raw_verbs.upper()})
     else:
         verbs = frozenset(v.upper() for v in table.get_str_list("verb"))
+    # An empty list, "" or "PATCH /api" matches no request line (their verb is [A-Z]+,
+    # bisector.logs.patterns): every commit would count 0 and score good.
+    if verbs is not None and (not verbs or not all(v.isascii() and v.isalpha() for v in verbs)):
+        raise ConfigError(
+            f"{table.file}: key `{table.path}.verb`: expected a request verb or a list of them "
+            f'such as "PATCH" or ["PUT", "PATCH"], got {raw_verbs!r}'
+        )
     pattern = table.get_str("path")
     try:
         path = re.compile(pattern)

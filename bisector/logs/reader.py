@@ -27,6 +27,8 @@ CHUNK_SIZE = 2 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
+# Lines out of order by this much are one log's (goroutines stamp a line before writing it).
+ORDER_SLACK_S = 1.0
 
 
 def _start_worker() -> None:
@@ -187,8 +189,31 @@ def _scan_all(
             part = _scan_stdin_window(source, settings, since, until, chunk_size)
         else:
             part = _scan_source(source, settings, chunk_size, n_workers)
+        _check_order(source, part, total)
         total.merge(part)
     return total
+
+
+def _check_order(source: Source, part: Partial, before: Partial) -> None:
+    """LogError when `part` (one file, scanned) runs backwards in time, or begins before the
+    files before it end: two launches' logs in one file (`cat new.log old.log`) or a
+    reversed one (their window read 0 s and was still judged), the same file given twice
+    (its counts doubled: `score a.log a.log` read 2x the conflicts) or two launches' logs
+    in one set. Only the ends are compared, so the scan's hot path is untouched; lines a
+    goroutine wrote a moment late are allowed."""
+    first, last = part.first_ts, part.last_ts
+    if first is not None and last is not None and last < first - ORDER_SLACK_S:
+        raise LogError(
+            f"{source.spec}: its times run backwards ({last - first:+.0f}s from its first "
+            "line to its last): logs of two launches, or not one log in order; pass one "
+            "launch's log"
+        )
+    if first is not None and before.last_ts is not None and first < before.last_ts - ORDER_SLACK_S:
+        raise LogError(
+            f"{source.spec} begins {before.last_ts - first:.0f}s before the log read before it "
+            "ends: the same log given twice, or logs of two launches; pass one launch's "
+            "rotated set, each file once"
+        )
 
 
 def _scan_stdin_window(

@@ -12,6 +12,7 @@ put in place of a line longer than MAX_LINE. Other lines are continuations (stac
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import date
@@ -247,9 +248,23 @@ def _edges(
 ) -> tuple[float | None, float | None]:
     first = last = None
     for start in record_starts:
-        if (first := line_seconds(chunk, int(start), reference)) is not None:
+        if (first := _edge_seconds(chunk, int(start), reference)) is not None:
             break
     for start in record_starts[::-1]:
-        if (last := line_seconds(chunk, int(start), reference)) is not None:
+        if (last := _edge_seconds(chunk, int(start), reference)) is not None:
             break
     return first, last
+
+
+def _edge_seconds(chunk: bytes | bytearray, start: int, reference: date) -> float | None:
+    """The time of a line that may bound the log's window: a JSON line only if it parses
+    (one 100,000 levels deep, counted garbled, still lent its 2017 time to a log of today:
+    a window of 9 years, or a window that ran backwards)."""
+    seconds = line_seconds(chunk, start, reference)
+    if seconds is not None and chunk[start : start + 1] == b"{":
+        end = chunk.find(b"\n", start)
+        try:
+            json.loads(chunk[start : end if end >= 0 else len(chunk)])
+        except (ValueError, RecursionError):
+            return None
+    return seconds

@@ -18,6 +18,10 @@ from bisector.measure.journal import Cleaned, Journal, TeardownFailed
 from bisector.search.progress import Progress
 from bisector.signals import held_during
 
+# Every command of a launch carries its id (the local backend exports it): what still
+# carries it after the teardown is that launch's leftover.
+LAUNCH_ENV = "BISECTOR_LAUNCH_ID"
+
 
 class Teardowns:
     """The evaluator's teardowns and the candidates in flight, under its lock."""
@@ -54,6 +58,12 @@ class Teardowns:
         try:
             with held_during(f"the teardown of {candidate.commit[:12]}"), proc.protected():
                 self.backend.teardown(candidate)
+                left = proc.stop_marked(LAUNCH_ENV, candidate.launch_id)
+            if left:
+                self.progress.note(
+                    f"the teardown of {candidate.commit[:12]} left {len(left)} of its launch's "
+                    f"processes running (daemons its commands started?): stopped {', '.join(left)}"
+                )
         finally:
             with self.lock:
                 self._tearing_down.discard(candidate.slot)

@@ -49,6 +49,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from bisector.errors import CollectError
+from bisector.inputs import open_input
 
 START_TIME = "process_start_time_seconds"
 MAX_SNAPSHOT_BYTES = 256 << 20  # a 5000-node apiserver's /metrics is tens of MiB
@@ -119,7 +120,7 @@ def parse_snapshot(text: str, path: str = "<text>") -> Snapshot:
 def read_bounded(path: Path, limit: int, what: str) -> bytes:
     """At most `limit` bytes of `path`, read as a stream: a FIFO (`<(curl ...)`) or a
     device has no size to check first, and /dev/zero never ends. CollectError past it."""
-    with path.open("rb") as fh:
+    with open_input(path) as fh:  # a FIFO with no writer: empty, never a hang
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise CollectError(

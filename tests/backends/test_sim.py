@@ -113,6 +113,12 @@ def test_collect_without_a_run_is_a_collect_error(tmp_path: Path) -> None:
         ({}, 0.0, "set `duration`"),
         ({"noise": -1}, 30.0, "noise"),
         ({"duration": "soon"}, 30.0, "duration"),
+        # Past any real use, each broke a run after it started: 1e9 nodes filled memory,
+        # a noise of 1000 overflowed exp() mid-run (internal error, exit 70), 1e20 watchers
+        # read 0 conflicts at both endpoints.
+        ({"nodes": 10**9}, 30.0, "nodes` must be at most 100,000"),
+        ({"noise": 1000}, 30.0, "noise` must be at most 2"),
+        ({"watchers": 10**20}, 30.0, "watchers` must be at most 1,048,576"),
     ],
 )
 def test_bad_settings_are_config_errors(

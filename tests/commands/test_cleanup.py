@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +196,51 @@ def test_a_procs_cluster_whose_processes_outlive_the_stop_stays_recorded(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+# A bisector-like run killed with kill -9 mid-warmup: its launch left a daemon that left
+# the process group (setsid); the run tracked its command's group in processes.jsonl.
+_KILLED_RUN = """
+import sys, time
+from pathlib import Path
+from bisector import proc
+record, pidfile = Path(sys.argv[1]), Path(sys.argv[2])
+script = f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 300' >/dev/null 2>&1 &"
+with proc.track_groups(record):
+    proc.run(["bash", "-c", script], timeout=60)
+    time.sleep(300)  # the warmup, during which it is killed
+"""
+
+
+def test_cleanup_after_kill_9_stops_the_daemon_a_launch_left(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """kill -9 of bisector mid-warmup, then `bisector cleanup`: the teardowns ran, but the
+    daemon the launch had started (setsid) kept running until a rerun stopped it."""
+    from bisector.bisection.layout import RunLayout
+    from tests.helpers.processes import gone
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    pidfile = tmp_path / "daemon.pid"
+    root = Path(__file__).resolve().parents[2]
+    record = RunLayout(run_dir).processes
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_RUN, str(record), str(pidfile)], cwd=root
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline, "the daemon never started"
+            time.sleep(0.05)
+        daemon = int(pidfile.read_text())
+    finally:
+        parent.kill()  # kill -9: no teardown
+        parent.wait()
+    try:
+        assert cleanup(run_dir) == 0
+        assert gone(daemon)
+        assert f"process {daemon} (sleep)" in capsys.readouterr().out
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)

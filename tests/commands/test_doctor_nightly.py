@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import git
 import pytest
 
 from bisector.cli import main
@@ -14,12 +15,16 @@ from bisector.exitcodes import DoctorExit
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _nightly(tmp_path: Path, job_tables: str) -> Path:
+def _nightly(tmp_path: Path, job_tables: str, repo: Path | None = None) -> Path:
+    """Two jobs, the second hunting on `repo` (default: a fresh checkout in tmp_path)."""
+    if repo is None:
+        git.Repo.init(tmp_path)
+    repo = repo or tmp_path
     config = tmp_path / "nightly.toml"
     config.write_text(
         f'[nightly]\nstate = "{tmp_path / "state"}"\n\n'
         '[[nightly.jobs]]\nname = "watched"\njob = "ci-a"\n\n'
-        f'[[nightly.jobs]]\nname = "hunted"\njob = "ci-b"\nrepo = "{tmp_path}"\n'
+        f'[[nightly.jobs]]\nname = "hunted"\njob = "ci-b"\nrepo = "{repo}"\n'
         f"{job_tables}"
     )
     return config
@@ -75,3 +80,16 @@ def test_backend_options_do_not_apply_to_a_nightly_config(
     assert info.value.code == DoctorExit.USAGE
     err = capsys.readouterr().err
     assert "is a nightly config" in err and len(err.splitlines()) == 1
+
+
+def test_a_hunting_jobs_repo_that_is_no_checkout_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """doctor said `ready` for a job whose repo did not exist; its hunt failed at night."""
+    missing = tmp_path / "no" / "kubernetes"
+    config = _nightly(tmp_path, '[nightly.jobs.run]\nbackend = "sim"\nwarmup = "1m"\n', missing)
+    with pytest.raises(SystemExit) as info:
+        main(["doctor", "--config", str(config)])
+    out = capsys.readouterr().out
+    assert f"{missing} is not a git repository" in out
+    assert "ready" not in out.splitlines()[-1] and info.value.code == DoctorExit.PROBLEMS

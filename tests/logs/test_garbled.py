@@ -200,3 +200,18 @@ def test_fuzz_random_garbage_between_real_lines_never_raises(tmp_path: Path) -> 
             continue
         assert scores.metrics["conflicts"] == good
         assert scores.unparsable_lines <= len(lines) - good
+
+
+@pytest.mark.parametrize("name", sorted(GARBLED))
+def test_a_garbled_first_or_last_line_lends_the_window_no_time(tmp_path: Path, name: str) -> None:
+    """A JSON line 100,000 levels deep (counted garbled) as the first line gave a log of
+    60 s a window of 9 years (its 2017 time against today's glog lines); as the last, 0 s."""
+    path = tmp_path / "kube-apiserver.log"
+    good = [
+        CONFLICT.encode(),
+        request("wrap42", 60, "PATCH", "/api/v1/nodes/n1/status", 409).encode(),
+    ]
+    for lines in ([GARBLED[name], *good], [*good, GARBLED[name]]):
+        path.write_bytes(b"\n".join(lines) + b"\n")
+        scores = score_logs([path])
+        assert scores.seen is not None and scores.seen.seconds == 60.0

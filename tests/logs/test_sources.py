@@ -180,3 +180,34 @@ def test_year_comes_from_mtime_across_new_year(tmp_path: Path) -> None:
 
 def test_request_builder_sanity() -> None:
     assert request("wrap42", 0, "PATCH", "/x", 409).startswith("I0602 05:51:10.000000")
+
+
+def test_the_same_log_twice_or_overlapping_logs_are_no_measurement(tmp_path: Path) -> None:
+    """`score a.log a.log` read twice the conflicts (a good commit's count doubled past its
+    threshold is a bad verdict); two launches' logs overlapping in time mix two runs."""
+    from bisector.logs.errors import LogError
+
+    log = tmp_path / "kube-apiserver.log"
+    log.write_bytes(LOG)
+    with pytest.raises(LogError, match="the same log given twice, or logs of two launches"):
+        score_logs([log, log])
+    other = tmp_path / "other-launch.log"
+    other.write_bytes(text(mix_log("wrap42", start=3)))  # begins inside the first one
+    with pytest.raises(LogError, match=r"begins .* before the log read before it ends"):
+        score_logs([log, other])
+
+
+def test_a_log_whose_times_run_backwards_is_no_measurement(tmp_path: Path) -> None:
+    """A reversed log (`tac`), or `cat new.log old.log`, read a window of 0 s and was still
+    judged; its lines are not one launch's in order."""
+    from bisector.logs.errors import LogError
+
+    backwards = tmp_path / "kube-apiserver.log"
+    backwards.write_bytes(text([*mix_log("wrap42", start=100), *mix_log("wrap42", start=0)]))
+    with pytest.raises(LogError, match="its times run backwards"):
+        score_logs([backwards])
+    # A line a goroutine stamped a moment before the one above it is still one log.
+    late = [request("wrap42", 1.0, "GET", "/api/v1/nodes", 200)]
+    ok = tmp_path / "ok.log"
+    ok.write_bytes(text([*mix_log("wrap42", start=1.5), *late]))
+    _check(score_logs([ok]))

@@ -3,16 +3,23 @@ failure journaled and said with the cleanup command, an abandoned slot torn down
 
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import signal
 import threading
+import time
+from dataclasses import replace
 from pathlib import Path
 
+from bisector import proc
 from bisector.backends.base import Candidate
 from bisector.errors import InfraError
 from bisector.measure.journal import Cleaned, Journal, TeardownFailed, read_journal
 from bisector.measure.teardown import Teardowns
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
+from tests.helpers.processes import gone
 
 
 class Backend(FileValueBackend):
@@ -80,3 +87,34 @@ def test_an_abandoned_slot_is_torn_down_once_and_leaves_the_flight(tmp_path: Pat
     teardowns.abandon(2)  # a second call finds nothing in flight
     assert backend.steps.count(("teardown", candidate.commit)) == 1
     assert teardowns.commits_in_flight() == set()
+
+
+def _daemon(tmp_path: Path, launch_id: str) -> int:
+    """A daemon a launch's command started with setsid (it leaves the command's group)."""
+    pidfile = tmp_path / f"daemon-{launch_id}"
+    script = f"setsid bash -c 'echo $$ > {pidfile}; exec sleep 300' >/dev/null 2>&1 &"
+    proc.run(["bash", "-c", script], env={"BISECTOR_LAUNCH_ID": launch_id}, timeout=60)
+    deadline = time.monotonic() + 20
+    while not (pidfile.exists() and pidfile.read_text().strip()):
+        assert time.monotonic() < deadline, "the daemon never started"
+        time.sleep(0.05)
+    return int(pidfile.read_text())
+
+
+def test_a_daemon_the_launch_left_is_stopped_after_its_teardown(tmp_path: Path) -> None:
+    """A local launch whose script started a daemon with setsid (out of its process group)
+    left it running through every later measurement and after the run ended (one per
+    launch, 7 in a 7-evaluation run): what still carries the launch's id is stopped."""
+    backend = Backend()
+    teardowns, _, out = _teardowns(tmp_path, backend)
+    mine = _daemon(tmp_path, "launch-1")
+    other = _daemon(tmp_path, "launch-2")  # another slot's cluster: not this teardown's
+    try:
+        teardowns.now(replace(_candidate(tmp_path), launch_id="launch-1"))
+        assert gone(mine)
+        os.kill(other, 0)  # still running: raises ProcessLookupError if it was stopped
+        assert f"stopped process {mine} (sleep)" in out.getvalue()
+    finally:
+        for pid in (mine, other):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
