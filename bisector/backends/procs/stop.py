@@ -74,13 +74,44 @@ def _wait_gone(tag: str, seconds: float) -> list[Found]:
 
 
 def _groups(found: list[Found]) -> set[int]:
-    """The process groups of `found`, never this process's own (nor init's)."""
+    """The process groups of `found` that are the cluster's own: every live member is
+    tagged or a descendant of a tagged process (a workload's child that dropped the tag,
+    `env -i`). Never this process's own group (nor init's), and never a group holding
+    anyone else: a tagged process inside a shell's or a test runner's group has only
+    itself signalled (signalling the group ended the whole pytest run when `bisector
+    cleanup` stopped a process a test had tagged in its own group)."""
     mine = os.getpgid(0)
+    tagged_pids = {p.pid for p in found}
+    parent: dict[int, int] = {}
+    members: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) < 3 or fields[0] in ("Z", "X"):
+            continue
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        members.setdefault(int(fields[2]), []).append(pid)
+
+    def ours(pid: int) -> bool:
+        seen: set[int] = set()
+        while pid > 1 and pid not in seen:
+            if pid in tagged_pids:
+                return True
+            seen.add(pid)
+            pid = parent.get(pid, 0)
+        return False
+
     groups = set()
     for p in found:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             group = os.getpgid(p.pid)
-            if group not in (mine, 0, 1):
+            if group not in (mine, 0, 1) and all(ours(m) for m in members.get(group, [])):
                 groups.add(group)
     return groups
 

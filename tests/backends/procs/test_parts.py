@@ -309,6 +309,33 @@ def test_stop_ends_every_tagged_process_then_removes_the_directory(tmp_path: Pat
             p.wait()
 
 
+def test_stop_leaves_alone_a_group_it_did_not_make(tmp_path: Path) -> None:
+    """A tagged process inside another program's process group (a shell's, the test
+    runner's): stop ends that process, never its group. Signalling the group ended the
+    whole pytest run when `bisector cleanup` stopped a process a test had tagged."""
+    tag = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    ready = tmp_path / "ready"
+    sleeper = "import sys,time; open(sys.argv[1], 'w').close(); time.sleep(60)"
+    # The group's leader is an untagged shell; its child carries the tag.
+    leader = subprocess.Popen(
+        ["bash", "-c", f'{procs_stop.TAG_ENV}={tag} "$0" -c "$1" "$2" & exec sleep 60',
+         sys.executable, sleeper, str(ready)],
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline, "the tagged child did not start"
+            time.sleep(0.05)
+        assert procs_stop.stop_cluster(tag, grace_s=0.5) == []
+        assert procs_stop.tagged(tag) == []
+        with pytest.raises(subprocess.TimeoutExpired):  # the group's leader is not the cluster's
+            leader.wait(timeout=1.0)
+    finally:
+        leader.kill()
+        leader.wait()
+
+
 def test_stop_as_a_command_says_what_is_left(tmp_path: Path) -> None:
     code = procs_stop.main(["--tag", "nothing-carries-this", "--remove", str(tmp_path / "x")])
     assert code == 0
