@@ -101,8 +101,11 @@ def test_cache_hit_then_rescored_when_the_object_is_rewritten(
     monkeypatch.setattr(scoring, "score_logs", score_logs)
     live = f"logs/{JOB}/5/artifacts/{MASTER}/kube-apiserver.log"
     old = gzip.decompress(gcs_client.bucket(BUCKET).blob(live).download_as_bytes(raw_download=True))
+    # Stamped as the log's last line: a line earlier than the log's first is another
+    # launch's (times running backwards are no measurement).
+    stamp = old.rstrip(b"\n").rsplit(b"\n", 1)[-1][:21]
     extra = (
-        b"I0520 12:00:00.000000       7 wrap.go:42] PATCH /api/v1/nodes/n9/status: (1ms) 409 "
+        stamp + b"       7 wrap.go:42] PATCH /api/v1/nodes/n9/status: (1ms) 409 "
         b"[[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.240.0.5:34862]\n"
     )
     upload_gzip_encoded(gcs_client, BUCKET, live, old + extra)
