@@ -26,6 +26,11 @@ Every second it replaces FILE (JSON): watches opened and open now, reopened, fai
 opens, events, delay percentiles. `opened == watchers` means the load is in place.
 SIGTERM or SIGINT ends it. Plain HTTP, or HTTPS with --ca-file and --token-file (a
 bearer token) for servers without an insecure port.
+
+`--pods-without-rv` watches pods instead, the way kubernetes #121688 was found: W watches
+`GET /api/v1/pods?watch=1&labelSelector=app%3D<name>` with NO resourceVersion (a client
+that wants "from now"), each closed by the server after `--timeout-seconds` and opened
+again a second later, so the cost of opening one is paid all through the warmup.
 """
 
 from __future__ import annotations
@@ -120,8 +125,17 @@ class Target:
     def request(self, name: str, resource_version: str | None = None) -> bytes:
         selector = quote(f"metadata.name={name}", safe="")
         since = f"&resourceVersion={quote(resource_version)}" if resource_version else ""
+        return self._get(f"/api/v1/watch/nodes?fieldSelector={selector}{since}")
+
+    def pod_request(self, name: str, timeout_s: int) -> bytes:
+        """A pod watch without resourceVersion (the query kubernetes #121688 reported)."""
+        selector = quote(f"app={name}", safe="")
+        until = f"&timeoutSeconds={timeout_s}" if timeout_s > 0 else ""
+        return self._get(f"/api/v1/pods?watch=1&labelSelector={selector}{until}")
+
+    def _get(self, path: str) -> bytes:
         lines = [
-            f"GET /api/v1/watch/nodes?fieldSelector={selector}{since} HTTP/1.1",
+            f"GET {path} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
             "User-Agent: bisector-watch-load",
             "Accept: application/json",
@@ -198,7 +212,10 @@ async def watch(
     *,
     versions: Versions,
     opening: asyncio.Semaphore,
+    pods_timeout_s: int | None = None,
 ) -> None:
+    """One watch, opened again whenever it ends; `pods_timeout_s` set: a pod watch
+    without resourceVersion (`--pods-without-rv`), else a node watch."""
     first = True
     while True:
         writer = None
@@ -207,7 +224,10 @@ async def watch(
                 reader, writer = await asyncio.open_connection(
                     target.host, target.port, ssl=target.tls
                 )
-                writer.write(target.request(name, versions.latest))
+                if pods_timeout_s is None:
+                    writer.write(target.request(name, versions.latest))
+                else:
+                    writer.write(target.pod_request(name, pods_timeout_s))
                 await writer.drain()
                 status = await reader.readline()
                 if b" 200 " not in status:
@@ -280,7 +300,9 @@ async def run(args: argparse.Namespace) -> None:
     versions = Versions()
     opening = asyncio.Semaphore(args.max_opening)
     refresher = asyncio.create_task(versions.refresh(target))
-    for _ in range(100):  # the first version, before any watch opens (at most ~10 s)
+    pods_timeout_s = args.timeout_seconds if args.pods_without_rv else None
+    # The first version, before any watch opens (at most ~10 s); pod watches take none.
+    for _ in range(100 if pods_timeout_s is None else 0):
         if versions.latest is not None:
             break
         await asyncio.sleep(0.1)
@@ -290,7 +312,15 @@ async def run(args: argparse.Namespace) -> None:
         if stop.is_set():
             break
         name = f"{args.prefix}{i}"
-        watcher = watch(name, i < args.live, target, c, versions=versions, opening=opening)
+        watcher = watch(
+            name,
+            i < args.live,
+            target,
+            c,
+            versions=versions,
+            opening=opening,
+            pods_timeout_s=pods_timeout_s,
+        )
         tasks.append(asyncio.create_task(watcher))
         delay = start + (i + 1) * every - time.monotonic()
         if delay > 0:
@@ -323,6 +353,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-opening", type=int, default=100, help="watches awaiting the server's answer at once"
     )
     parser.add_argument("--status", required=True, help="JSON file replaced every second")
+    parser.add_argument(
+        "--pods-without-rv", action="store_true", help="pod watches, no resourceVersion"
+    )
+    parser.add_argument(
+        "--timeout-seconds", type=int, default=0, help="pod watches: the server closes them after"
+    )
     parser.add_argument("--ca-file")
     parser.add_argument("--token-file")
     args = parser.parse_args(argv)
