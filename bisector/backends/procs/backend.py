@@ -23,6 +23,7 @@ resources.json before anything starts, for `bisector cleanup`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -80,6 +81,7 @@ class Built:
 
     binary: Path
     stamped: str
+    components: tuple[tuple[str, Path], ...] = ()  # [backends.procs] components, built alike
 
 
 @dataclass
@@ -213,11 +215,14 @@ class ProcsBackend:
         needs = pb.go_needs(worktree)
         tool = pb.choose_toolchain(self.cfg, needs, self._go_version)
         fixes = self._fixes_for(worktree)
-        key = self._key(tree, tool, fixes)
+        components = self.cfg.components
+        # Keys of builds without components stay what they were.
+        key = self._key(tree, tool, fixes, ",".join(components))
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
         stamped = pb.read_stamp(found) if found is not None else None
-        if found is not None and stamped is not None:
-            return Built(found, stamped), fixes
+        others = [(n, pb.cached_binary(self.cache, key, n)) for n in components]
+        if found is not None and stamped is not None and all(b for _, b in others):
+            return Built(found, stamped, tuple((n, b) for n, b in others if b)), fixes
         place = pb.build_place(
             self.cfg, tool, worktree, self._gopath(worktree), vendored=needs.vendored
         )
@@ -238,12 +243,22 @@ class ProcsBackend:
         if not output.is_file():
             raise BuildError(f"go build left no {output} for {commit[:12]}")
         pb.write_stamp(output, commit)
+        for name in components:
+            out = worktree / pb.OUTPUT_DIR / name
+            s = pb.go_build_step(
+                place, f"cmd/{name}", out, commit, self.cfg.build_timeout, static=True
+            )
+            pb.run_build_step(pb.nice(s, nice, self._mark), f"go build ./cmd/{name}", commit, log)
+            if not out.is_file():
+                raise BuildError(f"go build left no {out} for {commit[:12]}")
         binary = f"{pb.OUTPUT_DIR}/kube-apiserver"
-        self.cache.store(key, worktree, [binary, f"{binary}.commit"])
+        kept = [binary, f"{binary}.commit", *(f"{pb.OUTPUT_DIR}/{n}" for n in components)]
+        self.cache.store(key, worktree, kept)
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
-        if found is None or pb.read_stamp(found) != commit:
+        others = [(n, pb.cached_binary(self.cache, key, n)) for n in components]
+        if found is None or pb.read_stamp(found) != commit or not all(b for _, b in others):
             raise BuildError(f"the build cache {self.cache.root} did not keep {key}")
-        return Built(found, commit), fixes
+        return Built(found, commit, tuple((n, b) for n, b in others if b)), fixes
 
     def _harness(self) -> Path:
         """kubemark from `harness_commit` plus the harness patch, once per machine."""
@@ -357,7 +372,7 @@ class ProcsBackend:
         if self.kubemark is None:
             raise LaunchError("the harness (kubemark) was not built: setup did not run")
         try:
-            ports = pc.Ports.pick(self.cfg.hollow_nodes)
+            ports = pc.Ports.pick(self.cfg.hollow_nodes, components=len(self.cfg.components))
         except OSError as exc:
             raise LaunchError(f"no free loopback ports for the cluster: {exc}") from None
         layout = self._layout(candidate, ports)
@@ -385,6 +400,7 @@ class ProcsBackend:
             self._start_etcd(running)
             api_flags = pc.ApiFlags.from_tree(candidate.worktree)
             self._start_apiserver(running, built, candidate.commit, api_flags)
+            self._start_components(running, built)
             # The watches first, while no node exists and no event flows: opening 16,000
             # costs every candidate the same (after the nodes, a bad build took minutes to
             # register them, its dispatcher holding the cacher's lock for each event).
@@ -420,6 +436,8 @@ class ProcsBackend:
         files = running.layout.files
         if name.startswith(pc.HOLLOW_PREFIX):
             return files.hollow_log(int(name[len(pc.HOLLOW_PREFIX) :]))
+        if name in self.cfg.components:
+            return files.component_log(name)
         return {
             "etcd": files.etcd_log,
             "kube-apiserver": files.apiserver_log,
@@ -474,6 +492,20 @@ class ProcsBackend:
                 f"the apiserver answering reports commit {served!r}, not "
                 f"{commit[:12]}{same_tree}: another apiserver on the port, or a binary of "
                 "another tree"
+            )
+
+    def _start_components(self, running: Running, built: Built) -> None:
+        """[backends.procs] components, each until its /healthz is ok."""
+        layout = running.layout
+        for (name, binary), port in zip(built.components, layout.ports.components, strict=True):
+            log = layout.files.component_log(name)
+            cmd = pc.component_cmd(name, binary, layout, port)
+            running.pids[name] = self._spawn(running, pc.daemon_step(cmd, log, layout), name)
+            self._wait(
+                running,
+                f"{name} /healthz ok",
+                self.cfg.ready_timeout,
+                functools.partial(pc.component_healthy, port),
             )
 
     def _start_hollow_nodes(self, running: Running) -> None:

