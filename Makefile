@@ -73,7 +73,7 @@ real: setup
 #   make real-modern KUBE=/path/to/kubernetes-v1.32  [MODERN_BASE=v1.32.0-rc.1]
 MODERN_BASE ?= v1.32.0-rc.1
 MODERN_BRANCH ?= bisector-planted-gate
-MODERN_RUN ?= $(CURDIR)/.real-modern
+MODERN_RUN ?= /tmp/bisector-real-modern
 .PHONY: real-modern
 real-modern: setup
 	@test -n "$(KUBE)" || { echo "KUBE is not set: make real-modern KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
