@@ -96,6 +96,7 @@ class Running:
     before: dict[int, pc.Sample] = field(default_factory=dict)
     warmup_start: float = 0.0
     events_at_start: int = 0  # the load generator's event count when the warmup began
+    reopened_at_start: int = 0  # and its count of watches opened again
 
     def all_pids(self) -> dict[str, int]:
         named = dict(self.pids)
@@ -573,7 +574,9 @@ class ProcsBackend:
         (candidate.log_dir / METRICS_BEFORE).write_bytes(metrics)
         running.warmup_start = time.time()
         running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
-        running.events_at_start = _count(_load_figures(running.layout.files.load_status), "events")
+        figures = _load_figures(running.layout.files.load_status)
+        running.events_at_start = _count(figures, "events")
+        running.reopened_at_start = _count(figures, "reopened")
 
     # -- warmup --------------------------------------------------------------------------
     def _running_for(self, candidate: Candidate, error: type[InfraError]) -> Running:
@@ -645,7 +648,28 @@ class ProcsBackend:
             write_load(log_dir, load)
             if not load.ran:
                 raise CollectError(f"the load did not run: {load.describe()}")
+        pods = self._pod_watch_load(running, figures, end)
+        if pods is not None and not pods.ran:
+            raise CollectError(f"the watch load did not run: {pods.describe()}")
         return [log_file]
+
+    def _pod_watch_load(
+        self, running: Running, figures: dict[str, object], end: float
+    ) -> DeliveredLoad | None:
+        """`pods-without-rv`: the metric counts what each opening of such a watch costs,
+        so watches that stopped reopening (a stalled load generator, an apiserver that
+        refuses them) would read as a good build. Each of the W watches should open again
+        every `watch_timeout` + 1 s (the server closes it; the generator waits a second:
+        load.py REOPEN_AFTER_S); under half of that is a skip. None when not judged."""
+        cfg = self.cfg
+        if cfg.watch_load != "pods-without-rv" or cfg.watchers == 0 or cfg.watch_timeout <= 0:
+            return None
+        cycles = (end - running.warmup_start) / (cfg.watch_timeout + 1.0)
+        if cycles < MIN_LOAD_PERIODS:
+            return None
+        reopened = max(0, _count(figures, "reopened") - running.reopened_at_start)
+        what = "pod watch openings (each RV-less watch, closed by the server, opened again)"
+        return DeliveredLoad(what, cfg.watchers * cycles, reopened, MIN_LOAD_FRACTION)
 
     def _delivered(
         self, running: Running, log_dir: Path, figures: dict[str, object], end: float

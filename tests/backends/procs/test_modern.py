@@ -247,3 +247,24 @@ def test_an_etcd_that_does_not_run_fails_the_setup_once(tmp_path: Path) -> None:
     backend = world.backend(etcd=str(tmp_path / "no-such-etcd"))
     with pytest.raises(InfraError, match="does not run"):
         backend.setup()
+
+
+def test_rv_less_watches_that_stop_reopening_are_a_skip_not_a_good_build(
+    tmp_path: Path,
+) -> None:
+    # The metric (etcd LISTs of pods) counts what each opening of an RV-less watch costs
+    # on a bad build; watches that stopped reopening would read 0, as a good build does.
+    world = make_world(tmp_path)
+    backend = world.backend(
+        warmup_s=60.0, watchers=200, watch_load="pods-without-rv", watch_timeout="10s"
+    )
+    running = procs_backend.Running(_layout(tmp_path), pc.Api("https://x"), "r")
+    end = time.time()
+    running.warmup_start, running.reopened_at_start = end - 60.0, 40
+    # The hunt's runs: 1,000 reopenings in 60 s of the ~1,091 offered (200 x 60 / 11 s).
+    ran = backend._pod_watch_load(running, {"reopened": 1040}, end)
+    assert ran is not None and ran.ran and ran.delivered == 1000
+    stalled = backend._pod_watch_load(running, {"reopened": 140}, end)
+    assert stalled is not None and not stalled.ran and "pod watch openings" in stalled.what
+    nodes = world.backend(warmup_s=60.0, watchers=200)  # node watches: not this rule
+    assert nodes._pod_watch_load(running, {"reopened": 0}, end) is None
