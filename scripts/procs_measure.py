@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     repo.add_worktree(base, targets[0].commit)
     context = BackendContext(section, run_dir, warmup_s=settings.warmup_s, base_worktree=base)
     backend = create_backend(settings.backend, context)
-    scorer = settings.metrics.scorer()
+    scorer = settings.metrics.scorer(settings.metric)  # a [metrics.NAME] one too
     rule = WindowRule(expected_s=settings.warmup_s, real_time=True, times_required=True)
     print(
         f"run directory {run_dir}; {settings.backend}, metric {settings.metric}, warmup "

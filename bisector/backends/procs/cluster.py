@@ -65,9 +65,12 @@ class Ports:
     etcd_peer: int
     apiserver: int
     kubelets: tuple[tuple[int, int], ...]  # (port, read-only port) per hollow node
+    components: tuple[int, ...] = ()  # the secure port of each of [backends.procs] components
 
     @classmethod
-    def pick(cls, nodes: int, ephemeral: tuple[int, int] | None = None) -> Ports:
+    def pick(
+        cls, nodes: int, ephemeral: tuple[int, int] | None = None, components: int = 0
+    ) -> Ports:
         """Free loopback ports, all different, outside the kernel's ephemeral range.
 
         Not `bind(0)`: that hands out ephemeral ports, and the 16,000 connections the load
@@ -78,7 +81,7 @@ class Ports:
         low, high = ephemeral or ephemeral_range()
         pool = [p for p in range(MIN_PORT, 65536) if not low <= p <= high]
         random.shuffle(pool)
-        want = 3 + 2 * nodes
+        want = 3 + 2 * nodes + components
         held: list[socket.socket] = []
         try:
             for port in pool:
@@ -98,7 +101,7 @@ class Ports:
             for s in held:
                 s.close()
         pairs = tuple((ports[3 + 2 * i], ports[4 + 2 * i]) for i in range(nodes))
-        return cls(ports[0], ports[1], ports[2], pairs)
+        return cls(ports[0], ports[1], ports[2], pairs, tuple(ports[3 + 2 * nodes :]))
 
     @classmethod
     def placeholder(cls, nodes: int) -> Ports:
@@ -126,6 +129,9 @@ class ClusterFiles:
 
     def hollow_log(self, i: int) -> Path:
         return self.directory / "hollow-nodes" / f"{HOLLOW_PREFIX}{i}.log"
+
+    def component_log(self, name: str) -> Path:
+        return self.directory / f"{name}.log"
 
     @property
     def load_log(self) -> Path:
@@ -220,11 +226,78 @@ def daemon_step(
     )
 
 
-def etcd_cmd(cfg: ProcsSettings, layout: Layout) -> list[str]:
+# Flags read from the tree they are given to, not guessed by its age.
+# --advertise-address: staging/src/k8s.io/apiserver/pkg/server/options/server_run_options.go
+# (1.32). Without it the apiserver advertises the host's default-route address (serving.go's
+# ResolveBindAddress), and 127.0.0.1 is refused for the `kubernetes` Endpoints ("may not be
+# in the loopback range"); 192.0.2.1 (TEST-NET-1, RFC 5737) is never contacted.
+_RUN_OPTIONS = (
+    "staging/src/k8s.io/apiserver/pkg/server/options/server_run_options.go",
+    "cmd/kube-apiserver/app/options/options.go",
+)
+ADVERTISE_ADDRESS = "192.0.2.1"
+# --use-host-image-service: cmd/kubemark/app/hollow_node.go (1.32; default true dials
+# containerd's socket, pkg/kubemark/hollow_kubelet.go). --logtostderr: glog's own flag, on
+# flag.CommandLine at init (vendor/github.com/golang/glog/glog.go), which kubemark adds to
+# its flags; klog v2 trees register none there, and 1.32's kubemark has no such flag.
+_HOLLOW_NODE_GO = "cmd/kubemark/app/hollow_node.go"
+_GLOG = "vendor/github.com/golang/glog/glog.go"
+_HOLLOW_KUBELET_GO = "pkg/kubemark/hollow_kubelet.go"
+
+
+def _mentions(tree: Path, files: Sequence[str], text: str) -> bool:
+    for name in files:
+        with contextlib.suppress(OSError):
+            if text in (tree / name).read_text(encoding="utf-8", errors="replace"):
+                return True
+    return False
+
+
+@dataclass(frozen=True)
+class ApiFlags:
+    """What the candidate's kube-apiserver accepts, beyond what every version does."""
+
+    advertise_address: bool = False
+
+    @classmethod
+    def from_tree(cls, tree: Path) -> ApiFlags:
+        return cls(_mentions(tree, _RUN_OPTIONS, '"advertise-address"'))
+
+
+@dataclass(frozen=True)
+class HollowFlags:
+    """What the harness's kubemark accepts and honours (read from its patched tree)."""
+
+    logtostderr: bool = True
+    host_image_service: bool = False  # has --use-host-image-service (set false)
+    status_period_env: bool = True  # honours HOLLOW_NODE_STATUS_PERIOD (the patch)
+
+    @classmethod
+    def from_tree(cls, tree: Path) -> HollowFlags:
+        return cls(
+            logtostderr=_mentions(tree, [_GLOG], '"logtostderr"'),
+            host_image_service=_mentions(tree, [_HOLLOW_NODE_GO], '"use-host-image-service"'),
+            status_period_env=_mentions(tree, [_HOLLOW_KUBELET_GO], STATUS_PERIOD_ENV),
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__)
+
+    @classmethod
+    def from_json(cls, text: str) -> HollowFlags:
+        data = json.loads(text)
+        return cls(
+            bool(data["logtostderr"]),
+            bool(data["host_image_service"]),
+            bool(data["status_period_env"]),
+        )
+
+
+def etcd_cmd(cfg: ProcsSettings, layout: Layout, etcd: str | None = None) -> list[str]:
     client = f"http://127.0.0.1:{layout.ports.etcd_client}"
     peer = f"http://127.0.0.1:{layout.ports.etcd_peer}"
     return [
-        cfg.etcd,
+        etcd or cfg.etcd,
         "--name",
         "bisector",
         "--data-dir",
@@ -244,7 +317,9 @@ def etcd_cmd(cfg: ProcsSettings, layout: Layout) -> list[str]:
     ]
 
 
-def apiserver_cmd(cfg: ProcsSettings, binary: Path, layout: Layout) -> list[str]:
+def apiserver_cmd(
+    cfg: ProcsSettings, binary: Path, layout: Layout, api: ApiFlags = ApiFlags()
+) -> list[str]:
     """The flags for the tree's generation: 1.7's insecure port, or secure serving."""
     common = [
         str(binary),
@@ -276,20 +351,72 @@ def apiserver_cmd(cfg: ProcsSettings, binary: Path, layout: Layout) -> list[str]
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             "--disable-admission-plugins=ServiceAccount",
         ]
+        if api.advertise_address:
+            flags.append(f"--advertise-address={ADVERTISE_ADDRESS}")
     return [*common, *flags, *cfg.apiserver_args]
 
 
-def hollow_cmd(kubemark: Path, layout: Layout, i: int) -> list[str]:
+def component_cmd(name: str, binary: Path, layout: Layout, port: int) -> list[str]:
+    """kube-controller-manager or kube-scheduler against the cluster's apiserver, with the
+    cluster's kubeconfig (the tool's token) for its API, authentication and authorization
+    clients, serving on a loopback port (the defaults, 10257/10259, bind every interface),
+    no leader election. Flags of v1.32: --kubeconfig (cmd/kube-controller-manager/app/
+    options/options.go:292, cmd/kube-scheduler/app/options/deprecated.go:46),
+    --bind-address/--secure-port (staging/src/k8s.io/apiserver/pkg/server/options/
+    serving.go), --leader-elect (component-base/config/options/leaderelectionconfig.go),
+    --service-account-private-key-file/--root-ca-file (cmd/kube-controller-manager/app/
+    options/serviceaccountcontroller.go:36-38)."""
+    kubeconfig = str(layout.files.kubeconfig)
+    cmd = [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--leader-elect=false",
+        "--v=1",
+    ]
+    if name == "kube-controller-manager":
+        c = layout.credentials
+        cmd += [
+            f"--service-account-private-key-file={c.sa_key}",
+            f"--root-ca-file={c.ca}",
+            "--use-service-account-credentials=false",
+        ]
+    return cmd
+
+
+def component_healthy(port: int, timeout: float = HTTP_TIMEOUT_S) -> bool:
+    """/healthz of a component on its secure port says ok. Its serving certificate is
+    self-signed at start (no --tls-cert-file): not verified, loopback only."""
+    tls = ssl.create_default_context()
+    tls.check_hostname = False
+    tls.verify_mode = ssl.CERT_NONE
+    with contextlib.suppress(OSError, urllib.error.URLError, ValueError):
+        url = f"https://127.0.0.1:{port}/healthz"
+        with urllib.request.urlopen(url, timeout=timeout, context=tls) as answer:
+            return bool(answer.read(64).strip() == b"ok")
+    return False
+
+
+def hollow_cmd(
+    kubemark: Path, layout: Layout, i: int, flags: HollowFlags = HollowFlags()
+) -> list[str]:
     port, read_only = layout.ports.kubelets[i]
-    return [
+    cmd = [
         str(kubemark),
         "--morph=kubelet",
         f"--name={HOLLOW_PREFIX}{i}",
         f"--kubeconfig={layout.files.kubeconfig}",
         f"--kubelet-port={port}",
         f"--kubelet-read-only-port={read_only}",
-        "--logtostderr=true",
     ]
+    if flags.logtostderr:
+        cmd.append("--logtostderr=true")
+    if flags.host_image_service:
+        cmd.append("--use-host-image-service=false")  # the fake image service, no containerd
+    return cmd
 
 
 def hollow_env(cfg: ProcsSettings, layout: Layout, i: int) -> dict[str, str]:
@@ -314,6 +441,8 @@ def load_cmd(cfg: ProcsSettings, layout: Layout) -> list[str]:
         "--status",
         str(layout.files.load_status),
     ]
+    if cfg.watch_load == "pods-without-rv":
+        cmd += ["--pods-without-rv", "--timeout-seconds", f"{cfg.watch_timeout:.0f}"]
     if layout.secure:
         c = layout.credentials
         cmd += ["--ca-file", str(c.ca), "--token-file", str(c.client_token)]

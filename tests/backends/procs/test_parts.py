@@ -21,6 +21,7 @@ from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import doctor as procs_doctor
 from bisector.backends.procs import load as procs_load
 from bisector.backends.procs import stop as procs_stop
+from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.pki import make_pki
 from bisector.backends.procs.settings import DATA, BuildFix, ProcsSettings
 from bisector.backends.registry import backend_info
@@ -137,7 +138,9 @@ def test_a_module_tree_needs_its_go_line_and_notes_go_version(tmp_path: Path) ->
     (tmp_path / "go.mod").write_text("module k8s.io/kubernetes\n\ngo 1.24.0\n")
     (tmp_path / ".go-version").write_text("1.24.6\n")
     needs = pb.go_needs(tmp_path)
-    assert needs == pb.GoNeeds(modules=True, minimum=(1, 24), exact="1.24.6")
+    assert needs == pb.GoNeeds(
+        modules=True, minimum=(1, 24), exact="1.24.6", wanted=tc.GoWanted((1, 24, 0))
+    )
     assert "module mode" in needs.describe() and "1.24.6" in needs.describe()
 
 
