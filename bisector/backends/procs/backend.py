@@ -51,7 +51,7 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs import workload as pw
-from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings
+from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings, harness_revision
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
@@ -305,7 +305,7 @@ class ProcsBackend:
             "--detach",
             "--force",
             source,
-            commit,
+            harness_revision(commit),
             cwd=base,
             timeout=self.cfg.git_timeout,
         )

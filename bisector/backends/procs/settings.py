@@ -35,6 +35,15 @@ DEFAULT_HARNESS_PATCH = "builtin:hollow-node-1.7"
 # Debian's golang-1.19-go builds the 2017 trees in GOPATH mode.
 DEFAULT_GO = "/usr/lib/go-1.19/bin/go"
 _COMMIT = re.compile(r"^[0-9a-fA-F]{4,40}$")
+# A Kubernetes release tag names one commit in every clone of the real repository (a
+# branch such as `main` moves, so a harness from it would change under a run).
+_RELEASE_TAG = re.compile(r"^v\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?$")
+
+
+def harness_revision(value: str) -> str:
+    """What `git worktree add` checks out for `harness_commit`: a release tag only as a tag
+    (refs/tags/...), never a branch of the same name."""
+    return f"refs/tags/{value}" if _RELEASE_TAG.match(value) else value
 
 
 def cache_home() -> Path:
@@ -82,8 +91,11 @@ MAX_HOLLOW_NODES = (65536 - 10000 - 3) // 2
 
 def _commit(s: Section, key: str) -> str:
     value = s.get_str(key, DEFAULT_HARNESS_COMMIT)
-    if not _COMMIT.match(value):
-        raise ConfigError(f"{s.where(key)}: write a commit hash, got {value!r}")
+    if not (_COMMIT.match(value) or _RELEASE_TAG.match(value)):
+        raise ConfigError(
+            f"{s.where(key)}: write a commit hash or a release tag (e.g. v1.32.0-rc.1), "
+            f"got {value!r}"
+        )
     return value
 
 

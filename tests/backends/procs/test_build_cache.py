@@ -58,3 +58,20 @@ def test_another_harness_patch_builds_the_harness_again(world: ProcsWorld) -> No
     second.setup()
     assert _builds(world, "kubemark") == 2
     assert second.kubemark is not None and "harness-patched-v2" in second.kubemark.read_text()
+
+
+def test_a_release_tag_names_the_harness_in_any_clone(world: ProcsWorld) -> None:
+    """A v1.32 tree's harness is its release tag: a snapshot's commit id (cd13ec4a) exists
+    in no real kubernetes clone, the tag v1.32.0-rc.1 in every one. A branch of the same
+    name is never what is checked out (a branch moves)."""
+    import subprocess
+
+    git = ["git", "-C", str(world.repo.path)]
+    subprocess.run([*git, "tag", "v1.32.0-rc.1", world.repo.mainline[0]], check=True)
+    subprocess.run([*git, "branch", "v1.32.0-rc.1", world.repo.mainline[2]], check=True)
+    by_tag = world.backend(harness_commit="v1.32.0-rc.1")
+    by_tag.setup()
+    by_hash = world.backend()  # harness_commit = mainline[0], the tagged commit
+    by_hash.setup()
+    assert _builds(world, "kubemark") == 1  # the same tree: built once, by the tag
+    assert by_tag.kubemark is not None and by_tag.kubemark == by_hash.kubemark
