@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,7 @@ from bisector.backends.procs.stop import tagged
 from bisector.errors import BuildError
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from tests.helpers.processes import listed
-from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world, port_open
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcsWorld]:
-    made = make_world(tmp_path)
-    with fake_env(monkeypatch, made):
-        yield made
+from tests.helpers.procs_backend import ProcsWorld, port_open
 
 
 def _evaluate(backend: ProcsBackend, candidate: Candidate) -> Measurement:

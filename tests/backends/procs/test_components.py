@@ -5,7 +5,6 @@ each flag's source file is named in bisector/backends/procs/cluster.py component
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,16 +17,9 @@ from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
-from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
+from tests.helpers.procs_backend import ProcsWorld
 
 BOTH = ["kube-controller-manager", "kube-scheduler"]
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcsWorld]:
-    made = make_world(tmp_path)
-    with fake_env(monkeypatch, made):
-        yield made
 
 
 def _evaluate(backend: ProcsBackend, candidate: Candidate) -> Measurement:

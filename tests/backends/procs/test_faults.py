@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -31,14 +30,7 @@ from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from tests.helpers.processes import gone
-from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcsWorld]:
-    made = make_world(tmp_path)
-    with fake_env(monkeypatch, made):
-        yield made
+from tests.helpers.procs_backend import ProcsWorld
 
 
 def _niced_sleeper(mark: str) -> subprocess.Popen[bytes]:

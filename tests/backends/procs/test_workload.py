@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +29,7 @@ from bisector.errors import ConfigError
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
 from bisector.orphans import start_time
-from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
+from tests.helpers.procs_backend import ProcsWorld
 
 ERAS = ["insecure", "secure"]  # 2017's insecure port; a module-era apiserver's TLS + token
 
@@ -49,13 +48,6 @@ env["cwd"] = os.getcwd()
 open(os.path.join(os.environ["BISECTOR_LOG_DIR"], "probe.json"), "w").write(json.dumps(env))
 print("workload: the apiserver answered", flush=True)
 """
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcsWorld]:
-    made = make_world(tmp_path)
-    with fake_env(monkeypatch, made):
-        yield made
 
 
 def _python(code: str, world: ProcsWorld, name: str) -> str:
