@@ -81,6 +81,11 @@ def _sides(worse: Worse) -> tuple[str, str]:
     return ("at or above", "below") if worse == "higher" else ("at or below", "above")
 
 
+# With one endpoint at 0, the threshold is the geometric mean with 1 when the other is at
+# least this large (below it, the midpoint).
+ZERO_FLOOR_ABOVE = 100.0
+
+
 def calibrate_threshold(good: float, bad: float, worse: Worse = "higher") -> tuple[float, str]:
     """A threshold between the endpoints' values, and a sentence saying how it was set."""
     if bad == good or is_bad(good, bad, worse):
@@ -94,6 +99,18 @@ def calibrate_threshold(good: float, bad: float, worse: Worse = "higher") -> tup
         return value, (
             f"calibrated: geometric mean of good {_n(good)} and bad {_n(bad)} "
             f"(they differ {high / low:.0f}x)"
+        )
+    if low == 0 and high >= ZERO_FLOOR_ABOVE:
+        # An endpoint that counted nothing (no 409 at all) against thousands: the midpoint
+        # would sit thousands above the good side and take a bad run longer to pass than
+        # to separate. On the log scale the separation lives on, 0 counts as 1, the
+        # smallest count there is; only when the other side is large, so that this floor
+        # is at most 1/ZERO_FLOOR_ABOVE of it whatever the unit.
+        value = math.sqrt(high)
+        zero = "good" if good == 0 else "bad"
+        return value, (
+            f"calibrated: geometric mean of good {_n(good)} and bad {_n(bad)}, "
+            f"{zero} {_n(0)} counted as 1 (they differ {high:.0f}x)"
         )
     value = (good + bad) / 2
     return value, f"calibrated: midpoint of good {_n(good)} and bad {_n(bad)}"

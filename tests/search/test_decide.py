@@ -35,6 +35,21 @@ def test_calibration() -> None:
     value, how = calibrate_threshold(100, 150)
     assert value == 125 and "midpoint" in how
     assert calibrate_threshold(0, 40)[0] == 20
+    assert calibrate_threshold(0, 99)[0] == 49.5  # below the floor's bound: the midpoint
+
+
+def test_calibration_counts_a_zero_endpoint_as_one_against_a_large_other() -> None:
+    """The 2017 hunt with hollow nodes that report at full rate (1 s, 100 nodes): the good
+    endpoint counted 0 node PATCH 409s in 5 min, the bad one 776 in the first 15 s and
+    13,284 in all (4 December 2026). The midpoint (6,642) would let a bad search run pass
+    only after minutes; the log-scale middle (115) sits 115x from both sides."""
+    value, how = calibrate_threshold(0, 13_284)
+    assert value == pytest.approx(math.sqrt(13_284))
+    assert "good 0 counted as 1" in how
+    # Lower is worse (a throughput that fell to nothing): the same middle, the same words.
+    value, how = calibrate_threshold(13_284, 0, "lower")
+    assert value == pytest.approx(math.sqrt(13_284))
+    assert "bad 0 counted as 1" in how
     with pytest.raises(BisectorError, match="good 50, bad 40"):
         calibrate_threshold(50, 40)
 
