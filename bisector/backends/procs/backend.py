@@ -740,21 +740,25 @@ class ProcsBackend:
         of the min(N, W) live names). None when neither was counted, or the warmup spans
         under MIN_LOAD_PERIODS periods (too few writes to judge)."""
         nodes = self.cfg.hollow_nodes
+        warmup = end - running.warmup_start
         if not self.hollow_flags.status_period_env:
             # The harness ignores the status period: its heartbeat is the Lease.
-            periods = (end - running.warmup_start) / LEASE_RENEW_S
+            periods = warmup / LEASE_RENEW_S
             renewals = _lease_renewals(log_dir)
             if periods < MIN_LOAD_PERIODS or renewals is None:
                 return None
+            own = _harness_time(nodes, warmup, log_dir, _LEASE_ROUND)
             what = "node lease renewals (the apiserver's PUT count on leases)"
-            return DeliveredLoad(what, nodes * periods, renewals, MIN_LOAD_FRACTION)
-        periods = (end - running.warmup_start) / self.cfg.node_status_period
+            return DeliveredLoad(what, own / LEASE_RENEW_S, renewals, MIN_LOAD_FRACTION)
+        periods = warmup / self.cfg.node_status_period
         if periods < MIN_LOAD_PERIODS:
             return None
         writes = _node_status_writes(log_dir)
         if writes is not None:
+            own = _harness_time(nodes, warmup, log_dir, _STATUS_ROUND)
             what = "node status writes (the apiserver's PATCH count)"
-            return DeliveredLoad(what, nodes * periods, writes, MIN_LOAD_FRACTION)
+            offered = own / self.cfg.node_status_period
+            return DeliveredLoad(what, offered, writes, MIN_LOAD_FRACTION)
         if self.cfg.watchers > 0 and not self.cfg.watches:  # other watches' events differ
             live = min(nodes, self.cfg.watchers)
             events = max(0, _count(figures, "events") - running.events_at_start)
@@ -919,6 +923,51 @@ _NODE_STATUS_WRITE = {"verb": "PATCH", "resource": "nodes", "subresource": "stat
 
 
 _LEASE_RENEWAL = {"verb": "PUT", "resource": "leases"}
+
+# The apiserver's time answering requests, per family and unit: 1.7's histogram in
+# microseconds (staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go at 7043372:
+# apiserver_request_latencies, "in microseconds"), request_duration_seconds since 1.14 (the
+# same file at v1.32.0-rc.1).
+_REQUEST_TIME_SUMS = (
+    ("apiserver_request_duration_seconds_sum", 1.0),
+    ("apiserver_request_latencies_sum", 1e-6),
+)
+# What a hollow kubelet waits on in one status round (1.7 kubelet_node_status.go
+# tryUpdateNodeStatus: GET the node, PATCH its status, again on a 409) and in one lease
+# renewal (GET and PUT of its Lease).
+_STATUS_ROUND = (
+    {"verb": "GET", "resource": "nodes", "subresource": ""},
+    _NODE_STATUS_WRITE,
+)
+_LEASE_ROUND = ({"verb": "GET", "resource": "leases"}, _LEASE_RENEWAL)
+
+
+def _harness_time(
+    nodes: int, warmup_s: float, log_dir: Path, kinds: tuple[dict[str, str], ...]
+) -> float:
+    """Node-seconds of the warmup the hollow kubelets had to themselves: each writes once a
+    period of its OWN time and waits for the answer before the next (a closed loop), so
+    what an apiserver spent answering them is not load the harness failed to offer. A
+    regression that makes the apiserver slow (PATCH answers of 1.5 s at the 2017 bad
+    endpoint, 4 December 2026: 240 of each node's 300 s spent waiting) cuts the writes
+    made by as much, and must not read as a starved harness; frozen hollow nodes make no
+    requests, so nothing is subtracted for them. Without the apiserver's latency sums,
+    nothing is subtracted (the plain N x warmup)."""
+    whole = nodes * warmup_s
+    try:
+        window = prom.Window(
+            prom.read_snapshot(log_dir / METRICS_BEFORE),
+            prom.read_snapshot(log_dir / METRICS_AFTER),
+        )
+        for name, unit in _REQUEST_TIME_SUMS:
+            if window.after.of(name):
+                waited = sum(
+                    prom.counter_increase(window, name, kind, absent_is_zero=True) for kind in kinds
+                )
+                return max(0.0, whole - waited * unit)
+    except InfraError:
+        return whole
+    return whole
 
 
 def _node_status_writes(log_dir: Path) -> int | None:

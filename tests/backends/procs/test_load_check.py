@@ -1,0 +1,76 @@
+"""The load check's closed loop: a hollow kubelet writes once a period of its own time and
+waits for each answer, so the time an apiserver spends answering is not load the harness
+failed to offer (bisector.backends.procs.backend._harness_time).
+
+The figures are the 2017 bad endpoint's (kubernetes 7043372; 100 hollow nodes, status every
+1 s, 16,000 node watches, 5 min warmup; /metrics before and after, 4 December 2026): its
+node PATCHes took 1.5 s at the median, the kubelets made 12,116 of them, 40 % of N x warmup
+/ period, and the plain rule called that run "the load did not run" although its 409s were
+the regression itself. Metric names and units from
+staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go at 7043372
+(apiserver_request_count, apiserver_request_latencies in microseconds)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
+from bisector.backends.procs import backend as procs_backend
+from bisector.backends.procs import cluster as pc
+from tests.helpers.procs_backend import make_world
+
+UA = "kubemark/v0.0.0 (linux/amd64) kubernetes/7043372"
+
+
+def _metrics(path: Path, *, patches: int, get_us: float, patch_us: float) -> None:
+    path.write_text(
+        "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7e9\n"
+        "# TYPE apiserver_request_count counter\n"
+        f'apiserver_request_count{{client="{UA}",code="409",contentType="application/'
+        'vnd.kubernetes.protobuf",resource="nodes",subresource="status",verb="PATCH"} '
+        f"{patches}\n"
+        "# TYPE apiserver_request_latencies histogram\n"
+        'apiserver_request_latencies_sum{resource="nodes",subresource="",verb="GET"} '
+        f"{get_us:e}\n"
+        'apiserver_request_latencies_sum{resource="nodes",subresource="status",verb="PATCH"} '
+        f"{patch_us:e}\n"
+        'apiserver_request_latencies_sum{resource="nodes",subresource="",verb="LIST"} 2.7e+08\n'
+    )
+
+
+def _judge(tmp_path: Path, *, patches: int, get_s: float, patch_s: float) -> DeliveredLoad:
+    world = make_world(tmp_path)
+    backend = world.backend(warmup_s=300.0, hollow_nodes=100, node_status_period=1.0)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir(exist_ok=True)
+    _metrics(log_dir / METRICS_BEFORE, patches=0, get_us=7.7e8, patch_us=3.5e8)
+    _metrics(
+        log_dir / METRICS_AFTER,
+        patches=patches,
+        get_us=7.7e8 + get_s * 1e6,
+        patch_us=3.5e8 + patch_s * 1e6,
+    )
+    ports = pc.Ports(2379, 2380, 8080, ((1, 2),))
+    layout = pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"), ports, False)
+    running = procs_backend.Running(layout, pc.Api("http://x"), "r")
+    end = time.time()
+    running.warmup_start = end - 300.0
+    load = backend._delivered(running, log_dir, {}, end)
+    assert load is not None
+    return load
+
+
+def test_a_slow_apiserver_is_a_measurement_not_a_starved_harness(tmp_path: Path) -> None:
+    # 3,869 s answering the kubelets' node GETs and 20,532 s their PATCHes, over 100 nodes.
+    load = _judge(tmp_path, patches=12_116, get_s=3_869, patch_s=20_532)
+    assert load.ran, load.describe()
+    # The harness had 30,000 - 24,401 node-seconds to itself: ~5,599 writes offered.
+    assert round(load.offered) == 5_599
+
+
+def test_frozen_hollow_nodes_still_did_not_run_the_load(tmp_path: Path) -> None:
+    # SIGSTOP: no requests, so no answering time either; 20 % of the writes.
+    load = _judge(tmp_path, patches=6_000, get_s=2.0, patch_s=10.0)
+    assert not load.ran
+    assert round(load.offered) == 29_988
