@@ -391,3 +391,17 @@ def test_an_empty_nightly_bucket_is_refused_when_the_config_is_loaded(tmp_path: 
     config.write_text('[nightly]\n[[nightly.jobs]]\njob = "ci-x"\nbucket = ""\n')
     with pytest.raises(ConfigError, match=r"key `nightly\.jobs\[0\]\.bucket` is empty \(''\)"):
         load_nightly_config(config)
+
+
+@pytest.mark.parametrize("key", ["name", "command", "patch"])
+def test_an_empty_build_fix_key_is_refused(key: str) -> None:
+    """`[[backends.procs.build_fixes]] command = ""` ran `bash -c ""` (exit 0): a fix that
+    did nothing; `patch = ""` named the current directory; `name = ""` named no fix."""
+    from bisector.backends.procs.settings import ProcsSettings
+
+    fix = {"name": "n", "command": "true", key: ""}
+    if key == "patch":
+        del fix["command"]
+    section = Section({"build_fixes": [fix]}, "p.toml", "backends.procs")
+    with pytest.raises(ConfigError, match=rf"build_fixes\[0\]\.{key}` is empty"):
+        ProcsSettings.from_section(section)
