@@ -396,7 +396,7 @@ def test_an_empty_nightly_bucket_is_refused_when_the_config_is_loaded(tmp_path: 
 @pytest.mark.parametrize("key", ["name", "command", "patch"])
 def test_an_empty_build_fix_key_is_refused(key: str) -> None:
     """`[[backends.procs.build_fixes]] command = ""` ran `bash -c ""` (exit 0): a fix that
-    did nothing; `patch = ""` named the current directory; `name = ""` named no fix."""
+    did nothing; `patch = ""` read as no patch at all (a fix with neither); `name = ""` no name."""
     from bisector.backends.procs.settings import ProcsSettings
 
     fix = {"name": "n", "command": "true", key: ""}
