@@ -277,7 +277,11 @@ def load_config(path: Path | str) -> Section:
 # Declared settings: one `setting(...)` per key, as a dataclass field, from which the
 # table's known keys (`keys_of`), the typed values, the range checks and their error
 # lines all come (`read_settings`). A key is written once: its field's name.
-Kind = Literal["str", "int", "float", "bool", "duration", "str_list", "path", "dir", "table"]
+# "path": a directory bisector creates when absent (a cache), so never an existing file;
+# "dir": one that must exist; "file": an existing regular file.
+Kind = Literal[
+    "str", "int", "float", "bool", "duration", "str_list", "path", "dir", "file", "table"
+]
 REQUIRED: object = _MISSING  # a key the file must set
 _SPEC = "bisector.setting"
 S = TypeVar("S")
@@ -308,7 +312,7 @@ class Key:
         if self.default is None and name not in s:
             return None
         default = self.default
-        if self.kind in ("path", "dir"):
+        if self.kind in ("path", "dir", "file"):
             text = s.get_str(name) if default is REQUIRED or name in s else None
             if text is None:
                 return default() if callable(default) else default
@@ -321,6 +325,18 @@ class Key:
                 raise ConfigError(
                     f"{s.where(name)} = {text!r} is not an existing directory; create it "
                     "or leave the key out for the default (bisector creates nothing there)"
+                )
+            if self.kind == "path" and path.exists() and not path.is_dir():
+                # Found only at the first build otherwise (`mkdir` or Go's GOCACHE failing
+                # on a file), after the endpoints' clusters had been planned.
+                raise ConfigError(
+                    f"{s.where(name)} = {text!r} exists and is not a directory; name a "
+                    "directory (bisector creates it when absent) or leave the key out"
+                )
+            if self.kind == "file" and not path.is_file():
+                raise ConfigError(
+                    f"{s.where(name)} = {text!r} is not an existing regular file; "
+                    "name the file or leave the key out"
                 )
             return path
         value: object
@@ -339,8 +355,30 @@ class Key:
             value = s.table(name)
         else:
             value = s.get_str(name, default)
+        self._not_blank(s, name, value)
         self.check(s, name, value)
         return None if self.automatic is not None and value == self.automatic else value
+
+    def _not_blank(self, s: Section, name: str, value: object) -> None:
+        """An empty name, command or bucket (`bucket = ""`), or an empty item of a list, is
+        refused here, not found after a launch or never: kube-apiserver ignores an empty
+        argument (`apiserver_args = [""]`: 2017's flag.InitFlags leaves it an unread
+        positional, v1.32's cobra Args skips len(arg) == 0), so the flag the user meant
+        to pass (a template that expanded to nothing) silently is not there. A key whose
+        default is "" declares that empty means something (no selector)."""
+        blank = isinstance(value, str) and not value.strip()
+        if self.kind == "str" and self.default != "" and blank:
+            raise ConfigError(
+                f"{s.where(name)} is empty ({value!r}); write a value or leave the key "
+                "out for the default"
+            )
+        if self.kind == "str_list" and isinstance(value, tuple):
+            for i, item in enumerate(value):
+                if not item.strip():
+                    raise ConfigError(
+                        f"{s.where(name)}: item {i + 1} of {list(value)!r} is empty; "
+                        "remove it (an empty argument is no flag: the program ignores it)"
+                    )
 
     def check(self, s: Section, name: str, value: object) -> None:
         """One line naming the file, the table path, the key, the value and the bound."""
@@ -407,7 +445,7 @@ def setting(
         return field(default=parse_duration(default), metadata=metadata)
     if kind == "str_list":
         return field(default=tuple(cast("Iterable[str]", default)), metadata=metadata)
-    if kind in ("path", "dir") and isinstance(default, str):
+    if kind in ("path", "dir", "file") and isinstance(default, str):
         return field(default=Path(default), metadata=metadata)
     return field(default=default, metadata=metadata)
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -244,3 +245,163 @@ def test_an_endless_config_is_refused_not_read_to_the_end() -> None:
     """`--config /dev/zero` was read until the OOM killer ended bisector (exit 137)."""
     with pytest.raises(ConfigError, match=r"^config file /dev/zero holds more than 16 MiB"):
         load_config("/dev/zero")
+
+
+# -- values refused up front (issue 30, follow-up to item 2) ------------------------------
+
+
+def _declared() -> list[tuple[str, type]]:
+    """Every declared settings table, by the table path its errors name."""
+    from bisector.backends.gce.settings import GceSettings
+    from bisector.backends.kind.steps import KindSettings
+    from bisector.backends.local import LocalSettings
+    from bisector.backends.procs.load import WatchSpec
+    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.sim import SimSettings
+    from bisector.nightly.config import JobTable, NightlyTable
+    from bisector.settings import RunSettings, SearchSettings
+
+    return [
+        ("backends.procs", ProcsSettings),
+        ("backends.procs.watches[0]", WatchSpec),
+        ("backends.kind", KindSettings),
+        ("backends.gce", GceSettings),
+        ("backends.local", LocalSettings),
+        ("backends.sim", SimSettings),
+        ("nightly", NightlyTable),
+        ("nightly.jobs[0]", JobTable),
+        ("run", RunSettings),
+        ("search", SearchSettings),
+    ]
+
+
+def _keys_of_kind(*kinds: str) -> list[tuple[str, str]]:
+    from bisector.config import key_specs
+
+    return [
+        (table, name)
+        for table, cls in _declared()
+        for name, key in key_specs(cls).items()
+        if key.kind in kinds and key.reader is None and key.default != ""
+    ]
+
+
+def _read_one(table: str, name: str, value: object) -> object:
+    from bisector.config import key_specs
+
+    cls = dict(_declared())[table]
+    return key_specs(cls)[name].read(Section({name: value}, "c.toml", table), name)
+
+
+@pytest.mark.parametrize(("table", "name"), _keys_of_kind("str"))
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_string_is_refused_naming_table_and_key(table: str, name: str, value: str) -> None:
+    """`[[nightly.jobs]] bucket = ""`, `etcd = ""`, `go = ""` were accepted and failed (if
+    at all) only at the first read, launch or build: every string key whose default is not
+    "" (a selector's "" means none) refuses an empty value with one line."""
+    with pytest.raises(ConfigError) as caught:
+        _read_one(table, name, value)
+    said = str(caught.value)
+    assert said.startswith(f"c.toml: key `{table}.{name}` is empty ({value!r})"), said
+    assert "\n" not in said
+
+
+def test_the_sweep_of_string_keys_covers_the_named_cases() -> None:
+    """The sweep above is not empty by accident: the brief's keys are among its cases."""
+    swept = set(_keys_of_kind("str"))
+    assert {("nightly.jobs[0]", "bucket"), ("backends.procs", "etcd")} <= swept
+    assert ("backends.local", "launch") in swept
+    assert ("backends.procs.watches[0]", "label_selector") not in swept  # "": no selector
+
+
+@pytest.mark.parametrize(("table", "name"), _keys_of_kind("str_list"))
+def test_an_empty_item_of_a_list_is_refused(table: str, name: str) -> None:
+    """`apiserver_args = ["--v=4", ""]`: kube-apiserver ignores an empty argument (2017's
+    flag.InitFlags leaves it an unread positional: cmd/kube-apiserver/apiserver.go in the
+    hyperhq/kubernetes mirror; v1.32's cobra Args skips `len(arg) == 0`:
+    cmd/kube-apiserver/app/server.go), so the flag the user meant is silently absent."""
+    with pytest.raises(ConfigError, match=rf"key `{re.escape(table)}\.{name}`: item 2 of"):
+        _read_one(table, name, ["--v=4", ""])
+    assert _read_one(table, name, ["--v=4"]) == ("--v=4",)
+
+
+def test_the_procs_apiserver_args_refuse_an_empty_argument_through_the_backend() -> None:
+    from bisector.backends.procs.settings import ProcsSettings
+
+    section = Section({"apiserver_args": [""]}, "p.toml", "backends.procs")
+    with pytest.raises(ConfigError, match=r"^p\.toml: key `backends\.procs\.apiserver_args`: "):
+        ProcsSettings.from_section(section)
+
+
+@pytest.mark.parametrize(("table", "name"), _keys_of_kind("path"))
+def test_a_cache_directory_that_is_a_file_is_refused(tmp_path: Path, table: str, name: str) -> None:
+    """`gocache = "/etc/hosts"`: go fails at the first build (GOCACHE is not a directory);
+    every directory key bisector creates when absent refuses an existing file up front."""
+    file = tmp_path / "a-file"
+    file.write_text("x")
+    with pytest.raises(ConfigError) as caught:
+        _read_one(table, name, str(file))
+    assert str(caught.value).startswith(
+        f"c.toml: key `{table}.{name}` = '{file}' exists and is not a directory"
+    )
+    assert _read_one(table, name, str(tmp_path / "new")) == tmp_path / "new"  # created later
+
+
+def test_the_procs_gocache_refuses_a_file_through_the_backend(tmp_path: Path) -> None:
+    from bisector.backends.procs.settings import ProcsSettings
+
+    assert ("backends.procs", "gocache") in _keys_of_kind("path")
+    (tmp_path / "cache").write_text("")
+    section = Section({"gocache": str(tmp_path / "cache")}, "p.toml", "backends.procs")
+    with pytest.raises(ConfigError, match=r"gocache` = '.*cache' exists and is not a directory"):
+        ProcsSettings.from_section(section)
+
+
+def test_a_kind_config_must_be_a_file_and_a_base_checkout_a_directory(tmp_path: Path) -> None:
+    """Both were read only at launch: a directory as `kind_config` (read_text: IsADirectory),
+    a `base_checkout` that does not exist (its release tarball looked for at setup)."""
+    with pytest.raises(ConfigError, match=r"kind_config` = .* is not an existing regular file"):
+        _read_one("backends.kind", "kind_config", str(tmp_path))
+    with pytest.raises(ConfigError, match=r"base_checkout` = .* is not an existing directory"):
+        _read_one("backends.gce", "base_checkout", str(tmp_path / "absent"))
+
+
+def test_an_empty_base_prefix_is_refused() -> None:
+    from bisector.backends.gce.settings import _base_prefix
+
+    with pytest.raises(ConfigError, match=r"key `backends\.gce\.base_prefix` is empty"):
+        _base_prefix(Section({"base_prefix": ""}, "c.toml", "backends.gce"), "base_prefix")
+
+
+@pytest.mark.parametrize("key", ["state", "reports"])
+def test_a_nightly_directory_that_is_a_file_is_refused(tmp_path: Path, key: str) -> None:
+    from bisector.nightly.config import load_nightly_config
+
+    (tmp_path / "taken").write_text("")
+    config = tmp_path / "nightly.toml"
+    config.write_text(f'[nightly]\n{key} = "taken"\n[[nightly.jobs]]\njob = "ci-x"\n')
+    with pytest.raises(ConfigError, match=rf"key `nightly\.{key}`: .*taken exists and is not a d"):
+        load_nightly_config(config)
+
+
+def test_an_empty_nightly_bucket_is_refused_when_the_config_is_loaded(tmp_path: Path) -> None:
+    from bisector.nightly.config import load_nightly_config
+
+    config = tmp_path / "nightly.toml"
+    config.write_text('[nightly]\n[[nightly.jobs]]\njob = "ci-x"\nbucket = ""\n')
+    with pytest.raises(ConfigError, match=r"key `nightly\.jobs\[0\]\.bucket` is empty \(''\)"):
+        load_nightly_config(config)
+
+
+@pytest.mark.parametrize("key", ["name", "command", "patch"])
+def test_an_empty_build_fix_key_is_refused(key: str) -> None:
+    """`[[backends.procs.build_fixes]] command = ""` ran `bash -c ""` (exit 0): a fix that
+    did nothing; `patch = ""` read as no patch at all (a fix with neither); `name = ""` no name."""
+    from bisector.backends.procs.settings import ProcsSettings
+
+    fix = {"name": "n", "command": "true", key: ""}
+    if key == "patch":
+        del fix["command"]
+    section = Section({"build_fixes": [fix]}, "p.toml", "backends.procs")
+    with pytest.raises(ConfigError, match=rf"build_fixes\[0\]\.{key}` is empty"):
+        ProcsSettings.from_section(section)

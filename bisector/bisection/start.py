@@ -29,7 +29,15 @@ from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
 from bisector.measure.early import Scorer, rescoring
 from bisector.measure.evaluator import Evaluator, MeasureSettings
-from bisector.measure.journal import Failed, Interrupted, Journal, Resume, Start, TeardownFailed
+from bisector.measure.journal import (
+    LAUNCH_FAILED_SESSIONS,
+    Failed,
+    Interrupted,
+    Journal,
+    Resume,
+    Start,
+    TeardownFailed,
+)
 from bisector.search.decide import DecisionRule, MajorityRule
 from bisector.search.progress import PlainProgress, Progress
 from bisector.settings import RunSettings
@@ -175,6 +183,13 @@ def open_bisection(
                 journal = Journal(layout.journal, cache, s.fingerprint())
         elif other is not None:
             raise refuse(layout.root, other)
+        if journal.unlaunchable:
+            progress.note(
+                f"{len(journal.unlaunchable)} commit(s) failed every launch in "
+                f"{LAUNCH_FAILED_SESSIONS} earlier sessions, beside others that launched: kept as "
+                "skips, not launched again (--fresh tries them again): "
+                + ", ".join(c[:12] for c in journal.unlaunchable)
+            )
         if journal.retired:
             commits = len({m.commit for m in journal.retired})
             progress.note(

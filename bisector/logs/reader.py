@@ -10,6 +10,7 @@ import signal
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import IO
 
 from bisector.errors import BisectorError
 from bisector.logs.chunks import iter_chunks, range_chunks
@@ -27,8 +28,64 @@ CHUNK_SIZE = 2 << 20
 # Below this a plain file is read in-process: starting workers costs more than it saves.
 PARALLEL_MIN_BYTES = 64 << 20
 _PEEK_BYTES = 1 << 16
-# Lines out of order by this much are one log's (goroutines stamp a line before writing it).
-ORDER_SLACK_S = 1.0
+# Lines out of order by this much are one log's: glog stamps a line before it takes the
+# write lock, so a goroutine descheduled in between writes it late. Real 2017 apiserver
+# logs (kubernetes 7043372, procs, 100 hollow nodes, 2 cores at load ~7) had 7-34 lines
+# 1.0-1.6 s behind the line above them: a rotation there began "before the last file
+# ended" and a real rotated set was refused. Two launches' logs overlap by minutes.
+ORDER_SLACK_S = 5.0
+# A source with no size (stdin, a URL) may never end (`yes |`, `tail -f`, `< /dev/zero`):
+# the most it may give, far past one run's apiserver log (a file of any size still reads:
+# it has an end) ...
+MAX_STREAM_BYTES = 64 << 30
+# ... and the most it may give before its first line with a readable time (a glog file's
+# header is four lines): past it, it is no log at all, and said so in seconds, not hours.
+MAX_HEAD_WITHOUT_TIME = 64 << 20
+# ... or lines (short ones, `yes`: 32 million of them in 64 MiB, minutes of scanning).
+MAX_LINES_WITHOUT_TIME = 1_000_000
+
+
+class _Bounded:
+    """An unsized source's stream, read up to the bounds above; LogError past either."""
+
+    def __init__(self, spec: str, inner: IO[bytes], seen: Partial) -> None:
+        self._spec, self._inner, self._seen = spec, inner, seen
+        self.given = 0
+
+    def readinto(self, buffer: memoryview) -> int:
+        n: int = self._inner.readinto(buffer)  # type: ignore[attr-defined]
+        self.given += n
+        name = "stdin (-)" if self._spec == "-" else self._spec
+        # `seen` is filled a block behind the reads: the head bound is far past a block.
+        lines = self._seen.lines
+        if self._seen.first_ts is None and (
+            self.given > MAX_HEAD_WITHOUT_TIME or lines > MAX_LINES_WITHOUT_TIME
+        ):
+            many = lines > MAX_LINES_WITHOUT_TIME
+            what = f"{MAX_LINES_WITHOUT_TIME:,} lines" if many else _size(MAX_HEAD_WITHOUT_TIME)
+            raise LogError(
+                f"{name} gave more than {what} without one log line with a "
+                "readable time: not a kube-apiserver log (an endless input such as `yes` or "
+                "/dev/zero?); pass the apiserver's log"
+            )
+        if self.given > MAX_STREAM_BYTES:
+            raise LogError(
+                f"{name} gave more than {_size(MAX_STREAM_BYTES)}: more than any one run's "
+                "apiserver log (an endless input such as `tail -f`?); save the log to a file "
+                "and pass the file"
+            )
+        return n
+
+
+def _size(n: int) -> str:
+    return f"{n >> 30} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
+
+
+def _bounded(source: Source, stream: IO[bytes], seen: Partial) -> IO[bytes]:
+    """`stream` itself for a file (its size bounds it), else `stream` under _Bounded."""
+    if source.is_local_file or source.spec.startswith("gs://"):
+        return stream
+    return _Bounded(source.spec, stream, seen)  # type: ignore[return-value]
 
 
 def _start_worker() -> None:
@@ -79,7 +136,7 @@ def _scan_stream(source: Source, settings: ScanSettings, chunk_size: int) -> Par
     with open_source(source) as stream:
         # A binary file is read through (memory stays bounded) and then refused: no line
         # with a readable time, its garbled lines counted in the message.
-        for body in iter_chunks(stream, chunk_size):
+        for body in iter_chunks(_bounded(source, stream, out), chunk_size):
             scan_chunk(body, settings, out)
     return out
 
@@ -225,7 +282,7 @@ def _scan_stdin_window(
 ) -> Partial:
     out = Partial()
     with open_source(source) as stream:
-        for body in iter_chunks(stream, chunk_size):
+        for body in iter_chunks(_bounded(source, stream, out), chunk_size):
             if out.first_ts is None:
                 probe = Partial()
                 scan_chunk(body[:_PEEK_BYTES], settings, probe)

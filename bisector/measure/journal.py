@@ -5,7 +5,11 @@ lose at most the line being written; a torn last line is ignored on reading.
 The journal (`<run dir>/journal.jsonl`) holds every record of one run, one typed
 record per kind (below) and one reader (`read_journal`); an infrastructure skip an
 earlier session of the run journaled is history there, not an answer: the session
-that opens the journal measures that commit again. The cache
+that opens the journal measures that commit again. Except a commit that could not be
+launched in LAUNCH_FAILED_SESSIONS earlier sessions, beside other commits that did
+launch: that is its tree (an apiserver that exits at start), and launching it again in
+every resume cost a build and `launch_attempts` launches each time; it stays a skip for
+this run (`--fresh` tries it again; still never cached). The cache
 (`<git dir>/bisector/measurements.jsonl`) holds measurements of every run keyed by
 (tree id, config fingerprint), so a later bisect over an overlapping range reuses
 them. Only measurements with a value are cached: an infrastructure skip (an outage,
@@ -22,7 +26,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bisector.errors import LaunchError
 from bisector.measure.evaluation import LogSeen, Measurement, seen_log
+
+# Earlier sessions in which a commit's every launch attempt failed (in one of them beside
+# another commit that launched and was measured) before its launch skip is kept.
+LAUNCH_FAILED_SESSIONS = 2
 
 
 def append_line(path: Path, record: dict[str, Any]) -> None:
@@ -245,6 +254,10 @@ def read_journal(path: Path) -> list[Record]:
 # -- the journal ------------------------------------------------------------------------
 
 
+def _launch_skip(m: Measurement) -> bool:
+    return m.infra_skip and m.skipped_at == LaunchError.kind
+
+
 class Journal:
     """Measurements of this run plus reusable ones from earlier runs, for one fingerprint."""
 
@@ -261,6 +274,8 @@ class Journal:
         self.verdicts: dict[str, str] = {}  # commit -> the latest verdict journaled
         # Infrastructure skips of earlier sessions: in the report, never in a verdict.
         self.retired: list[Measurement] = []
+        # Commits kept as skips: launched in vain in LAUNCH_FAILED_SESSIONS sessions.
+        self.unlaunchable: dict[str, int] = {}
         seen: set[str] = set()
         for record in self.records:
             if isinstance(record, Measured):
@@ -274,6 +289,7 @@ class Journal:
                     self.by_tree[m.tree].append(m)
             elif isinstance(record, Verdict):
                 self.verdicts[record.commit] = record.verdict
+        self._keep_launch_skips()
         for record in read_journal(cache_file):
             if not isinstance(record, Measured) or record.fingerprint != fingerprint:
                 continue
@@ -285,6 +301,32 @@ class Journal:
                 seen.add(m.id)
                 self.cached_ids.add(m.id)
                 self.by_tree[m.tree].append(m)
+
+    def _keep_launch_skips(self) -> None:
+        """Move from `retired` to the verdicts the launch skips of a tree that failed to
+        launch in LAUNCH_FAILED_SESSIONS sessions, in one of which other trees launched
+        and measured (the machine could launch: the failure followed the tree)."""
+        session = 0
+        failed: dict[str, set[int]] = defaultdict(set)
+        measured: dict[int, set[str]] = defaultdict(set)  # session -> trees with a value
+        for record in self.records:
+            if isinstance(record, (Start, Resume)):
+                session += 1
+            elif isinstance(record, Measured):
+                m = record.measurement
+                if m.value is not None:
+                    measured[session].add(m.tree)
+                elif _launch_skip(m):
+                    failed[m.tree].add(session)
+        for tree, sessions in failed.items():
+            # A resumed session measures only what is missing (the rest is replayed), so
+            # one session beside other launches is the evidence the machine could launch.
+            beside_others = any(measured[n] - {tree} for n in sessions)
+            if len(sessions) >= LAUNCH_FAILED_SESSIONS and beside_others:
+                kept = [m for m in self.retired if m.tree == tree and _launch_skip(m)]
+                self.retired = [m for m in self.retired if m not in kept]
+                self.by_tree[tree].extend(kept)
+                self.unlaunchable[kept[-1].commit] = len(sessions)
 
     def write(self, record: Record) -> None:
         append_line(self.path, record.to_json())

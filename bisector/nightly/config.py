@@ -159,6 +159,12 @@ def load_nightly_config(path: Path) -> NightlyConfig:
     state = _path(base, table.state)
     database = _path(state, table.database)
     reports = _path(base, table.reports or str(state / "reports"))
+    for key, place in (("state", state), ("reports", reports)):
+        if place.exists() and not place.is_dir():  # else found by the first night's mkdir
+            raise ConfigError(
+                f"{nightly.where(key)}: {place} exists and is not a directory; name a "
+                "directory (created when absent)"
+            )
     upload = table.upload
     if upload is not None and not upload.startswith("gs://"):
         raise ConfigError(f"{nightly.where('upload')}: expected gs://BUCKET/PREFIX")

@@ -76,3 +76,41 @@ def test_a_commit_that_does_not_build_is_not_built_again_by_the_rerun(
     again = _run(built, driver, run_dir)
     assert again.returncode == RunExit.INCONCLUSIVE, again.stderr
     assert driver.calls("built").count(broken) == builds  # the tree's own failure: final
+
+
+def test_a_commit_that_never_launches_is_not_launched_in_every_resume(
+    tmp_path: Path, driver: FaultDriver
+) -> None:
+    """Issue 30: a candidate whose every launch failed cost a build and `launch_attempts`
+    launches again in each resume, forever. Two sessions in which it failed to launch (in
+    the first, others launched beside it) are the tree's answer for this run: a skip, kept."""
+    built = build_repo(tmp_path / "repo", VALUES)
+    culprit = built.mainline[CULPRIT]
+    driver.inject("flaky", culprit)  # its apiserver never comes up (it exits at start)
+    run_dir = tmp_path / "run"
+    launches = []
+    for _ in range(3):
+        done = _run(built, driver, run_dir)
+        assert done.returncode == RunExit.INCONCLUSIVE, done.stderr
+        launches.append(driver.calls("launches").count(culprit))
+    assert launches == [3, 6, 6]  # tried in the first two sessions, then kept
+    assert "failed every launch in 2 earlier sessions, beside others that launched" in done.stderr
+    assert culprit[:12] in done.stderr
+    cached = (built.path / ".git" / "bisector" / "measurements.jsonl").read_text()
+    assert culprit not in cached  # still never cached: another run tries it again
+    assert driver.up() == []
+
+
+def test_a_launch_outage_of_every_commit_is_not_kept(tmp_path: Path, driver: FaultDriver) -> None:
+    """Sessions in which nothing else launched either say nothing about the tree: an
+    outage of the machine (ports, a quota) is retried by every resume, as before."""
+    built = build_repo(tmp_path / "repo", VALUES)
+    driver.inject("flaky")  # every launch of every commit fails
+    run_dir = tmp_path / "run"
+    for _ in range(2):
+        _run(built, driver, run_dir)
+    driver.clear("flaky")
+    again = _run(built, driver, run_dir)
+    assert again.returncode == RunExit.FOUND, again.stderr
+    assert f"culprit: {built.mainline[CULPRIT]}" in again.stdout
+    assert "kept as skips" not in again.stderr

@@ -29,3 +29,50 @@ def test_measurements_survive_reopening_and_are_shared_per_fingerprint(tmp_path:
     assert other_run.for_tree("tree1", confirm=True) == []  # confirmation is never reused
     assert len(other_run.cached_ids) == 1
     assert Journal(tmp_path / "run3", cache, "fp2").for_tree("tree1") == []
+
+
+def _session(journal: Journal, first: bool, *runs: Measurement) -> None:
+    from bisector.measure.journal import Resume, Start
+
+    journal.write(Start() if first else Resume())
+    for m in runs:
+        journal.add(m)
+
+
+def _skip(kind: str) -> Measurement:
+    return Measurement("x", "treeX", "bisect", reason=f"{kind}: it failed", skipped_at=kind)
+
+
+def test_a_tree_that_failed_to_launch_in_two_sessions_stays_a_skip(tmp_path: Path) -> None:
+    """Issue 30: each resume built and launched it again (launch_attempts launches)."""
+    cache = tmp_path / "cache.jsonl"
+    journal = Journal(tmp_path / "run", cache, "fp")
+    _session(journal, True, Measurement("y", "treeY", "bisect", value=1.0), _skip("launch"))
+    once = Journal(tmp_path / "run", cache, "fp")
+    assert once.for_tree("treeX") == [] and once.unlaunchable == {}  # one session: retried
+    _session(once, False, _skip("launch"))
+    twice = Journal(tmp_path / "run", cache, "fp")
+    assert [m.value for m in twice.for_tree("treeX")] == [None, None]  # the rule says skip
+    assert twice.unlaunchable == {"x": 2}
+    assert twice.retired == []
+    assert "treeX" not in cache.read_text()  # kept for this run only, never cached
+
+
+def test_skips_that_are_not_the_trees_launch_stay_retried(tmp_path: Path) -> None:
+    """A collect failure twice, or launch failures in sessions where nothing else was
+    measured (an outage of the machine), say nothing about the tree."""
+    cache = tmp_path / "cache.jsonl"
+    journal = Journal(tmp_path / "run", cache, "fp")
+    _session(journal, True, Measurement("y", "treeY", "bisect", value=1.0), _skip("collect"))
+    _session(journal, False, _skip("collect"))
+    _session(
+        journal,
+        False,
+        Measurement("z", "treeZ", "bisect", reason="launch: x", skipped_at="launch"),
+        _skip("launch"),
+    )
+    _session(journal, False, _skip("launch"))
+    reopened = Journal(tmp_path / "run", cache, "fp")
+    assert reopened.for_tree("treeX") == []
+    assert reopened.unlaunchable == {}
+    assert len(reopened.retired) == 5

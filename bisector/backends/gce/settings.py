@@ -60,7 +60,10 @@ def _env(s: Section, key: str) -> dict[str, str]:
 
 
 def _base_prefix(s: Section, key: str) -> str:
-    return s.get_str(key, s.get_str("instance_prefix", "kubemark"))
+    value = s.get_str(key, s.get_str("instance_prefix", "kubemark"))
+    if not value.strip():  # "" names no instance: the base cluster would have no name
+        raise ConfigError(f"{s.where(key)} is empty; write a name or leave the key out")
+    return value
 
 
 def _timeout(default: str, doc: str) -> Any:  # a field, as `setting` returns
@@ -85,7 +88,7 @@ class GceSettings:
     )
     api_server_log_level: str = setting("str", "--v=3", "the apiserver's log level flag")
     env: dict[str, str] = setting("table", doc="[env]: more script variables", reader=_env)
-    base_checkout: Path | None = setting("path", None, "the base cluster's checkout")
+    base_checkout: Path | None = setting("dir", None, "the base cluster's checkout")
     keep_base_cluster: bool = setting("bool", False, "leave the base cluster up after the run")
     instrument_patch: str | None = setting("str", None, "a patch applied to each candidate")
     build_cache_dir: Path = setting("path", default_cache_dir, "built releases, by tree")

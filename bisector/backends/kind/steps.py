@@ -59,7 +59,7 @@ class KindSettings:
     )
     api_server_verbosity: int = setting("int", 3, "the apiserver's -v", low=0, high=10)
     container_log_max_size: str = setting("str", "1Gi", "the kubelet's log rotation size")
-    kind_config: Path | None = setting("path", None, "a kind cluster config")
+    kind_config: Path | None = setting("file", None, "a kind cluster config")
     instrument_patch: str | None = setting("str", None, "a patch applied to each candidate")
     git_timeout: float = _timeout("2m", "one git command")
     node_image_timeout: float = _timeout("2h", "kind build node-image")

@@ -240,6 +240,9 @@ def _fixes(s: Section) -> tuple[BuildFix, ...]:
     for i, item in enumerate(raw):
         fix = Section(item, s.file, f"{s.path}.build_fixes[{i}]")
         fix.check_keys(FIX_KEYS)
+        for key in ("name", "command", "patch"):  # "" applied nothing, said as a fix
+            if not str(fix.data.get(key, "x")).strip():
+                raise ConfigError(f"{fix.where(key)} is empty; write one or remove the key")
         command, patch = fix.opt_str("command"), fix.opt_str("patch")
         if (command is None) == (patch is None):
             raise ConfigError(f"{fix.where('command')}: give a build fix one `command` or `patch`")
