@@ -156,17 +156,28 @@ def messages(chunk: bytes | bytearray, lines: ChunkLines) -> Messages:
 
 
 def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> bool:
-    """Whether some glog record's message starts like one the cacher handlers count.
+    """Whether some glog record's message starts like one the cacher handlers count."""
+    return bool(len(cacher_lines(chunk, lines, msgs)))
 
-    Never a false 'no' (the scanner skips their searches on 'no'): for records outside
-    `msgs` it looks where cacher.dated looks, after the first `] ` and the first `"msg":"`.
+
+def cacher_lines(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> np.ndarray:
+    """The glog records (indices into `lines.starts`, in order) whose message starts like
+    one the cacher handlers count.
+
+    Never leaves one out (the scanner searches only these lines when every record is a
+    glog one): for records outside `msgs` it looks where cacher.dated looks, after the
+    first `] ` and the first `"msg":"`.
     """
-    near = _CACHER_FIRST[msgs.first]
-    if near.any():
+    found: list[np.ndarray] = []
+    near = np.flatnonzero(_CACHER_FIRST[msgs.first])
+    if len(near):
         heads = word_at(np.frombuffer(chunk, dtype=np.uint8), msgs.start[near])
-        if any(_is(heads, lead).any() for lead in _CACHER_WORDS):
-            return True
+        lead = np.zeros(len(near), dtype=bool)
+        for word in _CACHER_WORDS:
+            lead |= _is(heads, word)
+        found.append(msgs.line[near[lead]])
     size = len(chunk)
+    odd = []
     for i in msgs.odd.tolist():
         start = int(lines.starts[i])
         end = chunk.find(b"\n", start)
@@ -176,8 +187,13 @@ def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: 
             if at >= 0 and bytes(chunk[at + len(mark) : at + len(mark) + 8]).startswith(
                 _CACHER_LEADS
             ):
-                return True
-    return False
+                odd.append(i)
+                break
+    if odd:
+        found.append(np.array(odd, dtype=np.int64))
+    if not found:
+        return np.empty(0, dtype=np.int64)
+    return np.sort(np.concatenate(found))
 
 
 def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> NodeWrites:

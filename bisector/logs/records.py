@@ -146,8 +146,7 @@ def word_at(a: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The 8 bytes of `a` from each position as a little-endian word (zeros past the end)."""
     size = len(a)
     if size >= 8 and bool((positions <= size - 8).all()):
-        unaligned = np.ndarray((size - 7,), dtype="<u8", buffer=a, strides=(1,))
-        words: np.ndarray = unaligned[positions]
+        words: np.ndarray = _gather(a, positions, 8).view("<u8")[:, 0]
         return words
     tail: np.ndarray = rows_at(a, positions, 8).view("<u8")[:, 0]
     return tail
