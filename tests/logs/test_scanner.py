@@ -63,7 +63,10 @@ def _chunk(rng: random.Random, n: int, share: float, truncated: bool) -> bytes:
     return b"\n" + b"\n".join(lines) + b"\n" + last + (b"" if truncated else b"\n")
 
 
-def _cacher_counts(chunk: bytes, need_times: bool) -> tuple[object, ...]:
+Counts = tuple[dict[str, int], dict[str, float], dict[str, int], list[tuple[int, float]]]
+
+
+def _cacher_counts(chunk: bytes, need_times: bool) -> Counts:
     out = Partial()
     scan_chunk(bytearray(chunk), ScanSettings(REFERENCE, need_times=need_times), out)
     return out.cacher_hwm, out.cacher_full_at, out.forced_closes, out.dispatches
