@@ -232,9 +232,9 @@ def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> 
     undecided |= ok & (_is(words[:, 0], _QUERY) | _is(words[:, 0], _STATUS_QUERY))
     ok &= with_status | _is(words[:, 0], _COLON_PAREN)
     paren = tail == 41
+    # The latency starts after `: (` or `/status: (`, which hold no `)` and no newline:
+    # rows in either shape need no masking of those columns (other rows are not `ok`).
     stop = paren | (tail == 10)
-    stop[:, :3] = False  # the latency starts after `: (`
-    stop[with_status, 3:10] = False  # or after `/status: (`
     close, found = _first(stop)
     undecided |= ok & ~found
     ok &= paren.ravel()[np.arange(len(close)) * TAIL_SPAN + close]
