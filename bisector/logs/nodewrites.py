@@ -217,11 +217,11 @@ def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> 
     after = body[:, 13]
     named = ok & (after == 47)
     ok &= named | (after == 58) | (after == 63)
-    stop = (body == 47) | (body == 63) | (body == 58) | _space(body)
-    stop[:, :14] = False  # the name starts at col 14
-    end, found = _first(stop)
+    name = body[:, 14:]  # the name starts at col 14: its end is the first of `/?:` or \s
+    at, found = _first((name == 47) | (name == 63) | (name == 58) | _space(name))
+    end = at + 14
     undecided |= named & ~found
-    ok &= ~named | (found & (end > 14))
+    ok &= ~named | (found & (at > 0))
     cursor += np.where(named, end, 13)
 
     # `/status: (` or `: (` (a query string, `?` or `/status?`, goes to the regex), then
