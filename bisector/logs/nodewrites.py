@@ -35,6 +35,7 @@ from bisector.logs import patterns as p
 from bisector.logs.records import ChunkLines, rows_at, word_at
 
 HEAD_SPAN = 48  # from the space after the time field through `] `: pid and file:line
+NEAR_SPAN = 32  # the same for most headers: a seven-column pid and a short file:line
 URI_SPAN = 64  # `/api/v1/nodes/`, a node name of up to 49 bytes and the byte that ends it
 TAIL_SPAN = 48  # `/status: (`, a latency of up to 37 bytes and its `)`
 VERBS = (b"PATCH", b"POST", b"PUT", b"APPLY")
@@ -144,9 +145,14 @@ def messages(chunk: bytes | bytearray, lines: ChunkLines) -> Messages:
     size = len(a)
     line = np.flatnonzero(lines.glog)
     space = lines.starts[line] + 21  # the space after the time field
-    window = rows_at(a, space, HEAD_SPAN)
-    # The first `]` or newline (zeros past the chunk's end are neither; col 0 is a space).
+    # The first `]` or newline (zeros past the chunk's end are neither; col 0 is a space,
+    # so 0 means none). A narrow window finds it for glog's usual header (`]` at col 19
+    # behind a seven-column pid and `wrap.go:42`); the full window only for the others.
+    window = rows_at(a, space, NEAR_SPAN)
     stop = space + ((window == 93) | (window == 10)).argmax(axis=1)
+    if len(far := np.flatnonzero(stop == space)):
+        window = rows_at(a, space[far], HEAD_SPAN)
+        stop[far] += ((window == 93) | (window == 10)).argmax(axis=1)
     after = np.minimum(stop + 1, size - 1)
     bracket = (stop > space) & (a[stop] == 93) & (a[after] == 32) & (stop + 1 < size)
     start = stop[bracket] + 2
