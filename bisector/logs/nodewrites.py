@@ -35,6 +35,7 @@ from bisector.logs import patterns as p
 from bisector.logs.records import ChunkLines, rows_at, word_at
 
 HEAD_SPAN = 48  # from the space after the time field through `] `: pid and file:line
+NEAR_SPAN = 32  # the same for most headers: a seven-column pid and a short file:line
 URI_SPAN = 64  # `/api/v1/nodes/`, a node name of up to 49 bytes and the byte that ends it
 TAIL_SPAN = 48  # `/status: (`, a latency of up to 37 bytes and its `)`
 VERBS = (b"PATCH", b"POST", b"PUT", b"APPLY")
@@ -144,9 +145,14 @@ def messages(chunk: bytes | bytearray, lines: ChunkLines) -> Messages:
     size = len(a)
     line = np.flatnonzero(lines.glog)
     space = lines.starts[line] + 21  # the space after the time field
-    window = rows_at(a, space, HEAD_SPAN)
-    # The first `]` or newline (zeros past the chunk's end are neither; col 0 is a space).
+    # The first `]` or newline (zeros past the chunk's end are neither; col 0 is a space,
+    # so 0 means none). A narrow window finds it for glog's usual header (`]` at col 19
+    # behind a seven-column pid and `wrap.go:42`); the full window only for the others.
+    window = rows_at(a, space, NEAR_SPAN)
     stop = space + ((window == 93) | (window == 10)).argmax(axis=1)
+    if len(far := np.flatnonzero(stop == space)):
+        window = rows_at(a, space[far], HEAD_SPAN)
+        stop[far] += ((window == 93) | (window == 10)).argmax(axis=1)
     after = np.minimum(stop + 1, size - 1)
     bracket = (stop > space) & (a[stop] == 93) & (a[after] == 32) & (stop + 1 < size)
     start = stop[bracket] + 2
@@ -156,17 +162,28 @@ def messages(chunk: bytes | bytearray, lines: ChunkLines) -> Messages:
 
 
 def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> bool:
-    """Whether some glog record's message starts like one the cacher handlers count.
+    """Whether some glog record's message starts like one the cacher handlers count."""
+    return bool(len(cacher_lines(chunk, lines, msgs)))
 
-    Never a false 'no' (the scanner skips their searches on 'no'): for records outside
-    `msgs` it looks where cacher.dated looks, after the first `] ` and the first `"msg":"`.
+
+def cacher_lines(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> np.ndarray:
+    """The glog records (indices into `lines.starts`, in order) whose message starts like
+    one the cacher handlers count.
+
+    Never leaves one out (the scanner searches only these lines when every record is a
+    glog one): for records outside `msgs` it looks where cacher.dated looks, after the
+    first `] ` and the first `"msg":"`.
     """
-    near = _CACHER_FIRST[msgs.first]
-    if near.any():
+    found: list[np.ndarray] = []
+    near = np.flatnonzero(_CACHER_FIRST[msgs.first])
+    if len(near):
         heads = word_at(np.frombuffer(chunk, dtype=np.uint8), msgs.start[near])
-        if any(_is(heads, lead).any() for lead in _CACHER_WORDS):
-            return True
+        lead = np.zeros(len(near), dtype=bool)
+        for word in _CACHER_WORDS:
+            lead |= _is(heads, word)
+        found.append(msgs.line[near[lead]])
     size = len(chunk)
+    odd = []
     for i in msgs.odd.tolist():
         start = int(lines.starts[i])
         end = chunk.find(b"\n", start)
@@ -176,8 +193,13 @@ def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: 
             if at >= 0 and bytes(chunk[at + len(mark) : at + len(mark) + 8]).startswith(
                 _CACHER_LEADS
             ):
-                return True
-    return False
+                odd.append(i)
+                break
+    if odd:
+        found.append(np.array(odd, dtype=np.int64))
+    if not found:
+        return np.empty(0, dtype=np.int64)
+    return np.sort(np.concatenate(found))
 
 
 def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> NodeWrites:
@@ -201,11 +223,11 @@ def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> 
     after = body[:, 13]
     named = ok & (after == 47)
     ok &= named | (after == 58) | (after == 63)
-    stop = (body == 47) | (body == 63) | (body == 58) | _space(body)
-    stop[:, :14] = False  # the name starts at col 14
-    end, found = _first(stop)
+    name = body[:, 14:]  # the name starts at col 14: its end is the first of `/?:` or \s
+    at, found = _first((name == 47) | (name == 63) | (name == 58) | _space(name))
+    end = at + 14
     undecided |= named & ~found
-    ok &= ~named | (found & (end > 14))
+    ok &= ~named | (found & (at > 0))
     cursor += np.where(named, end, 13)
 
     # `/status: (` or `: (` (a query string, `?` or `/status?`, goes to the regex), then
@@ -216,9 +238,9 @@ def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> 
     undecided |= ok & (_is(words[:, 0], _QUERY) | _is(words[:, 0], _STATUS_QUERY))
     ok &= with_status | _is(words[:, 0], _COLON_PAREN)
     paren = tail == 41
+    # The latency starts after `: (` or `/status: (`, which hold no `)` and no newline:
+    # rows in either shape need no masking of those columns (other rows are not `ok`).
     stop = paren | (tail == 10)
-    stop[:, :3] = False  # the latency starts after `: (`
-    stop[with_status, 3:10] = False  # or after `/status: (`
     close, found = _first(stop)
     undecided |= ok & ~found
     ok &= paren.ravel()[np.arange(len(close)) * TAIL_SPAN + close]

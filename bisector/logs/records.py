@@ -112,17 +112,29 @@ def _windows(a: np.ndarray, width: int) -> np.ndarray:
     return view
 
 
+def _gather(a: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes of `a` from each position (all <= len(a) - width), one row each.
+
+    Indexed as one opaque `width`-byte item per position, not as rows of a 2-D view: numpy
+    then copies each row whole instead of byte by byte (measured ~2x faster at 10,000
+    rows of 24-64 bytes, the scanner's header and field windows)."""
+    items: np.ndarray = np.ndarray(
+        (len(a) - width + 1,), dtype=np.dtype((np.void, width)), buffer=a, strides=(1,)
+    )
+    rows: np.ndarray = items[positions].view(np.uint8).reshape(len(positions), width)
+    return rows
+
+
 def rows_at(a: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
     """The `width` bytes of `a` from each position, one row each (zeros past the end)."""
     size = len(a)
     positions = np.minimum(positions, size)
     inside = positions <= size - width
     if size >= width and inside.all():
-        rows: np.ndarray = _windows(a, width)[positions]
-        return rows
+        return _gather(a, positions, width)
     rows = np.zeros((len(positions), width), dtype=np.uint8)
     if size >= width:
-        rows[inside] = _windows(a, width)[positions[inside]]
+        rows[inside] = _gather(a, positions[inside], width)
     low = max(0, size - width)
     tail = np.zeros(2 * width, dtype=np.uint8)
     tail[: size - low] = a[low:]
@@ -134,8 +146,7 @@ def word_at(a: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The 8 bytes of `a` from each position as a little-endian word (zeros past the end)."""
     size = len(a)
     if size >= 8 and bool((positions <= size - 8).all()):
-        unaligned = np.ndarray((size - 7,), dtype="<u8", buffer=a, strides=(1,))
-        words: np.ndarray = unaligned[positions]
+        words: np.ndarray = _gather(a, positions, 8).view("<u8")[:, 0]
         return words
     tail: np.ndarray = rows_at(a, positions, 8).view("<u8")[:, 0]
     return tail

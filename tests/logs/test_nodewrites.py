@@ -202,3 +202,24 @@ def test_cacher_gate_says_no_for_request_lines_only() -> None:
     chunk = b"\n" + b"\n".join([request] * 50) + b"\n"
     lines = classify(chunk, REFERENCE)
     assert not may_start_cacher_message(chunk, lines, messages(chunk, lines))
+
+
+@pytest.mark.parametrize("width", range(1, HEAD_SPAN))
+def test_message_found_wherever_the_header_bracket_lies_in_its_window(width: int) -> None:
+    """messages() reads a narrow window first and the full one (HEAD_SPAN bytes from the
+    space after the time) only where the narrow one holds no `]`: a file:line of any
+    width inside the full window gives the message start the regex's header gives."""
+    where = (b"f" * width)[: max(0, width - 3)] + b":42"[: min(3, width)]
+    line = b"I0602 05:51:10.000001       7 " + where + b"] PATCH /api/v1/nodes/n: (1ms) 409 x"
+    chunk = b"\n" + line + b"\n"
+    lines = classify(chunk, REFERENCE)
+    msgs = messages(chunk, lines)
+    header = re.compile(rb"\n" + p.HEADER).match(chunk)
+    assert header is not None
+    inside = 21 + 9 + len(where) < 21 + HEAD_SPAN  # `]` within the full window
+    assert msgs.line.tolist() == ([0] if inside else [])
+    assert msgs.odd.tolist() == ([] if inside else [0])
+    if inside:
+        assert msgs.start.tolist() == [header.end()]
+    found = node_writes(chunk, lines, msgs)
+    assert (found.line.tolist(), found.conflict.tolist()) == ([0], [True])

@@ -8,9 +8,10 @@ import random
 import re
 from datetime import date
 
+import numpy as np
 import pytest
 
-from bisector.logs.records import classify
+from bisector.logs.records import classify, rows_at, word_at
 from bisector.logs.timestamps import glog_field_seconds
 
 _SHAPE = re.compile(rb"[IWEF](\d{4} \d\d:\d\d:\d\d\.\d{6}) ")
@@ -62,3 +63,19 @@ def test_glog_records_equal_the_scalar_reading(reference: date) -> None:
         line for line, ok in zip(lines, expected, strict=True) if not ok and _SHAPE.match(line)
     }
     assert shaped_but_impossible <= garbled
+
+
+@pytest.mark.parametrize("width", [8, 24, 48, 64])
+def test_windows_hold_the_bytes_at_each_position_and_zeros_past_the_end(width: int) -> None:
+    """rows_at / word_at (one opaque item gathered per position) against plain slicing,
+    every position of a buffer, inside only and up to its end."""
+    rng = random.Random(width)
+    data = bytes(rng.randrange(256) for _ in range(3 * width + 5))
+    a = np.frombuffer(data, dtype=np.uint8)
+    for end in (len(data) - width + 1, len(data) + 1):
+        positions = np.array(rng.sample(range(end), end), dtype=np.int64)  # any order
+        starts = positions.tolist()
+        want = [data[p : p + width].ljust(width, b"\0") for p in starts]
+        assert [bytes(row) for row in rows_at(a, positions, width)] == want
+        words = [int.from_bytes(data[p : p + 8].ljust(8, b"\0"), "little") for p in starts]
+        assert word_at(a, positions).tolist() == words
