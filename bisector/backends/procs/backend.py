@@ -51,6 +51,7 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs import workload as pw
+from bisector.backends.procs.load import STATUS_EVERY_S
 from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings, harness_revision
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
@@ -76,6 +77,10 @@ MIN_LOAD_PERIODS = 3.0
 # nodeLeaseRenewIntervalFraction, pkg/kubelet/apis/config/v1beta1/defaults.go:151
 # NodeLeaseDurationSeconds); the status itself is PATCHed only on change or every 5 min.
 LEASE_RENEW_S = 10.0
+# The load generator rewrites its status file every second (load.py STATUS_EVERY_S); a
+# status this old at the warmup's end is a generator that stopped (SIGSTOP, starved):
+# judged whatever the warmup's length, where its figures need MIN_LOAD_PERIODS cycles.
+LOAD_STATUS_STALE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -700,6 +705,7 @@ class ProcsBackend:
         shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
+        self._load_generator_ran(running, figures, end)
         load = self._delivered(running, log_dir, figures, end)
         if load is not None:
             write_load(log_dir, load)
@@ -709,6 +715,24 @@ class ProcsBackend:
         if pods is not None and not pods.ran:
             raise CollectError(f"the watch load did not run: {pods.describe()}")
         return [log_file]
+
+    def _load_generator_ran(self, running: Running, figures: dict[str, object], end: float) -> None:
+        """A load generator whose status stopped changing held its watches but did nothing
+        with them (frozen, starved): its load did not run. Its figures judge a stall only
+        over MIN_LOAD_PERIODS cycles, so a short warmup with a frozen generator measured a
+        bad commit as good on a real cluster; the status's age judges any warmup."""
+        if "watch-load" not in running.pids:
+            return
+        updated = figures.get("updated")
+        age = end - updated if isinstance(updated, int | float) else None
+        if age is not None and age <= LOAD_STATUS_STALE_S:
+            return
+        said = "wrote no status" if age is None else f"last wrote its status {age:.0f}s before"
+        raise CollectError(
+            f"the load did not run: the watch load generator {said} the warmup's end (it "
+            f"writes it every {STATUS_EVERY_S:g}s): stopped or starved; its log "
+            f"{running.layout.files.load_log}"
+        )
 
     def _pod_watch_load(
         self, running: Running, figures: dict[str, object], end: float
