@@ -22,6 +22,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import metrics_file
+from bisector.backends.procs import workload as pw
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
 from bisector.config import Section
@@ -100,6 +101,29 @@ def test_a_failing_workload_is_a_skip_saying_its_exit_and_first_error(world: Pro
     assert m.value is None and m.reason is not None
     assert "the workload failed (exit code 3)" in m.reason, m.reason
     assert 'Error: pods "p-7" is forbidden' in m.reason, m.reason
+    assert world.leftovers() == []
+
+
+def test_a_workload_that_floods_its_output_fills_no_disk_and_keeps_its_exit(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on a real cluster: `yes` as the workload wrote ~180 MB/s into workload.log for
+    # the whole warmup (a 60 s warmup: ~10 GB), and collect copied it into the log
+    # directory (twice that): a chatty workload fills the disk. Its log keeps the first
+    # WORKLOAD_LOG_BYTES and says how much more it dropped; its exit still decides.
+    monkeypatch.setattr(pw, "WORKLOAD_LOG_BYTES", 4000)
+    workload = "echo 'Error: first words'; seq 1 200000; exit 3"
+    backend = world.backend(warmup_s=30.0, workload=workload)
+    backend.setup()
+    candidate = world.candidate(0)
+    m = _evaluate(backend, candidate, "conflicts")
+    assert m.value is None and m.reason is not None
+    assert "the workload failed (exit code 3)" in m.reason, m.reason
+    assert "Error: first words" in m.reason
+    log = candidate.eval_dir / "cluster" / "workload.log"
+    text = log.read_text()
+    assert log.stat().st_size < 4000 + 200, log.stat().st_size
+    assert "more bytes of output dropped: the workload" in text.splitlines()[-1]
     assert world.leftovers() == []
 
 
