@@ -205,14 +205,18 @@ def _ports(cfg: ProcsSettings) -> Finding:
 
 
 def _files(cfg: ProcsSettings) -> Finding:
-    need = cfg.watchers + FILES_PER_NODE * cfg.hollow_nodes + FILES_SPARE
+    # Every watch the load generator holds is a socket in it: `watchers` and the
+    # [[watches]] tables' counts alike.
+    watches = cfg.watchers + sum(spec.count for spec in cfg.watches)
+    need = watches + FILES_PER_NODE * cfg.hollow_nodes + FILES_SPARE
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = hard if hard != resource.RLIM_INFINITY else need
     if limit < need:
+        which = "(`watchers` and [[watches]])" if cfg.watches else "(`watchers`)"
         return Finding(
             False,
             "open files (ulimit -n)",
-            f"hard limit {hard}, {cfg.watchers} watches (`watchers`) and "
+            f"hard limit {hard}, {watches} watches {which} and "
             f"{cfg.hollow_nodes} hollow nodes (`hollow_nodes`) need {need}: raise it "
             f"(ulimit -Hn {need}, or nofile in /etc/security/limits.conf) or lower them",
         )

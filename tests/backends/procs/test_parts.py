@@ -365,6 +365,25 @@ def test_doctor_checks_go_etcd_ports_files_memory(tmp_path: Path) -> None:
     assert findings["loopback ports"].ok and findings["open files (ulimit -n)"].ok
 
 
+def test_doctor_counts_the_watch_tables_in_the_open_files_a_run_needs() -> None:
+    # Found in the adversarial pass: the open-files check counted `watchers` only, so
+    # [[watches]] tables of as many pod watches as the hard limit allows passed doctor and
+    # `bisector run`'s preflight; the load generator (one socket per watch, load.py) then
+    # could not open them and every launch waited out ready_timeout.
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY or hard > 1 << 20:
+        pytest.skip("no finite hard open-files limit to exceed")
+    section = Section({"watchers": 0, "hollow_nodes": 1,
+                       "watches": [{"resource": "pods", "count": hard}]},
+                      "p.toml", "backends.procs")  # fmt: skip
+    findings = {f.what: f for f in procs_doctor.check(section)}
+    files = findings["open files (ulimit -n)"]
+    assert not files.ok, files.detail
+    assert f"{hard} watches" in files.detail and "[[watches]]" in files.detail
+
+
 def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None:
     (tmp_path / "hack" / "lib").mkdir(parents=True)
     (tmp_path / "hack" / "lib" / "golang.sh").write_text("")
