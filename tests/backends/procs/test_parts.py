@@ -384,6 +384,20 @@ def test_doctor_counts_the_watch_tables_in_the_open_files_a_run_needs() -> None:
     assert f"{hard} watches" in files.detail and "[[watches]]" in files.detail
 
 
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("build_cache_dir", "/dev/null"), ("build_cache_dir", "/proc/no-such-dir"),
+     ("tools_dir", "/proc/no-such-dir")],
+)  # fmt: skip
+def test_doctor_refuses_a_cache_directory_that_cannot_be_made(key: str, value: str) -> None:
+    # Found in the adversarial pass: both passed `bisector run`'s checks; the run then
+    # failed at setup (the harness build) with a message naming no key.
+    section = Section({key: value}, "p.toml", "backends.procs")
+    findings = {f.what: f for f in procs_doctor.check(section)}
+    found = findings[f"[backends.procs] {key}"]
+    assert not found.ok and value in found.detail, found.detail
+
+
 def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None:
     (tmp_path / "hack" / "lib").mkdir(parents=True)
     (tmp_path / "hack" / "lib" / "golang.sh").write_text("")
