@@ -706,6 +706,7 @@ class ProcsBackend:
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
         self._load_generator_ran(running, figures, end)
+        self._long_enough(running, end)
         load = self._delivered(running, log_dir, figures, end)
         if load is not None:
             write_load(log_dir, load)
@@ -715,6 +716,26 @@ class ProcsBackend:
         if pods is not None and not pods.ran:
             raise CollectError(f"the watch load did not run: {pods.describe()}")
         return [log_file]
+
+    def _long_enough(self, running: Running, end: float) -> None:
+        """A workload that ends the warmup may end it before the load can be judged (under
+        MIN_LOAD_PERIODS status periods, where `_delivered` says nothing): on a real
+        cluster `workload = "true"` ended it ~1 s in and a bad commit measured 0, a good
+        verdict. Such a window shows nothing: a skip."""
+        if not self.cfg.workload_ends_warmup or pw.ended(running.layout) is None:
+            return
+        span = end - running.warmup_start
+        period = (
+            self.cfg.node_status_period if self.hollow_flags.status_period_env else LEASE_RENEW_S
+        )
+        need = MIN_LOAD_PERIODS * period
+        if span < need:
+            raise CollectError(
+                f"the load did not run long enough: the workload ended the warmup after "
+                f"{span:.1f}s, under {MIN_LOAD_PERIODS:g} node status periods ({need:g}s), too "
+                "short to tell a load that ran from one that did not; make the workload run "
+                "longer"
+            )
 
     def _load_generator_ran(self, running: Running, figures: dict[str, object], end: float) -> None:
         """A load generator whose status stopped changing held its watches but did nothing

@@ -174,7 +174,8 @@ def test_a_workload_child_without_the_tag_is_stopped_by_the_teardown(
 
 def test_a_workload_that_sets_the_length_ends_the_warmup(world: ProcsWorld) -> None:
     slept: list[float] = []
-    code = "print('done')\n"
+    # 3.5 node status periods of 1 s (the world's): long enough to show the load ran.
+    code = "import time\ntime.sleep(3.5)\nprint('done')\n"
     backend = world.backend(
         warmup_s=600.0, workload=_python(code, world, "quick"), workload_ends_warmup=True
     )
@@ -191,6 +192,22 @@ def test_a_workload_that_sets_the_length_ends_the_warmup(world: ProcsWorld) -> N
     assert m.reason is None and m.value == 9
     # The warmup's sleeps (after the launch's readiness polls) stop well short of 600 s.
     assert sum(slept) < 600.0
+    assert world.leftovers() == []
+
+
+def test_a_workload_that_ends_the_warmup_at_once_is_a_skip_not_a_good_verdict(
+    world: ProcsWorld,
+) -> None:
+    # Found on a real cluster (v1.32, 200 RV-less pod watches): `workload = "true"` with
+    # workload_ends_warmup ended the warmup ~1 s in, and the bad commit measured
+    # etcd_pod_lists = 0, a good verdict: a window under MIN_LOAD_PERIODS status periods is
+    # not judged on the load it carried, so nothing said the load never ran.
+    backend = world.backend(warmup_s=600.0, workload="true", workload_ends_warmup=True)
+    backend.setup()
+    m = _evaluate(backend, world.candidate(0), "conflicts")  # value 0: good-looking
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: the load did not run long enough: the workload"), m.reason
+    assert "3 node status periods (3s)" in m.reason
     assert world.leftovers() == []
 
 
