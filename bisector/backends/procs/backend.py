@@ -81,6 +81,11 @@ LEASE_RENEW_S = 10.0
 # status this old at the warmup's end is a generator that stopped (SIGSTOP, starved):
 # judged whatever the warmup's length, where its figures need MIN_LOAD_PERIODS cycles.
 LOAD_STATUS_STALE_S = 10.0
+# A warmup that ran much longer than asked (the process stopped or starved meanwhile:
+# a suspended terminal, SIGSTOP, a host out of CPU) measured a longer window, and every
+# counter's increase grows with it: a skip past this much more than asked.
+WARMUP_SLACK = 0.1
+WARMUP_SLACK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -107,6 +112,9 @@ class Running:
     warmup_start: float = 0.0
     events_at_start: int = 0  # the load generator's event count when the warmup began
     reopened_at_start: int = 0  # and its count of watches opened again
+    # How much longer the warmup's sleeps took than they asked (the process stopped or
+    # starved meanwhile): its window grew by as much (`_not_stretched`).
+    overslept_s: float = 0.0
     workload: int | None = None  # the workload's pid, while it may run
     # Whose /metrics is snapshotted at the warmup's start and end, by target name
     # (bisector.backends.collected.metrics_file), besides the apiserver and etcd: any
@@ -637,7 +645,9 @@ class ProcsBackend:
         left = seconds
         while left > 0:
             chunk = min(every, left)
+            asleep = time.monotonic()
             self.sleep(chunk)
+            running.overslept_s += max(0.0, time.monotonic() - asleep - chunk)
             left -= chunk
             self._alive_or_raise(running, CollectError, "during the warmup")
             if self._workload_done(running) and ends:
@@ -692,6 +702,7 @@ class ProcsBackend:
 
     def _collect(self, running: Running, log_dir: Path) -> list[Path]:
         end = time.time()
+        self._not_stretched(running, end)
         log_dir.mkdir(parents=True, exist_ok=True)
         self._workload_done(running)  # one that failed is a skip, whatever else ran
         self._snapshot(running, log_dir, "after", CollectError)
@@ -716,6 +727,20 @@ class ProcsBackend:
         if pods is not None and not pods.ran:
             raise CollectError(f"the watch load did not run: {pods.describe()}")
         return [log_file]
+
+    def _not_stretched(self, running: Running, end: float) -> None:
+        """The warmup counts its own sleeps, so a run stopped in the middle (SIGSTOP, a
+        Ctrl-Z'd terminal) ends it late: on a real cluster a 20 s warmup measured 80 s.
+        Counters grow with the window, so one much longer than asked is a skip. Judged on
+        the sleeps' own overrun: reading the log between steps (early verdicts) takes
+        time of its own, asked for."""
+        ran, asked = end - running.warmup_start, self.context.warmup_s
+        if running.overslept_s > asked * WARMUP_SLACK + WARMUP_SLACK_S:
+            raise CollectError(
+                f"the warmup ran {format_duration(ran)}, not the {format_duration(asked)} "
+                "asked: the run was stopped or starved meanwhile (a suspended terminal, "
+                "SIGSTOP, a host out of CPU), and every count over a longer window is larger"
+            )
 
     def _long_enough(self, running: Running, end: float) -> None:
         """A workload that ends the warmup may end it before the load can be judged (under

@@ -377,6 +377,33 @@ def test_a_load_generator_that_runs_passes_the_status_check(
     assert world.leftovers() == []
 
 
+def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on a real cluster: bisector stopped (SIGSTOP, a Ctrl-Z'd terminal) in the
+    # middle of a 20 s warmup and continued 60 s later measured an 80 s window as the
+    # 20 s asked: the warmup counts its own sleeps, not the clock, and every counter's
+    # increase grows with the window (a good commit's counts can cross the threshold).
+    monkeypatch.setattr(procs_backend, "WARMUP_SLACK_S", 0.5)
+    backend = world.backend(warmup_s=2.0)
+    backend.setup()
+    stopped: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        running = backend._running.get(0)
+        if running is not None and running.warmup_start and not stopped:
+            stopped.append(seconds)
+            time.sleep(3.0)  # the process stood still for 3 s of the 2 s warmup
+        time.sleep(seconds)
+
+    backend.sleep = sleep
+    m = _evaluate(backend, world.candidate(2))
+    assert stopped and m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: the warmup ran "), m.reason
+    assert "not the 2s asked" in m.reason and "stopped or starved" in m.reason
+    assert world.leftovers() == []
+
+
 def test_a_load_that_ran_is_measured_and_its_share_recorded(world: ProcsWorld) -> None:
     backend = world.backend(warmup_s=5.0)
     backend.setup()
