@@ -118,6 +118,13 @@ def _components(s: Section, key: str) -> tuple[str, ...]:
     return names
 
 
+def _workload(s: Section, key: str) -> str | None:
+    value = s.opt_str(key)
+    if value is not None and not value.strip():
+        raise ConfigError(f"{s.where(key)} is empty: write a command or leave the key out")
+    return value
+
+
 def _tools_dir() -> Path:
     return cache_home() / "tools"
 
@@ -177,7 +184,7 @@ class ProcsSettings:
         "table", doc="[[watches]]: resource, selectors, count ...", reader=lambda s, k: _watches(s)
     )
     # A command run during the warmup (bisector.backends.procs.workload).
-    workload: str | None = setting("str", None, "a command run during the warmup")
+    workload: str | None = setting("str", doc="a command run during the warmup", reader=_workload)
     workload_ends_warmup: bool = setting(
         "bool", False, "the warmup ends when the workload does (at [run] warmup at the latest)"
     )

@@ -56,6 +56,9 @@ def test_defaults_are_the_2017_setup() -> None:
         ({"harness_commit": "main"}, "write a commit hash"),
         ({"harness_patch": "builtin:nope"}, "no built-in patch 'nope'"),
         ({"hollow_node": 5}, "is not a known setting"),
+        # Found in the adversarial pass: accepted, and with workload_ends_warmup it ended
+        # every warmup at once.
+        ({"workload": "  "}, "workload` is empty: write a command or leave the key out"),
         ({"build_fixes": [{"name": "x"}]}, "one `command` or `patch`"),
         ({"build_fixes": [{"name": "x", "command": "a", "patch": "b"}]}, "one `command`"),
         ({"build_fixes": [{"name": "x", "command": "a", "since": "HEAD~1"}]}, "commit hash"),
