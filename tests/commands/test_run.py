@@ -531,7 +531,7 @@ def test_a_local_command_doctor_cannot_find_is_refused_before_a_build(tmp_path: 
 @pytest.mark.parametrize(
     ("key", "value", "says"),
     [
-        ("ready_timeout", "0s", "ready_timeout` must be more than 0s"),
+        ("ready_timeout", "0s", "ready_timeout` must be at least 10s"),
         ("hollow_nodes", 1_000_000_000, "hollow_nodes` must be at most 27,766"),
         ("watchers", 1_000_000_000, "watchers` must be at most 1,048,576"),
         ("tmpdir", "/nonexistent/bisector-tmp", "tmpdir` = '/nonexistent/bisector-tmp' is not an"),

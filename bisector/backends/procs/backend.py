@@ -51,6 +51,7 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs import workload as pw
+from bisector.backends.procs.load import STATUS_EVERY_S
 from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings, harness_revision
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
@@ -76,6 +77,15 @@ MIN_LOAD_PERIODS = 3.0
 # nodeLeaseRenewIntervalFraction, pkg/kubelet/apis/config/v1beta1/defaults.go:151
 # NodeLeaseDurationSeconds); the status itself is PATCHed only on change or every 5 min.
 LEASE_RENEW_S = 10.0
+# The load generator rewrites its status file every second (load.py STATUS_EVERY_S); a
+# status this old at the warmup's end is a generator that stopped (SIGSTOP, starved):
+# judged whatever the warmup's length, where its figures need MIN_LOAD_PERIODS cycles.
+LOAD_STATUS_STALE_S = 10.0
+# A warmup that ran much longer than asked (the process stopped or starved meanwhile:
+# a suspended terminal, SIGSTOP, a host out of CPU) measured a longer window, and every
+# counter's increase grows with it: a skip past this much more than asked.
+WARMUP_SLACK = 0.1
+WARMUP_SLACK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,9 @@ class Running:
     warmup_start: float = 0.0
     events_at_start: int = 0  # the load generator's event count when the warmup began
     reopened_at_start: int = 0  # and its count of watches opened again
+    # How much longer the warmup's sleeps took than they asked (the process stopped or
+    # starved meanwhile): its window grew by as much (`_not_stretched`).
+    overslept_s: float = 0.0
     workload: int | None = None  # the workload's pid, while it may run
     # Whose /metrics is snapshotted at the warmup's start and end, by target name
     # (bisector.backends.collected.metrics_file), besides the apiserver and etcd: any
@@ -632,7 +645,9 @@ class ProcsBackend:
         left = seconds
         while left > 0:
             chunk = min(every, left)
+            asleep = time.monotonic()
             self.sleep(chunk)
+            running.overslept_s += max(0.0, time.monotonic() - asleep - chunk)
             left -= chunk
             self._alive_or_raise(running, CollectError, "during the warmup")
             if self._workload_done(running) and ends:
@@ -687,6 +702,7 @@ class ProcsBackend:
 
     def _collect(self, running: Running, log_dir: Path) -> list[Path]:
         end = time.time()
+        self._not_stretched(running, end)
         log_dir.mkdir(parents=True, exist_ok=True)
         self._workload_done(running)  # one that failed is a skip, whatever else ran
         self._snapshot(running, log_dir, "after", CollectError)
@@ -700,6 +716,8 @@ class ProcsBackend:
         shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
+        self._load_generator_ran(running, figures, end)
+        self._long_enough(running, end)
         load = self._delivered(running, log_dir, figures, end)
         if load is not None:
             write_load(log_dir, load)
@@ -709,6 +727,59 @@ class ProcsBackend:
         if pods is not None and not pods.ran:
             raise CollectError(f"the watch load did not run: {pods.describe()}")
         return [log_file]
+
+    def _not_stretched(self, running: Running, end: float) -> None:
+        """The warmup counts its own sleeps, so a run stopped in the middle (SIGSTOP, a
+        Ctrl-Z'd terminal) ends it late: on a real cluster a 20 s warmup stopped for 60 s
+        measured a 75 s window, etcd_pod_lists 1,400 where 20 s read 358-400.
+        Counters grow with the window, so one much longer than asked is a skip. Judged on
+        the sleeps' own overrun: reading the log between steps (early verdicts) takes
+        time of its own, asked for."""
+        ran, asked = end - running.warmup_start, self.context.warmup_s
+        if running.overslept_s > asked * WARMUP_SLACK + WARMUP_SLACK_S:
+            raise CollectError(
+                f"the warmup ran {format_duration(ran)}, not the {format_duration(asked)} "
+                "asked: the run was stopped or starved meanwhile (a suspended terminal, "
+                "SIGSTOP, a host out of CPU), and every count over a longer window is larger"
+            )
+
+    def _long_enough(self, running: Running, end: float) -> None:
+        """A workload that ends the warmup may end it before the load can be judged (under
+        MIN_LOAD_PERIODS status periods, where `_delivered` says nothing): on a real
+        cluster `workload = "true"` ended it ~1 s in and a bad commit measured 0, a good
+        verdict. Such a window shows nothing: a skip."""
+        if not self.cfg.workload_ends_warmup or pw.ended(running.layout) is None:
+            return
+        span = end - running.warmup_start
+        period = (
+            self.cfg.node_status_period if self.hollow_flags.status_period_env else LEASE_RENEW_S
+        )
+        need = MIN_LOAD_PERIODS * period
+        if span < need:
+            raise CollectError(
+                f"the load did not run long enough: the workload ended the warmup after "
+                f"{span:.1f}s, under {MIN_LOAD_PERIODS:g} node status periods ({need:g}s), too "
+                "short to tell a load that ran from one that did not; make the workload run "
+                "longer"
+            )
+
+    def _load_generator_ran(self, running: Running, figures: dict[str, object], end: float) -> None:
+        """A load generator whose status stopped changing held its watches but did nothing
+        with them (frozen, starved): its load did not run. Its figures judge a stall only
+        over MIN_LOAD_PERIODS cycles, so a short warmup with a frozen generator measured a
+        bad commit as good on a real cluster; the status's age judges any warmup."""
+        if "watch-load" not in running.pids:
+            return
+        updated = figures.get("updated")
+        age = end - updated if isinstance(updated, int | float) else None
+        if age is not None and age <= LOAD_STATUS_STALE_S:
+            return
+        said = "wrote no status" if age is None else f"last wrote its status {age:.0f}s before"
+        raise CollectError(
+            f"the load did not run: the watch load generator {said} the warmup's end (it "
+            f"writes it every {STATUS_EVERY_S:g}s): stopped or starved; its log "
+            f"{running.layout.files.load_log}"
+        )
 
     def _pod_watch_load(
         self, running: Running, figures: dict[str, object], end: float

@@ -205,14 +205,18 @@ def _ports(cfg: ProcsSettings) -> Finding:
 
 
 def _files(cfg: ProcsSettings) -> Finding:
-    need = cfg.watchers + FILES_PER_NODE * cfg.hollow_nodes + FILES_SPARE
+    # Every watch the load generator holds is a socket in it: `watchers` and the
+    # [[watches]] tables' counts alike.
+    watches = cfg.watchers + sum(spec.count for spec in cfg.watches)
+    need = watches + FILES_PER_NODE * cfg.hollow_nodes + FILES_SPARE
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     limit = hard if hard != resource.RLIM_INFINITY else need
     if limit < need:
+        which = "(`watchers` and [[watches]])" if cfg.watches else "(`watchers`)"
         return Finding(
             False,
             "open files (ulimit -n)",
-            f"hard limit {hard}, {cfg.watchers} watches (`watchers`) and "
+            f"hard limit {hard}, {watches} watches {which} and "
             f"{cfg.hollow_nodes} hollow nodes (`hollow_nodes`) need {need}: raise it "
             f"(ulimit -Hn {need}, or nofile in /etc/security/limits.conf) or lower them",
         )
@@ -257,6 +261,28 @@ def _inotify(cfg: ProcsSettings) -> Finding:
     return Finding(True, "inotify instances", f"limit {limit}")
 
 
+def _cache_dir(key: str, path: Path) -> Finding:
+    """A directory the run creates if need be (`mkdir -p`): it, or its nearest existing
+    parent, is a writable directory. Not so, the run failed at its setup naming no key."""
+    what = f"[backends.procs] {key}"
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    # Tried, not judged by os.access: root passes that check even for /proc.
+    import tempfile
+
+    try:
+        Path(tempfile.mkdtemp(dir=existing, prefix=".bisector-doctor-")).rmdir()
+    except OSError as exc:
+        return Finding(
+            False,
+            what,
+            f"{path} cannot be made or written (in {existing}: {exc.strerror or exc}); "
+            f"set `{key}` to a writable directory",
+        )
+    return Finding(True, what, f"{path} can be written")
+
+
 def _tmpdir(cfg: ProcsSettings) -> Finding:
     if cfg.tmpdir.is_dir() and os.access(cfg.tmpdir, os.W_OK):
         return Finding(True, "[backends.procs] tmpdir", f"{cfg.tmpdir} is writable")
@@ -278,5 +304,7 @@ def check(section: Section, tree: Path | None = None) -> list[Finding]:
         _memory(cfg),
         _inotify(cfg),
         _tmpdir(cfg),
+        _cache_dir("build_cache_dir", cfg.build_cache_dir),
+        _cache_dir("tools_dir", cfg.tools_dir),
     ]
     return found

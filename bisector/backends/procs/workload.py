@@ -4,8 +4,8 @@
 warmup starts (after the first /metrics snapshots), as a daemon of the cluster: through
 the one process door (`daemon_step`), tagged with the cluster's BISECTOR_PROCS_CLUSTER,
 so the teardown and `bisector cleanup` stop it and whatever it started with the tags
-(bisector.backends.procs.stop). Its output goes to `<eval>/cluster/workload.log`, kept
-in the evaluation's log directory by `collect`.
+(bisector.backends.procs.stop). Its output (the first WORKLOAD_LOG_BYTES) goes to
+`<eval>/cluster/workload.log`, kept in the evaluation's log directory by `collect`.
 
 Its environment, as the kind and local backends' workloads get theirs: KUBECONFIG (the
 cluster's, with the CA and token when it serves securely), BISECTOR_APISERVER (its URL),
@@ -36,6 +36,19 @@ from bisector.backends.procs import cluster as pc
 from bisector.backends.steps import Step
 
 LOG = "workload.log"
+# What of the workload's output is kept: as much as `first_error` reads (cluster.py
+# _SCAN_BYTES). A workload that floods its output (`yes`: ~180 MB/s here) filled
+# workload.log for the whole warmup and collect copied it again: gigabytes per evaluation.
+WORKLOAD_LOG_BYTES = 16 << 20
+# The user's command runs as `bash -c "$1"` (no quoting of it), its output through `head`
+# (unbuffered, `stdbuf -o0`: GNU head writes through stdio, and a workload stopped at the
+# warmup's end would lose what it said); the rest is read and counted, never written, so
+# the workload neither blocks nor gets a SIGPIPE; pipefail keeps its exit status.
+_CAPPED = (
+    'set -o pipefail; bash -c "$1" 2>&1 | {{ stdbuf -o0 head -c {limit}; n=$(wc -c); '
+    'if [ "$n" -gt 0 ]; then echo; echo "[bisector: about $n more bytes of output dropped: the '
+    "workload's log keeps its first {limit} bytes]\"; fi; }}"
+)
 
 
 def log_of(layout: pc.Layout) -> Path:
@@ -62,9 +75,14 @@ def environment(layout: pc.Layout, candidate: Candidate) -> dict[str, str]:
 
 
 def workload_step(command: str, layout: pc.Layout, candidate: Candidate) -> Step:
-    """The workload as a cluster daemon (its pid printed), in the candidate's worktree."""
+    """The workload as a cluster daemon (its pid printed), in the candidate's worktree, its
+    output capped at WORKLOAD_LOG_BYTES."""
+    capped = _CAPPED.format(limit=WORKLOAD_LOG_BYTES)
     started = pc.daemon_step(
-        ["bash", "-c", command], log_of(layout), layout, environment(layout, candidate)
+        ["bash", "-c", capped, "workload", command],
+        log_of(layout),
+        layout,
+        environment(layout, candidate),
     )
     return dataclasses.replace(started, cwd=str(candidate.worktree))
 

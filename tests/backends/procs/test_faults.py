@@ -19,6 +19,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import read_load
+from bisector.backends.procs import backend as procs_backend
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import stop as procs_stop
@@ -333,6 +334,75 @@ def test_a_load_that_stalls_is_a_skip_with_its_figures_not_a_good_verdict(
     assert m.load_fraction is not None and m.load_fraction < 0.5
     assert m.load and m.load in m.reason
     assert world.leftovers() == []  # the teardown ends the stopped processes too
+
+
+def test_a_load_generator_stopped_in_a_short_warmup_is_a_skip_not_a_good_verdict(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on a real procs cluster (v1.32.0-rc.1, 200 RV-less pod watches, 20 s warmup):
+    # the load generator frozen (SIGSTOP) 2 s into the bad commit's warmup measured
+    # etcd_pod_lists = 0, a good verdict, because a warmup under MIN_LOAD_PERIODS watch
+    # cycles is not judged on its figures. The generator rewrites its status every second
+    # (load.py STATUS_EVERY_S): one whose status stopped changing did not run, whatever
+    # the window's length. Here the node load is not judged either (2 periods of 2 s).
+    monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
+    backend = world.backend(warmup_s=4.0, node_status_period="2s")
+    backend.setup()
+    frozen: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        running = backend._running.get(0)
+        if running is not None and running.warmup_start and not frozen:
+            frozen.append(running.pids["watch-load"])
+            os.kill(frozen[0], signal.SIGSTOP)
+        time.sleep(seconds)
+
+    backend.sleep = sleep
+    m = _evaluate(backend, world.candidate(0))  # value 0: a good-looking number
+    assert frozen and m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: the load did not run: the watch load generator"), m.reason
+    assert "stopped or starved" in m.reason and "watch-load.log" in m.reason
+    assert world.leftovers() == []  # the teardown ends the stopped generator too
+
+
+def test_a_load_generator_that_runs_passes_the_status_check(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same check, the generator running: measured (its status is a second old at most).
+    monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
+    backend = world.backend(warmup_s=4.0, node_status_period="2s")
+    backend.setup()
+    m = _evaluate(backend, world.candidate(2))
+    assert m.reason is None and m.value == 9
+    assert world.leftovers() == []
+
+
+def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on a real cluster (v1.32, 200 RV-less pod watches): bisector stopped (SIGSTOP,
+    # a Ctrl-Z'd terminal) 5 s into a 20 s warmup and continued 60 s later measured a 75 s
+    # window as the 20 s asked, etcd_pod_lists 1,400 where 20 s read 358-400: the warmup
+    # counts its own sleeps, not the clock, and every counter's increase grows with the
+    # window (a good commit's counts can cross the threshold).
+    monkeypatch.setattr(procs_backend, "WARMUP_SLACK_S", 0.5)
+    backend = world.backend(warmup_s=2.0)
+    backend.setup()
+    stopped: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        running = backend._running.get(0)
+        if running is not None and running.warmup_start and not stopped:
+            stopped.append(seconds)
+            time.sleep(3.0)  # the process stood still for 3 s of the 2 s warmup
+        time.sleep(seconds)
+
+    backend.sleep = sleep
+    m = _evaluate(backend, world.candidate(2))
+    assert stopped and m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: the warmup ran "), m.reason
+    assert "not the 2s asked" in m.reason and "stopped or starved" in m.reason
+    assert world.leftovers() == []
 
 
 def test_a_load_that_ran_is_measured_and_its_share_recorded(world: ProcsWorld) -> None:

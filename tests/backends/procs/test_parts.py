@@ -56,6 +56,9 @@ def test_defaults_are_the_2017_setup() -> None:
         ({"harness_commit": "main"}, "write a commit hash"),
         ({"harness_patch": "builtin:nope"}, "no built-in patch 'nope'"),
         ({"hollow_node": 5}, "is not a known setting"),
+        # Found in the adversarial pass: accepted, and with workload_ends_warmup it ended
+        # every warmup at once.
+        ({"workload": "  "}, "workload` is empty: write a command or leave the key out"),
         ({"build_fixes": [{"name": "x"}]}, "one `command` or `patch`"),
         ({"build_fixes": [{"name": "x", "command": "a", "patch": "b"}]}, "one `command`"),
         ({"build_fixes": [{"name": "x", "command": "a", "since": "HEAD~1"}]}, "commit hash"),
@@ -74,7 +77,10 @@ def test_bad_settings_are_one_clear_config_error(data: dict[str, object], says: 
     ("data", "says"),
     [
         # issue 30 item 2: each launched a cluster (or hung) before it was refused.
-        ({"ready_timeout": "0s"}, "ready_timeout` must be more than 0s"),
+        ({"ready_timeout": "0s"}, "ready_timeout` must be at least 10s (a kube-apiserver"),
+        # Found on a real cluster: 1ms passed (the bound was "more than 0") and every launch
+        # then failed `kube-apiserver /healthz ok: not after 0.00s`, a skip per candidate.
+        ({"ready_timeout": "1ms"}, "ready_timeout` must be at least 10s (a kube-apiserver"),
         ({"hollow_nodes": 1_000_000_000}, "hollow_nodes` must be at most 27,766 (each takes 2"),
         ({"watchers": 1_000_000_000}, "watchers` must be at most 1,048,576 (one socket each"),
         ({"build_timeout": "0s"}, "build_timeout` must be more than 0s"),
@@ -360,6 +366,39 @@ def test_doctor_checks_go_etcd_ports_files_memory(tmp_path: Path) -> None:
     assert not findings["[backends.procs] etcd"].ok
     assert "apt-get install etcd-server" in findings["[backends.procs] etcd"].detail
     assert findings["loopback ports"].ok and findings["open files (ulimit -n)"].ok
+
+
+def test_doctor_counts_the_watch_tables_in_the_open_files_a_run_needs() -> None:
+    # Found in the adversarial pass: the open-files check counted `watchers` only, so
+    # [[watches]] tables of as many pod watches as the hard limit allows passed doctor and
+    # `bisector run`'s preflight; the load generator (one socket per watch, load.py) then
+    # could not open them and every launch waited out ready_timeout.
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY or hard > 1 << 20:
+        pytest.skip("no finite hard open-files limit to exceed")
+    section = Section({"watchers": 0, "hollow_nodes": 1,
+                       "watches": [{"resource": "pods", "count": hard}]},
+                      "p.toml", "backends.procs")  # fmt: skip
+    findings = {f.what: f for f in procs_doctor.check(section)}
+    files = findings["open files (ulimit -n)"]
+    assert not files.ok, files.detail
+    assert f"{hard} watches" in files.detail and "[[watches]]" in files.detail
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("build_cache_dir", "/dev/null"), ("build_cache_dir", "/proc/no-such-dir"),
+     ("tools_dir", "/proc/no-such-dir")],
+)  # fmt: skip
+def test_doctor_refuses_a_cache_directory_that_cannot_be_made(key: str, value: str) -> None:
+    # Found in the adversarial pass: both passed `bisector run`'s checks; the run then
+    # failed at setup (the harness build) with a message naming no key.
+    section = Section({key: value}, "p.toml", "backends.procs")
+    findings = {f.what: f for f in procs_doctor.check(section)}
+    found = findings[f"[backends.procs] {key}"]
+    assert not found.ok and value in found.detail, found.detail
 
 
 def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import metrics_file
+from bisector.backends.procs import workload as pw
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
 from bisector.config import Section
@@ -103,6 +104,29 @@ def test_a_failing_workload_is_a_skip_saying_its_exit_and_first_error(world: Pro
     assert world.leftovers() == []
 
 
+def test_a_workload_that_floods_its_output_fills_no_disk_and_keeps_its_exit(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found on a real cluster: `yes` as the workload wrote ~180 MB/s into workload.log for
+    # the whole warmup (a 60 s warmup: ~10 GB), and collect copied it into the log
+    # directory (twice that): a chatty workload fills the disk. Its log keeps the first
+    # WORKLOAD_LOG_BYTES and says how much more it dropped; its exit still decides.
+    monkeypatch.setattr(pw, "WORKLOAD_LOG_BYTES", 4000)
+    workload = "echo 'Error: first words'; seq 1 200000; exit 3"
+    backend = world.backend(warmup_s=30.0, workload=workload)
+    backend.setup()
+    candidate = world.candidate(0)
+    m = _evaluate(backend, candidate, "conflicts")
+    assert m.value is None and m.reason is not None
+    assert "the workload failed (exit code 3)" in m.reason, m.reason
+    assert "Error: first words" in m.reason
+    log = candidate.eval_dir / "cluster" / "workload.log"
+    text = log.read_text()
+    assert log.stat().st_size < 4000 + 200, log.stat().st_size
+    assert "more bytes of output dropped: the workload" in text.splitlines()[-1]
+    assert world.leftovers() == []
+
+
 def test_a_workload_still_running_at_the_warmups_end_is_stopped(world: ProcsWorld) -> None:
     code = "import time\nprint('holding', flush=True)\ntime.sleep(600)\n"
     backend = world.backend(warmup_s=2.0, workload=_python(code, world, "holds"))
@@ -150,7 +174,8 @@ def test_a_workload_child_without_the_tag_is_stopped_by_the_teardown(
 
 def test_a_workload_that_sets_the_length_ends_the_warmup(world: ProcsWorld) -> None:
     slept: list[float] = []
-    code = "print('done')\n"
+    # 3.5 node status periods of 1 s (the world's): long enough to show the load ran.
+    code = "import time\ntime.sleep(3.5)\nprint('done')\n"
     backend = world.backend(
         warmup_s=600.0, workload=_python(code, world, "quick"), workload_ends_warmup=True
     )
@@ -167,6 +192,22 @@ def test_a_workload_that_sets_the_length_ends_the_warmup(world: ProcsWorld) -> N
     assert m.reason is None and m.value == 9
     # The warmup's sleeps (after the launch's readiness polls) stop well short of 600 s.
     assert sum(slept) < 600.0
+    assert world.leftovers() == []
+
+
+def test_a_workload_that_ends_the_warmup_at_once_is_a_skip_not_a_good_verdict(
+    world: ProcsWorld,
+) -> None:
+    # Found on a real cluster (v1.32, 200 RV-less pod watches): `workload = "true"` with
+    # workload_ends_warmup ended the warmup ~1 s in, and the bad commit measured
+    # etcd_pod_lists = 0, a good verdict: a window under MIN_LOAD_PERIODS status periods is
+    # not judged on the load it carried, so nothing said the load never ran.
+    backend = world.backend(warmup_s=600.0, workload="true", workload_ends_warmup=True)
+    backend.setup()
+    m = _evaluate(backend, world.candidate(0), "conflicts")  # value 0: good-looking
+    assert m.value is None and m.reason is not None
+    assert m.reason.startswith("collect: the load did not run long enough: the workload"), m.reason
+    assert "3 node status periods (3s)" in m.reason
     assert world.leftovers() == []
 
 
