@@ -112,7 +112,8 @@ def read_hunt(run_dir: Path) -> Hunt:
 
 
 def _mmss(seconds: float) -> str:
-    return f"{int(seconds // 60)}m{int(round(seconds % 60)):02d}s"
+    whole = round(seconds)
+    return f"{whole // 60}m{whole % 60:02d}s"
 
 
 def print_table(hunt: Hunt) -> None:
@@ -139,7 +140,8 @@ def print_table(hunt: Hunt) -> None:
         now, base = kinds.get(kind, 0.0), BASELINE_KINDS[kind]
         print(f"{kind:12} {_mmss(now):>9} {_mmss(base):>9} {now / base:6.2f}")
     evals = sum(kinds.values())
-    print(f"{'all':12} {_mmss(evals):>9} {_mmss(BASELINE_EVALS_S):>9} {evals / BASELINE_EVALS_S:6.2f}")
+    ratio = evals / BASELINE_EVALS_S
+    print(f"{'all':12} {_mmss(evals):>9} {_mmss(BASELINE_EVALS_S):>9} {ratio:6.2f}")
     if hunt.wall_s is not None:
         ratio = hunt.wall_s / BASELINE_WALL_S
         print(f"{'wall':12} {_mmss(hunt.wall_s):>9} {_mmss(BASELINE_WALL_S):>9} {ratio:6.2f}")

@@ -272,10 +272,10 @@ def test_every_other_termination_signal_tears_down_too(
     built = build_repo(tmp_path / "repo", VALUES)
     good = built.mainline[0]
     driver = write_fault_config(tmp_path)
+    driver.inject("hang-launch", "call:1")
+    argv = run_args(built.path, good, built.mainline[-1], driver, tmp_path / "run")
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        driver.inject("hang-launch", "call:1")
-        argv = run_args(built.path, good, built.mainline[-1], driver, tmp_path / "run")
-        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_for(lambda: driver.entered("launch"), what="the launch")
         process.send_signal(signum)
         _out, err = process.communicate(timeout=60)
@@ -284,6 +284,9 @@ def test_every_other_termination_signal_tears_down_too(
         assert driver.up() == []
         assert driver.live_steps() == []
     finally:
+        if process.poll() is None:  # a run that did not end: not left to the next test
+            process.kill()
+            process.communicate()
         driver.kill_leftovers()
 
 

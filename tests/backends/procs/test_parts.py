@@ -389,8 +389,7 @@ def test_doctor_counts_the_watch_tables_in_the_open_files_a_run_needs() -> None:
 
 @pytest.mark.parametrize(
     ("key", "value"),
-    [("build_cache_dir", "/dev/null"), ("build_cache_dir", "/proc/no-such-dir"),
-     ("tools_dir", "/proc/no-such-dir")],
+    [("build_cache_dir", "/proc/no-such-dir"), ("tools_dir", "/proc/no-such-dir")],
 )  # fmt: skip
 def test_doctor_refuses_a_cache_directory_that_cannot_be_made(key: str, value: str) -> None:
     # Found in the adversarial pass: both passed `bisector run`'s checks; the run then
@@ -399,6 +398,15 @@ def test_doctor_refuses_a_cache_directory_that_cannot_be_made(key: str, value: s
     findings = {f.what: f for f in procs_doctor.check(section)}
     found = findings[f"[backends.procs] {key}"]
     assert not found.ok and value in found.detail, found.detail
+
+
+def test_a_cache_directory_that_is_not_a_directory_is_refused_when_read() -> None:
+    # The adversarial pass's `build_cache_dir = "/dev/null"`: an existing path that is not a
+    # directory is refused with the settings (bisector/config.py), before doctor or a run.
+    with pytest.raises(ConfigError, match="build_cache_dir` = '/dev/null' exists and is not a"):
+        ProcsSettings.from_section(
+            Section({"build_cache_dir": "/dev/null"}, "p.toml", "backends.procs")
+        )
 
 
 def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None:
