@@ -32,9 +32,11 @@ second write to the same buffered stream would fail ("reentrant call").
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -76,9 +78,31 @@ class _State:
     holding: list[str] = field(default_factory=list)  # what the main thread is finishing
     held: list[int] = field(default_factory=list)  # signals held by the outermost block
     previous: dict[int, _Handler] = field(default_factory=dict)
+    raised: int = 0  # the signal whose KeyboardInterrupt was raised last (0: none)
+    hook: Callable[[sys.UnraisableHookArgs], object] | None = None  # the one replaced
 
 
 _state = _State()
+
+
+def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """The interrupt raised by the first signal landed in a finalizer (a `__del__`, a
+    weakref callback: Python runs them between any two bytecodes), where Python prints
+    the exception and drops it: the run then went on as if nothing had arrived, and every
+    later signal was "received while stopping" and ignored (a SIGHUP during the report's
+    upload hung the run, 4 December 2026). Deliver the same signal again, to the main
+    thread's next bytecode outside the finalizer."""
+    dropped = isinstance(unraisable.exc_value, KeyboardInterrupt)
+    if dropped and _state.stopping and _state.raised and os.getpid() == _state.pid:
+        _say("bisector: the interrupt landed in a finalizer and was lost; raising it again")
+        _state.stopping = False
+        # From another thread, a moment later: asked from here, the main thread would run
+        # the handler at once, still inside this hook, and lose it the same way.
+        again = threading.Timer(0.01, _thread.interrupt_main, (signal.Signals(_state.raised),))
+        again.daemon = True
+        again.start()
+        return
+    (_state.hook or sys.__unraisablehook__)(unraisable)
 
 
 def _say(text: str) -> None:
@@ -110,6 +134,7 @@ def _on_signal(signum: int, _frame: FrameType | None) -> None:
         )
         return
     _state.stopping = True
+    _state.raised = signum
     raise KeyboardInterrupt
 
 
@@ -120,6 +145,9 @@ def _install() -> None:
         _state.received = 0
         _state.held.clear()
         _state.previous.clear()
+        _state.raised = 0
+        _state.hook = sys.unraisablehook
+        sys.unraisablehook = _on_unraisable
         for signum in TERMINATING:
             current = signal.getsignal(signum)
             if current == signal.SIG_IGN:
@@ -135,6 +163,9 @@ def _uninstall() -> None:
         for signum, handler in _state.previous.items():
             signal.signal(signum, handler)
         _state.previous.clear()
+        if _state.hook is not None:
+            sys.unraisablehook = _state.hook
+            _state.hook = None
 
 
 def install_for_process() -> None:
@@ -220,7 +251,9 @@ def held_during(what: str) -> Iterator[None]:
     _state.holding.pop()
     if _state.holding or not _state.held:
         return
+    first = _state.held[0]
     _state.held.clear()
     if not _state.stopping:
         _state.stopping = True
+        _state.raised = first
         raise KeyboardInterrupt

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from bisector import signals
 from bisector.signals import held_during, sigterm_as_interrupt
 
 
@@ -40,3 +41,26 @@ def test_a_teardown_runs_to_its_end_then_the_signal_is_raised(
     assert (
         f"{signal.Signals(signum).name} received during the teardown of x" in capfd.readouterr().err
     )
+
+
+def test_an_interrupt_that_lands_in_a_finalizer_is_raised_again() -> None:
+    """Python runs finalizers (`__del__`, weakref callbacks) between any two bytecodes; a
+    KeyboardInterrupt the first signal raises inside one is printed and dropped, and the
+    run went on with every later signal ignored as "received while stopping" (a full
+    suite, 4 December 2026: a SIGHUP during the report's upload, its traceback ending in
+    weakref.py `remove`, and the run hung until killed). The signal is delivered again."""
+
+    class SignalsWhileFinalized:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100):  # the handler runs here, inside the finalizer
+                time.sleep(0.001)
+
+    reached_the_end = False
+    with pytest.raises(KeyboardInterrupt), signals.handling_termination():
+        finalized = SignalsWhileFinalized()
+        del finalized
+        for _ in range(2000):  # the interrupt raised again lands in this loop
+            time.sleep(0.001)
+        reached_the_end = True
+    assert not reached_the_end
