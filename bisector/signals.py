@@ -98,11 +98,18 @@ def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
         _state.stopping = False
         # From another thread, a moment later: asked from here, the main thread would run
         # the handler at once, still inside this hook, and lose it the same way.
-        again = threading.Timer(0.01, _thread.interrupt_main, (signal.Signals(_state.raised),))
+        again = threading.Timer(0.01, _raise_again, (signal.Signals(_state.raised),))
         again.daemon = True
         again.start()
         return
     (_state.hook or sys.__unraisablehook__)(unraisable)
+
+
+def _raise_again(signum: signal.Signals) -> None:
+    # Only while our handlers are still installed and nothing raised meanwhile: once the
+    # block that installed them has ended, the signal is not ours to raise any more.
+    if _state.depth > 0 and not _state.stopping:
+        _thread.interrupt_main(signum)
 
 
 def _say(text: str) -> None:
