@@ -5,6 +5,7 @@
 <run dir>/owner                the repository the directory belongs to
 <run dir>/resources.json       clusters a backend brought up, with their teardown
 <run dir>/processes.jsonl      process groups started, stopped after a kill -9
+<run dir>/progress.log         the progress as plain lines, timestamped (`tail -f` it)
 <run dir>/worktrees/bisect     git bisect's own worktree
 <run dir>/worktrees/good       the good endpoint's tree (a backend's base checkout)
 <run dir>/worktrees/slot-N     the candidate checkout of parallel slot N
@@ -44,6 +45,10 @@ class RunLayout:
     @property
     def processes(self) -> Path:
         return self.root / "processes.jsonl"
+
+    @property
+    def progress_log(self) -> Path:
+        return self.root / "progress.log"
 
     @property
     def worktrees(self) -> Path:

@@ -39,7 +39,7 @@ from bisector.measure.journal import (
     TeardownFailed,
 )
 from bisector.search.decide import DecisionRule, MajorityRule
-from bisector.search.progress import PlainProgress, Progress
+from bisector.search.progress import PlainProgress, Progress, logged_to
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
 
@@ -170,6 +170,7 @@ def open_bisection(
         # its worktrees, stop what a killed run of it left running.
         stack.enter_context(own_run_dir(layout.root, repo.common_dir))
         run_index.remember(repo.common_dir, layout.root)  # `bisector runs` lists it
+        progress = stack.enter_context(logged_to(progress, layout.progress_log, s.estimate_s))
         for line in proc.stop_orphans(layout.processes):
             progress.note(line)
         stack.enter_context(proc.track_groups(layout.processes))

@@ -16,10 +16,14 @@ without one, a line at each phase change and one every `tick_s` during a phase.
 
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TextIO
 
 from bisector.durations import format_duration
@@ -195,6 +199,14 @@ class _Board:
         return line
 
 
+class Stream(Protocol):
+    """Where plain lines go: a text file or stderr."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
 class PlainProgress:
     """One line per event on stderr (CI logs, pipes, nohup): each phase as it begins, and
     every `tick_s` while one runs (a small thread, started with the first phase; `stop`
@@ -203,11 +215,14 @@ class PlainProgress:
 
     def __init__(
         self,
-        stream: TextIO | None = None,
+        stream: Stream | None = None,
         estimate_s: float | None = None,
         tick_s: float = TICK_S,
+        *,
+        stamped: bool = False,
     ) -> None:
         self.stream = stream or sys.stderr
+        self.stamped = stamped  # each line begins with its UTC time (a file read later)
         self.estimate_s = estimate_s
         self.tick_s = tick_s
         self.board = _Board()
@@ -229,7 +244,8 @@ class PlainProgress:
             self._print(line)
 
     def _print(self, line: str) -> None:
-        print(f"bisector: {line}", file=self.stream, flush=True)
+        stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H:%M:%SZ} " if self.stamped else ""
+        print(f"{stamp}bisector: {line}", file=self.stream, flush=True)
 
     def phase(self, event: PhaseStarted) -> None:
         self.board.begin(event)
@@ -355,6 +371,86 @@ def _describe(
         if eta_s:
             parts.append(f"ETA {format_duration(eta_s)}")
     return " | ".join(parts)
+
+
+class TeeProgress:
+    """Every event to two progresses: the console's (live line or plain lines) and the run
+    directory's plain log, so a run watched on a terminal also leaves the lines a nohup
+    log would hold, and another shell can `tail -f` them."""
+
+    def __init__(self, first: Progress, second: Progress) -> None:
+        self.both = (first, second)
+
+    def status(
+        self,
+        phase: str,
+        candidate: str = "",
+        steps_left: int | None = None,
+        eta_s: float | None = None,
+    ) -> None:
+        for p in self.both:
+            p.status(phase, candidate, steps_left, eta_s)
+
+    def note(self, line: str) -> None:
+        for p in self.both:
+            p.note(line)
+
+    def phase(self, event: PhaseStarted) -> None:
+        for p in self.both:
+            p.phase(event)
+
+    def reading(self, slot: int, reading: Reading) -> None:
+        for p in self.both:
+            p.reading(slot, reading)
+
+    def evaluated(self, slot: int) -> None:
+        for p in self.both:
+            p.evaluated(slot)
+
+    def prefetching(self, commit: str, running: bool) -> None:
+        for p in self.both:
+            p.prefetching(commit, running)
+
+    def stop(self) -> None:
+        try:
+            self.both[0].stop()
+        finally:
+            self.both[1].stop()
+
+
+@contextlib.contextmanager
+def logged_to(progress: Progress, path: Path, estimate_s: float | None) -> Iterator[Progress]:
+    """`progress` and, beside it, timestamped plain lines appended to `path`. A log that
+    cannot be written (a full disk) costs the run nothing: the console still says it all."""
+    try:
+        handle = path.open("a", encoding="utf-8", buffering=1)
+    except OSError:
+        yield progress
+        return
+    to_file = PlainProgress(_Quiet(handle), estimate_s, stamped=True)
+    try:
+        yield TeeProgress(progress, to_file)
+    finally:
+        to_file.stop()
+        with contextlib.suppress(OSError):  # its last flush, on a full disk
+            handle.close()
+
+
+class _Quiet:
+    """A log file whose write errors (ENOSPC mid-run) are dropped, never raised into the
+    evaluation that happened to print."""
+
+    def __init__(self, handle: TextIO) -> None:
+        self.handle = handle
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError, ValueError):
+            return self.handle.write(text)
+        return 0
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.handle.flush()
 
 
 def make_progress(

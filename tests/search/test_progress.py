@@ -4,6 +4,7 @@ evaluation's phases, readings, builds ahead and the ticker (issue 29.1)."""
 from __future__ import annotations
 
 import io
+import re
 import threading
 import time
 from pathlib import Path
@@ -17,6 +18,7 @@ from bisector.search.progress import (
     PhaseStarted,
     PlainProgress,
     Reading,
+    logged_to,
     make_progress,
 )
 from tests.helpers.backend import FileValueBackend
@@ -36,6 +38,43 @@ def test_plain_lines_when_not_a_terminal() -> None:
         "bisector: bisect: evaluating | aaaaaaaaaaaa | ~3 runs left | ETA 30m00s",
         "bisector: a is good",
     ]
+
+
+def test_the_run_directory_log_gets_every_event_timestamped_beside_the_console(
+    tmp_path: Path,
+) -> None:
+    console = io.StringIO()
+    log = tmp_path / "progress.log"
+    with logged_to(PlainProgress(console), log, None) as progress:
+        progress.note("a is good")
+        progress.phase(PhaseStarted(0, "b" * 40, "warmup", expected_s=60))
+        progress.stop()
+    assert console.getvalue().splitlines() == [
+        "bisector: a is good",
+        "bisector: bbbbbbbbbbbb warmup begins (~1m00s expected)",
+    ]
+    lines = log.read_text().splitlines()
+    assert [ln.split(" ", 1)[1] for ln in lines] == console.getvalue().splitlines()
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", ln.split()[0]) for ln in lines)
+
+
+def test_a_run_directory_log_that_cannot_be_written_costs_the_run_nothing(
+    tmp_path: Path,
+) -> None:
+    console = io.StringIO()
+    with logged_to(PlainProgress(console), tmp_path / "missing" / "progress.log", None) as p:
+        p.note("still said")
+        p.stop()
+    assert console.getvalue() == "bisector: still said\n"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_under_the_run_directory_log_raises_nothing_into_the_run() -> None:
+    console = io.StringIO()
+    with logged_to(PlainProgress(console), Path("/dev/full"), None) as p:  # ENOSPC each write
+        p.note("still said")
+        p.stop()
+    assert console.getvalue() == "bisector: still said\n"
 
 
 def test_live_display_updates_phase_candidate_steps_and_eta() -> None:

@@ -115,6 +115,15 @@ def test_under_script_a_pty_gets_the_live_line(tmp_path: Path) -> None:
     assert not re.search(r"^bisector: [0-9a-f]{12} build", raw, re.M)  # not the plain form
     phases = {phase for _c, phase, _t in _SLOT.findall(raw)}
     assert {"launch", "warmup"} <= phases, raw[-2000:]
+    # The same run, as plain lines in its run directory: what a nohup log would hold,
+    # each line with its UTC time, for the commits the terminal showed.
+    plain = (run.run_dir / "progress.log").read_text()
+    changes = re.findall(
+        r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ bisector: ([0-9a-f]{12}) (\w+) begins", plain, re.M
+    )
+    assert {"build", "launch", "warmup", "teardown"} <= {p for _c, p in changes}, plain
+    assert {c for c, _p in changes} <= {c for c, _p, _t in _SLOT.findall(raw)}, plain
+    assert "\x1b[" not in plain
 
 
 def test_in_a_pipe_a_line_at_each_phase_change_and_json_keeps_its_document(
