@@ -63,7 +63,12 @@ from bisector.metrics import prometheus as prom
 log = logging.getLogger("bisector.procs")
 LOG_NAME = "kube-apiserver.log"
 LOAD_FIGURES = "watch-load.json"
-POLL_S = 1.0
+# A launch waits for four things in turn (etcd, the apiserver, the watches, the nodes):
+# polled each quarter second, not each second, that is ~1.5 s less per launch.
+POLL_S = 0.25
+# Hollow nodes started by one bash each (a command line per node: 25 stay far below the
+# 128 KiB a single argument may take, MAX_ARG_STRLEN).
+HOLLOW_BATCH = 25
 ETCD_READY_S = 30.0
 LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
 WORKLOAD_EVERY_S = 1.0  # how often, when the workload's end ends the warmup
@@ -457,10 +462,14 @@ class ProcsBackend:
             raise _launch_failed(layout, exc.reason) from None
 
     def _spawn(self, running: Running, s: Step, what: str) -> int:
+        return self._spawn_all(s, 1, what)[0]
+
+    def _spawn_all(self, s: Step, count: int, what: str) -> list[int]:
         out = run_step(s).stdout.strip().splitlines()
-        if not out or not out[-1].isdigit():
+        pids = out[-count:]
+        if len(pids) < count or not all(p.isdigit() for p in pids):
             raise LaunchError(f"starting {what} printed no pid ({out!r})")
-        return int(out[-1])
+        return [int(p) for p in pids]
 
     def _alive_or_raise(self, running: Running, error: type[InfraError], when: str) -> None:
         """A process gone is a skip saying which, how it ended, its log and what the log
@@ -553,15 +562,16 @@ class ProcsBackend:
         layout, kubemark = running.layout, self.kubemark
         assert kubemark is not None
         layout.files.hollow_log(0).parent.mkdir(parents=True, exist_ok=True)
+        daemons = []
         for i in range(self.cfg.hollow_nodes):
             layout.hollow_root(i).mkdir(parents=True, exist_ok=True)
-            s = pc.daemon_step(
-                pc.hollow_cmd(kubemark, layout, i, self.hollow_flags),
-                layout.files.hollow_log(i),
-                layout,
-                pc.hollow_env(self.cfg, layout, i),
-            )
-            running.hollow.append(self._spawn(running, s, f"hollow node {i}"))
+            env = tuple(pc.hollow_env(self.cfg, layout, i).items())
+            cmd = pc.hollow_cmd(kubemark, layout, i, self.hollow_flags)
+            daemons.append(pc.Daemon(cmd, layout.files.hollow_log(i), env))
+        for first in range(0, len(daemons), HOLLOW_BATCH):
+            batch = daemons[first : first + HOLLOW_BATCH]
+            what = f"hollow nodes {first}-{first + len(batch) - 1}"
+            running.hollow += self._spawn_all(pc.daemons_step(batch, layout), len(batch), what)
         want = self.cfg.hollow_nodes
         seen = [0]
 
@@ -914,8 +924,9 @@ class ProcsBackend:
             body = fix.command.strip() if fix.command else f"git apply {fix.patch}"
             lines += [f"#   {line}" for line in body.splitlines()]
         lines.append(
-            f"GOCACHE={cfg.gocache} GOFLAGS=-trimpath CGO_ENABLED=0 go build -ldflags "
-            f"'-X .../version.gitCommit={candidate.commit[:12]}...' -o {binary} "
+            f"GOCACHE={cfg.gocache} GOFLAGS=-trimpath CGO_ENABLED=0 go build -gcflags "
+            f"{pb.GCFLAGS} -ldflags '{pb.STRIP_LDFLAGS} -X .../version.gitCommit="
+            f"{candidate.commit[:12]}...' -o {binary} "
             "./cmd/kube-apiserver"
         )
         etcd = self.etcd

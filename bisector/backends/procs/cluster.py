@@ -206,6 +206,15 @@ def exit_file(log: Path) -> Path:
     return log.with_suffix(".exit")
 
 
+@dataclass(frozen=True)
+class Daemon:
+    """A process to start in the background: its command, its log, its own environment."""
+
+    cmd: Sequence[str | Path]
+    log: Path
+    env: tuple[tuple[str, str], ...] = ()
+
+
 def daemon_step(
     cmd: Sequence[str | Path], log: Path, layout: Layout, env: dict[str, str] | None = None
 ) -> Step:
@@ -214,16 +223,38 @@ def daemon_step(
     so a skip can say how it ended (bash's `wait`: 128+N for signal N). The pid comes back
     through `<log>.pid`: the one process door reads the output once bash has exited, and
     the subshell outlives it."""
-    q = shlex.quote
-    pid = q(str(log.with_suffix(".pid")))
-    script = (
-        f"rm -f {pid}; ( {shlex.join(str(c) for c in cmd)} </dev/null >{q(str(log))} 2>&1 & "
-        f"echo $! >{pid}; wait $!; echo $? >{q(str(exit_file(log)))} ) >/dev/null 2>&1 & "
-        f"until [ -s {pid} ]; do sleep 0.01; done; cat {pid}"
-    )
     return step(
-        "bash", "-c", script, env={TAG_ENV: layout.tag, **(env or {})}, timeout=SPAWN_TIMEOUT_S
+        "bash",
+        "-c",
+        _daemons_script([Daemon(cmd, log)]),
+        env={TAG_ENV: layout.tag, **(env or {})},
+        timeout=SPAWN_TIMEOUT_S,
     )
+
+
+def daemons_step(daemons: Sequence[Daemon], layout: Layout) -> Step:
+    """Start every daemon at once, as `daemon_step` starts one; prints their pids in order.
+    One bash for a batch: a bash per hollow node took 0.1-0.2 s each on a busy 2-core
+    machine, 16 s of every launch for 100 nodes (the real 2017 hunt, 4 December 2026)."""
+    return step(
+        "bash", "-c", _daemons_script(daemons), env={TAG_ENV: layout.tag}, timeout=SPAWN_TIMEOUT_S
+    )
+
+
+def _daemons_script(daemons: Sequence[Daemon]) -> str:
+    q = shlex.quote
+    starts, waits = [], []
+    for d in daemons:
+        pid = q(str(d.log.with_suffix(".pid")))
+        # `env` execs the command: `$!` is the daemon's own pid, not a wrapper's.
+        prefix = ["env", *(f"{k}={v}" for k, v in d.env)] if d.env else []
+        cmd = shlex.join([*prefix, *(str(c) for c in d.cmd)])
+        starts.append(
+            f"rm -f {pid}; ( {cmd} </dev/null >{q(str(d.log))} 2>&1 & "
+            f"echo $! >{pid}; wait $!; echo $? >{q(str(exit_file(d.log)))} ) >/dev/null 2>&1 &"
+        )
+        waits.append(f"until [ -s {pid} ]; do sleep 0.01; done; cat {pid}")
+    return " ".join(starts) + " " + "; ".join(waits)
 
 
 # Flags read from the tree they are given to, not guessed by its age.

@@ -206,6 +206,47 @@ def test_the_version_is_stamped_in_every_generation_of_the_version_package() -> 
     assert "-X k8s.io/component-base/version.gitCommit=7043372d0551" in flags
 
 
+def test_builds_are_linked_without_symbols_and_dwarf_as_kubernetes_links_them(
+    tmp_path: Path,
+) -> None:
+    """hack/lib/golang.sh (v1.32.0-rc.1, kube::golang::build_binaries) links with `-s -w`
+    unless DBG=1; the compiler is told not to write the DWARF the linker drops."""
+    place = pb.BuildPlace(tmp_path, tmp_path, {"GO": "go"})
+    cmd = pb.go_build_step(place, "cmd/kube-apiserver", tmp_path / "out", "c" * 40, 60,
+                           static=True).cmd  # fmt: skip
+    assert cmd[cmd.index("-gcflags") + 1] == "all=-dwarf=false"
+    linked = cmd[cmd.index("-ldflags") + 1].split()
+    assert linked[:2] == ["-s", "-w"]
+    assert f"k8s.io/kubernetes/pkg/version.gitCommit={'c' * 40}" in linked  # still stamped
+
+
+def test_hollow_nodes_start_in_batches_each_with_its_own_pid_exit_and_environment(
+    tmp_path: Path,
+) -> None:
+    """One bash starts a batch (a bash per node cost 0.1-0.2 s each on a busy machine):
+    the pids come back in order, each daemon gets its own environment, and each one's exit
+    status lands beside its own log, as `daemon_step` does for one."""
+    layout = _layout(tmp_path, False)
+    daemons = [
+        pc.Daemon(
+            ["bash", "-c", f'echo "$WHO"; exit {i}'], tmp_path / f"d{i}.log", (("WHO", f"d{i}"),)
+        )
+        for i in range(3)
+    ]
+    done = subprocess.run(list(pc.daemons_step(daemons, layout).cmd), capture_output=True,
+                          text=True, check=True, timeout=30)  # fmt: skip
+    pids = [int(p) for p in done.stdout.split()]
+    assert len(pids) == 3
+    for i, d in enumerate(daemons):
+        assert int(d.log.with_suffix(".pid").read_text()) == pids[i]
+        exit_file = pc.exit_file(d.log)
+        deadline = time.monotonic() + 10  # a bound against a hang, not a timing
+        while not exit_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert exit_file.read_text().strip() == str(i)
+        assert d.log.read_text() == f"d{i}\n"
+
+
 # -- serving ---------------------------------------------------------------------------
 
 
