@@ -69,6 +69,12 @@ def children_stats() -> list[tuple[int, int, int]]:
     return found
 
 
+def process_state(pid: int) -> str | None:
+    """The process's state letter (R, S, T stopped, Z, ...; proc(5)); None if gone."""
+    stat = _stat(pid)
+    return None if stat is None else stat[0]
+
+
 def start_time(pid: int) -> int | None:
     """The process's start time in clock ticks after boot; None when it is gone or a zombie."""
     stat = _stat(pid)

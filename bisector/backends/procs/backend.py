@@ -27,6 +27,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import shutil
 import threading
 import time
@@ -51,7 +52,7 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs import workload as pw
-from bisector.backends.procs.load import STATUS_EVERY_S
+from bisector.backends.procs.load import REOPEN_AFTER_S, STATUS_EVERY_S
 from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings, harness_revision
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
@@ -59,6 +60,7 @@ from bisector.dirs import write_private
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.metrics import prometheus as prom
+from bisector.orphans import process_state
 
 log = logging.getLogger("bisector.procs")
 LOG_NAME = "kube-apiserver.log"
@@ -74,8 +76,22 @@ LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still r
 WORKLOAD_EVERY_S = 1.0  # how often, when the workload's end ends the warmup
 # A warmup in which less than this share of the status writes the hollow nodes offer
 # reached the apiserver measured no load (frozen or starved hollow nodes, a stuck load
-# generator): a skip. Judged once the warmup spans MIN_LOAD_PERIODS status periods.
+# generator): a skip.
 MIN_LOAD_FRACTION = 0.5
+# A short window spans few rounds, and a loop that ran may have made one write less than
+# its share (its phase): each loop that ran made at least its sure rounds, floor(its time
+# / (period x (1 + ROUND_SLACK))). The hollow kubelet waits its period after each
+# status round ends (2017: pkg/kubelet/kubelet.go:1297 wait.Until, sliding; v1.32.0-rc.1:
+# kubelet.go:1751 wait.JitterUntil(syncNodeStatus, period, 0.04, true, ...), up to 4 %
+# more), and takes time of its own to build the status; a pod watch opens again a second
+# after the server closes it (load.py REOPEN_AFTER_S). So a short window needs
+# min(MIN_LOAD_FRACTION of the offer, the sure rounds), judged from one sure round on: a
+# frozen harness in a 15 s early verdict, or a 20 s warmup of RV-less pod watches, made
+# none. Under one sure round a count cannot tell (a kubelet that ran may have made no
+# write): a warmup ended that early is a skip, and a whole warmup that short is judged
+# on its processes (`_not_stopped`).
+ROUND_SLACK = 0.25
+# A workload that ends the warmup must leave this many status periods (`_long_enough`).
 MIN_LOAD_PERIODS = 3.0
 # A harness that does not honour HOLLOW_NODE_STATUS_PERIOD (an unpatched 1.32 kubemark):
 # its heartbeat is the node Lease, renewed every 0.25 x 40 s (pkg/kubelet/kubelet.go:220
@@ -728,6 +744,7 @@ class ProcsBackend:
             raise CollectError("the apiserver log is empty")
         self._load_generator_ran(running, figures, end)
         self._long_enough(running, end)
+        self._not_ended_too_soon(running, end)
         load = self._delivered(running, log_dir, figures, end)
         if load is not None:
             write_load(log_dir, load)
@@ -736,6 +753,12 @@ class ProcsBackend:
         pods = self._pod_watch_load(running, figures, end)
         if pods is not None and not pods.ran:
             raise CollectError(f"the watch load did not run: {pods.describe()}")
+        # What no count judged: whether its processes stood still (a stopped generator's
+        # status reads stale only after LOAD_STATUS_STALE_S; its reopen count may judge it).
+        stopped = ["watch-load"] if pods is None else []
+        if load is None:
+            stopped += [f"{pc.HOLLOW_PREFIX}{i}" for i in range(len(running.hollow))]
+        self._not_stopped(running, stopped, end)
         return [log_file]
 
     def _not_stretched(self, running: Running, end: float) -> None:
@@ -773,6 +796,53 @@ class ProcsBackend:
                 "longer"
             )
 
+    def _heartbeat(self) -> tuple[str, float]:
+        """What a hollow node writes each round, and how often."""
+        if self.hollow_flags.status_period_env:
+            return "node status period", self.cfg.node_status_period
+        return "node lease renewal period", LEASE_RENEW_S
+
+    def _rounds(self) -> list[tuple[str, float]]:
+        """The periods of the loads the backend judges: the hollow nodes' heartbeat, and
+        the RV-less pod watches' cycle (closed by the server, opened again)."""
+        rounds = [self._heartbeat()]
+        cfg = self.cfg
+        if cfg.watch_load == "pods-without-rv" and cfg.watchers > 0 and cfg.watch_timeout > 0:
+            rounds.append(("pod watch cycle", cfg.watch_timeout + REOPEN_AFTER_S))
+        return rounds
+
+    def _not_ended_too_soon(self, running: Running, end: float) -> None:
+        """A warmup that ended before its time (an early verdict at `check_every`, the
+        workload's end) under one sure round of a load: nothing in it can tell frozen
+        hollow nodes from running ones, and their frozen load reads as a good build (fewer
+        409s, fewer lists). A skip, saying how long a window must be."""
+        span = end - running.warmup_start
+        if span >= self.context.warmup_s:
+            return  # the whole warmup: `_not_stopped` judges what no count can
+        for what, period in self._rounds():
+            need = period * (1 + ROUND_SLACK)
+            if span < need:
+                raise CollectError(
+                    f"the load cannot be judged: the warmup ended after {span:.1f}s of "
+                    f"{format_duration(self.context.warmup_s)} (an early verdict, or the "
+                    f"workload's end), under one {what} ({period:g}s, {need:g}s with its "
+                    "jitter): a load that ran may have written nothing yet; look at the log "
+                    f"no sooner than {need:g}s ([run] check_every)"
+                )
+
+    def _not_stopped(self, running: Running, names: list[str], end: float) -> None:
+        """Processes whose load no count judged (a window under one sure round, a harness
+        without the counters): one stopped (SIGSTOP, a debugger: state T or t in
+        /proc/PID/stat) did not run, whatever the window's length."""
+        pids = running.all_pids()
+        stopped = [n for n in names if n in pids and process_state(pids[n]) in ("T", "t")]
+        if stopped:
+            span = end - running.warmup_start
+            raise CollectError(
+                f"the load did not run: {', '.join(stopped)} stopped (state T: SIGSTOP or a "
+                f"debugger) at the end of a {span:.1f}s window its writes could not judge"
+            )
+
     def _load_generator_ran(self, running: Running, figures: dict[str, object], end: float) -> None:
         """A load generator whose status stopped changing held its watches but did nothing
         with them (frozen, starved): its load did not run. Its figures judge a stall only
@@ -802,12 +872,11 @@ class ProcsBackend:
         cfg = self.cfg
         if cfg.watch_load != "pods-without-rv" or cfg.watchers == 0 or cfg.watch_timeout <= 0:
             return None
-        cycles = (end - running.warmup_start) / (cfg.watch_timeout + 1.0)
-        if cycles < MIN_LOAD_PERIODS:
-            return None
+        span = end - running.warmup_start
         reopened = max(0, _count(figures, "reopened") - running.reopened_at_start)
         what = "pod watch openings (each RV-less watch, closed by the server, opened again)"
-        return DeliveredLoad(what, cfg.watchers * cycles, reopened, MIN_LOAD_FRACTION)
+        cycle = cfg.watch_timeout + REOPEN_AFTER_S
+        return _judged(what, cfg.watchers * span, cycle, cfg.watchers, reopened)
 
     def _delivered(
         self, running: Running, log_dir: Path, figures: dict[str, object], end: float
@@ -819,32 +888,28 @@ class ProcsBackend:
         its load reads high, where the watch events (successful writes only) would read
         low. Without that counter, on the load generator's events (one per write on each
         of the min(N, W) live names). None when neither was counted, or the warmup spans
-        under MIN_LOAD_PERIODS periods (too few writes to judge)."""
+        under one sure round (ROUND_SLACK: a count cannot tell)."""
         nodes = self.cfg.hollow_nodes
         warmup = end - running.warmup_start
         if not self.hollow_flags.status_period_env:
             # The harness ignores the status period: its heartbeat is the Lease.
-            periods = warmup / LEASE_RENEW_S
             renewals = _lease_renewals(log_dir)
-            if periods < MIN_LOAD_PERIODS or renewals is None:
+            if renewals is None:
                 return None
             own = _harness_time(nodes, warmup, log_dir, _LEASE_ROUND)
             what = "node lease renewals (the apiserver's PUT count on leases)"
-            return DeliveredLoad(what, own / LEASE_RENEW_S, renewals, MIN_LOAD_FRACTION)
-        periods = warmup / self.cfg.node_status_period
-        if periods < MIN_LOAD_PERIODS:
-            return None
+            return _judged(what, own, LEASE_RENEW_S, nodes, renewals)
+        period = self.cfg.node_status_period
         writes = _node_status_writes(log_dir)
         if writes is not None:
             own = _harness_time(nodes, warmup, log_dir, _STATUS_ROUND)
             what = "node status writes (the apiserver's PATCH count)"
-            offered = own / self.cfg.node_status_period
-            return DeliveredLoad(what, offered, writes, MIN_LOAD_FRACTION)
+            return _judged(what, own, period, nodes, writes)
         if self.cfg.watchers > 0 and not self.cfg.watches:  # other watches' events differ
             live = min(nodes, self.cfg.watchers)
             events = max(0, _count(figures, "events") - running.events_at_start)
             what = "watch events (node status writes seen by the node watches)"
-            return DeliveredLoad(what, live * periods, events, MIN_LOAD_FRACTION)
+            return _judged(what, live * warmup, period, live, events)
         return None
 
     def _end_workload(self, running: Running, log_dir: Path) -> None:
@@ -1050,6 +1115,21 @@ def _harness_time(
     except InfraError:
         return whole
     return whole
+
+
+def _judged(
+    what: str, own_s: float, period_s: float, loops: int, delivered: int
+) -> DeliveredLoad | None:
+    """`loops` closed loops (a hollow kubelet's status round, a pod watch's cycle), one
+    round each per `period_s` of the `own_s` loop-seconds they had: MIN_LOAD_FRACTION of
+    that offer, or in a short window the rounds each made for sure if less (ROUND_SLACK).
+    None under one sure round: a loop that ran may have made none."""
+    offered = own_s / period_s
+    sure = math.floor(own_s / max(loops, 1) / (period_s * (1 + ROUND_SLACK)))
+    if sure < 1 or offered <= 0:
+        return None
+    needed = min(MIN_LOAD_FRACTION * offered, float(loops * sure))
+    return DeliveredLoad(what, offered, delivered, needed / offered)
 
 
 def _node_status_writes(log_dir: Path) -> int | None:

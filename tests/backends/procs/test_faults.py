@@ -29,6 +29,8 @@ from bisector.backends.steps import step
 from bisector.commands.cleanup import cleanup
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
+from bisector.logs import score_logs
+from bisector.measure.early import EarlyStop, rescoring
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from tests.helpers.processes import gone
 from tests.helpers.procs_backend import ProcsWorld
@@ -131,10 +133,12 @@ def test_stop_exits_non_zero_and_names_what_is_left(
         sleeper.wait()
 
 
-def _evaluate(backend: ProcsBackend, candidate: Candidate) -> Measurement:
+def _evaluate(
+    backend: ProcsBackend, candidate: Candidate, early: EarlyStop | None = None
+) -> Measurement:
     return evaluate_candidate(
         backend, candidate, metric="conflicts", window=WindowRule(real_time=True),
-        launch_attempts=1,
+        launch_attempts=1, early=early, partial=backend if early else None,
     )  # fmt: skip
 
 
@@ -440,4 +444,99 @@ def test_without_the_apiservers_count_the_watch_events_judge_the_load(
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("collect: the load did not run: "), m.reason
     assert "watch events (node status writes seen by the node watches)" in m.reason
+    assert world.leftovers() == []
+
+
+# -- a load frozen in a short window (issue 30, written up by the adversarial pass) -----
+
+
+def _freeze_hollow_nodes_in_the_warmup(backend: ProcsBackend) -> list[int]:
+    """SIGSTOP every hollow node at the warmup's first sleep; the pids frozen."""
+    frozen: list[int] = []
+
+    def sleep(seconds: float) -> None:
+        running = backend._running.get(0)
+        if running is not None and running.warmup_start and not frozen:
+            frozen.extend(running.hollow)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+        time.sleep(seconds)
+
+    backend.sleep = sleep
+    return frozen
+
+
+def _early(every_s: float, warmup_s: float) -> EarlyStop:
+    """Early verdicts on conflicts: bad from 5, good from the first look (value 0 projects 0)."""
+    return EarlyStop(
+        "conflicts", 5.0, every_s, warmup_s, rescoring(score_logs), good_after_s=every_s
+    )
+
+
+def test_frozen_hollow_nodes_in_an_early_good_verdict_are_a_skip(world: ProcsWorld) -> None:
+    # The 2017 config looks every 15 s (check_every) at a 1 s status period; a look at 2.5
+    # periods was not load-checked at all (judged from 3 periods on), so frozen hollow
+    # nodes, fewer 409s, gave an early GOOD verdict. Each kubelet that ran wrote at least
+    # twice in 2.5 s (its status loop: 2017 pkg/kubelet/kubelet.go:1297 wait.Until).
+    backend = world.backend(warmup_s=20.0)
+    backend.setup()
+    frozen = _freeze_hollow_nodes_in_the_warmup(backend)
+    m = _evaluate(backend, world.candidate(0), _early(2.5, 20.0))
+    assert frozen and m.value is None and m.reason is not None, m
+    assert m.reason.startswith("collect: the load did not run: "), m.reason
+    assert "node status writes (the apiserver's PATCH count)" in m.reason
+    assert world.leftovers() == []
+
+
+def test_an_early_verdict_under_one_status_period_is_a_skip(world: ProcsWorld) -> None:
+    # A look 1 s into the warmup with a 2 s status period: a kubelet that ran may not have
+    # written yet, so no count tells a frozen load from a running one: a skip saying how
+    # long a look must wait (2 s + ROUND_SLACK), never the good verdict 0 conflicts reads as.
+    backend = world.backend(warmup_s=20.0, node_status_period="2s")
+    backend.setup()
+    m = _evaluate(backend, world.candidate(0), _early(1.0, 20.0))
+    assert m.value is None and m.reason is not None, m
+    assert m.reason.startswith("collect: the load cannot be judged: the warmup ended after ")
+    assert "under one node status period (2s, 2.5s with its jitter)" in m.reason, m.reason
+    assert "no sooner than 2.5s ([run] check_every)" in m.reason
+    assert world.leftovers() == []
+
+
+def test_frozen_hollow_nodes_in_a_warmup_of_two_periods_are_a_skip(world: ProcsWorld) -> None:
+    # A 5 s warmup at a 2 s status period: 2.5 periods, judged on each kubelet's two sure
+    # writes (min(50% of ~7.5, 3 x 2)); frozen, the nodes made none.
+    backend = world.backend(warmup_s=5.0, node_status_period="2s")
+    backend.setup()
+    frozen = _freeze_hollow_nodes_in_the_warmup(backend)
+    m = _evaluate(backend, world.candidate(0))
+    assert frozen and m.value is None and m.reason is not None, m
+    assert m.reason.startswith("collect: the load did not run: "), m.reason
+    assert "node status writes (the apiserver's PATCH count)" in m.reason
+    assert world.leftovers() == []
+
+
+def test_a_load_that_ran_in_a_warmup_of_two_periods_is_measured(world: ProcsWorld) -> None:
+    # The same window, the nodes running: measured, its share recorded.
+    backend = world.backend(warmup_s=5.0, node_status_period="2s")
+    backend.setup()
+    candidate = world.candidate(2)
+    m = _evaluate(backend, candidate)
+    assert m.reason is None and m.value == 9, m
+    load = read_load(candidate.log_dir)
+    assert load is not None and load.ran and load.delivered >= 3, load
+    assert world.leftovers() == []
+
+
+def test_frozen_hollow_nodes_in_a_warmup_under_one_period_are_a_skip(world: ProcsWorld) -> None:
+    # A 1 s warmup at a 1 s status period: no count can judge it (a kubelet that ran may
+    # have written nothing), so the processes are looked at: stopped ones did not run.
+    backend = world.backend(warmup_s=1.0)
+    backend.setup()
+    frozen = _freeze_hollow_nodes_in_the_warmup(backend)
+    m = _evaluate(backend, world.candidate(0))
+    assert frozen and m.value is None and m.reason is not None, m
+    assert m.reason.startswith(
+        "collect: the load did not run: hollow-node-0, hollow-node-1, hollow-node-2 stopped "
+        "(state T: SIGSTOP or a debugger)"
+    ), m.reason
     assert world.leftovers() == []

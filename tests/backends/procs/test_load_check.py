@@ -74,3 +74,69 @@ def test_frozen_hollow_nodes_still_did_not_run_the_load(tmp_path: Path) -> None:
     load = _judge(tmp_path, patches=6_000, get_s=2.0, patch_s=10.0)
     assert not load.ran
     assert round(load.offered) == 29_988
+
+
+# -- short windows: an early verdict at 15 s, a 20 s warmup of pod watches --------------
+
+
+def _modern_metrics(path: Path, *, renewals: int, cpu_s: float) -> None:
+    """The v1.32 families (staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go at
+    v1.32.0-rc.1: apiserver_request_total, apiserver_request_duration_seconds)."""
+    path.write_text(
+        "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1.7e9\n"
+        f"# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {cpu_s}\n"
+        "# TYPE apiserver_request_total counter\n"
+        'apiserver_request_total{code="200",component="apiserver",dry_run="",group='
+        '"coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",'
+        f'version="v1"}} {renewals}\n'
+        "# TYPE apiserver_request_duration_seconds histogram\n"
+        'apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group='
+        '"coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="PUT",'
+        f'version="v1"}} {renewals * 0.002}\n'
+    )
+
+
+def _running(tmp_path: Path, span_s: float) -> tuple[procs_backend.Running, float]:
+    ports = pc.Ports(2379, 2380, 8080, ((1, 2),))
+    layout = pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"), ports, False)
+    running = procs_backend.Running(layout, pc.Api("http://x"), "r")
+    end = time.time()
+    running.warmup_start = end - span_s
+    return running, end
+
+
+def test_an_unpatched_harness_frozen_for_a_15s_early_verdict_did_not_run(tmp_path: Path) -> None:
+    # An unpatched 1.32 kubemark's heartbeat is its Lease, renewed every 10 s
+    # (pkg/kubelet/kubelet.go:220 nodeLeaseRenewIntervalFraction 0.25 of 40 s): a look at
+    # 15 s (check_every = "15s") spans 1.5 renewals and was not judged; 5 nodes renew at
+    # least once each in it (10 s + ROUND_SLACK), a frozen harness renewed none.
+    world = make_world(tmp_path)
+    backend = world.backend(warmup_s=60.0, hollow_nodes=5)
+    backend.hollow_flags = pc.HollowFlags(status_period_env=False)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    running, end = _running(tmp_path, 15.0)
+    _modern_metrics(log_dir / METRICS_BEFORE, renewals=40, cpu_s=10.0)
+    _modern_metrics(log_dir / METRICS_AFTER, renewals=40, cpu_s=12.0)
+    frozen = backend._delivered(running, log_dir, {}, end)
+    assert frozen is not None and not frozen.ran, frozen
+    assert "node lease renewals" in frozen.what
+    _modern_metrics(log_dir / METRICS_AFTER, renewals=45, cpu_s=12.0)  # one each: it ran
+    ran = backend._delivered(running, log_dir, {}, end)
+    assert ran is not None and ran.ran, ran
+
+
+def test_pod_watches_that_stopped_reopening_in_a_20s_warmup_did_not_run(tmp_path: Path) -> None:
+    # The adversarial pass's 20 s warmups of 200 RV-less pod watches (timeoutSeconds 10,
+    # opened again 1 s later: load.py REOPEN_AFTER_S): 1.8 cycles, not judged. Each watch
+    # that ran opened again at least once; none did here.
+    world = make_world(tmp_path)
+    backend = world.backend(
+        warmup_s=20.0, watchers=200, watch_load="pods-without-rv", watch_timeout="10s"
+    )
+    running, end = _running(tmp_path, 20.0)
+    running.reopened_at_start = 400
+    stalled = backend._pod_watch_load(running, {"reopened": 400}, end)
+    assert stalled is not None and not stalled.ran, stalled
+    reopened = backend._pod_watch_load(running, {"reopened": 600}, end)  # once each
+    assert reopened is not None and reopened.ran, reopened

@@ -468,6 +468,32 @@ def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
     assert not small.ok and "lower `hollow_nodes`" in small.detail
 
 
+def test_a_cluster_too_big_for_memory_is_refused_for_memory_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Found in the adversarial pass: `hollow_nodes = 20000` was refused for open files
+    # (`bisector run` says doctor's first missing finding), the second-best reason: the
+    # limit can be raised, the machine's memory cannot. 3 GiB + 20,000 x 90 MiB is ~1.7 TiB,
+    # more than any machine this runs on (its real /proc/meminfo); the open-files limit is
+    # the pass's `ulimit -n 256`, as doctor reads it.
+    import resource
+
+    from tests.helpers import fake_kube
+
+    kube = fake_kube.install(tmp_path / "fake")
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 256))
+    section = Section({"go": str(kube.go), "etcd": str(kube.etcd), "hollow_nodes": 20000},
+                      "p.toml", "backends.procs")  # fmt: skip
+    missing = [f for f in procs_doctor.check(section, tree=tmp_path) if not f.ok]
+    assert [f.what for f in missing][:1] == ["memory"], [(f.what, f.detail) for f in missing]
+    detail = missing[0].detail
+    assert detail.startswith("`hollow_nodes = 20000` needs ~1760.8 GiB (90 MiB a hollow node"), (
+        detail
+    )
+    assert ", this machine has " in detail and "GiB available: lower `hollow_nodes`" in detail
+    assert "open files (ulimit -n)" in [f.what for f in missing]  # said too, after it
+
+
 def test_a_process_gone_is_gone() -> None:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
