@@ -84,7 +84,7 @@ def confirm(b: Bisection, found: Found, descended: Sequence[str], threshold: flo
     todo = [c for i, c in enumerate(claim) if i < 2 or basis[c.commit]]
     b.evaluator.runs_after_search = 0
     per_commit = 1 if b.settings.noise_aware else b.settings.repeats // 2 + 1
-    b.evaluator.expect(len(todo) * per_commit)
+    b.evaluator.expect(len(todo) * per_commit, full_length=True)
     rules = [_rule(b, c) for c in todo]
     decided: list[str] = []
     for start in range(0, len(todo), b.evaluator.slots):

@@ -137,6 +137,7 @@ class Evaluator(Deciding):
         )
         self._slot_runs: Counter[int] = Counter()
         self._steps_left: int | None = None
+        self._steps_full_length = False
         self._started_since_expect = 0
         self.runs_after_search = 0  # descent, confirmation, safety net: set by the pipeline
         self._begun = len(journal.of_kind(Begin))
@@ -173,10 +174,13 @@ class Evaluator(Deciding):
 
     # -- what the searches call ---------------------------------------------------
 
-    def expect(self, steps_left: int | None) -> None:
+    def expect(self, steps_left: int | None, *, full_length: bool = False) -> None:
         """The search's estimate of the steps left (this one included), for the progress
-        line; the runs planned after the search (`runs_after_search`) are added to it."""
+        line; the runs planned after the search (`runs_after_search`) are added to it.
+        `full_length`: these steps are no search runs but runs that never end early (the
+        confirmations), expected at a full run's length in the ETA."""
         self._steps_left = steps_left
+        self._steps_full_length = full_length
         self._started_since_expect = 0
 
     def _runs_left(self) -> int | None:
@@ -194,9 +198,13 @@ class Evaluator(Deciding):
         if self._steps_left is None:
             return None
         search = max(self._steps_left - self._started_since_expect, 1)
-        return self.phase_times.eta_s(
-            math.ceil(search / self.slots), math.ceil(self.runs_after_search / self.slots)
-        )
+        if self._steps_full_length:
+            # The real 2017 hunt's three confirmations (1m27s each) were said as "ETA
+            # 2m31s": counted at the search runs' 10-second verdicts.
+            search, after = 0, search + self.runs_after_search
+        else:
+            after = self.runs_after_search
+        return self.phase_times.eta_s(math.ceil(search / self.slots), math.ceil(after / self.slots))
 
     def elapsed_s(self) -> float:
         """Wall time of this session of the run so far."""

@@ -46,9 +46,10 @@ class _Evaluator:
     runs_after_search: int = 0
     early_good_withdrawn: bool = False
     used: dict[str, Measurement] = field(default_factory=dict)
+    expected: list[tuple[int | None, bool]] = field(default_factory=list)
 
-    def expect(self, steps_left: int | None) -> None:
-        pass
+    def expect(self, steps_left: int | None, *, full_length: bool = False) -> None:
+        self.expected.append((steps_left, full_length))
 
     def mark(self, commit: str) -> Mark | None:
         return None
@@ -138,6 +139,8 @@ def test_the_culprits_parent_is_measured_afresh_though_the_search_measured_it_in
     assert (PARENT, "confirm") in evaluator.measured
     assert (CULPRIT, "confirm") in evaluator.measured
     assert out.confirmed
+    # The ETA counts them as what they are: runs that never end early.
+    assert evaluator.expected == [(2, True)]
 
 
 def test_a_fresh_bad_parent_run_undoes_a_culprit_the_search_measured_good(tmp_path: Path) -> None:

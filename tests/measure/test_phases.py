@@ -12,6 +12,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
+from bisector.bisection.start import open_bisection, prepare_bisection
 from bisector.errors import BuildError, LaunchError
 from bisector.measure.evaluation import Measurement, evaluate_candidate
 from bisector.search.progress import Phase, PlainProgress
@@ -125,3 +126,27 @@ def test_a_resumed_run_predicts_from_the_phases_its_earlier_session_measured(
     out = io.StringIO()
     report = run_bisection(settings, backend=FileValueBackend(), progress=PlainProgress(out))
     assert report.eta is not None and report.eta.predicted_s is not None, out.getvalue()
+
+
+def test_the_eta_counts_confirmations_at_a_full_runs_length(tmp_path: Path) -> None:
+    """The real 2017 hunt (4 December 2026): search runs ended after 10-20 s of warmup,
+    the three confirmations ran the full minute (1m27s each), and the line said "~3 runs
+    left | ETA 2m31s", the confirmations counted as search runs."""
+    built = build_repo(tmp_path / "repo", [1] * 3 + [9] * 3)
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=built.mainline[0],
+        bad=built.mainline[-1],
+        repo=built.path,
+        threshold=5.0,
+    )
+    prepared = prepare_bisection(settings, backend=FileValueBackend())
+    with open_bisection(prepared, progress=PlainProgress(io.StringIO())) as b:
+        times = b.evaluator.phase_times
+        full = {"build": 0.0, "launch": 30.0, "warmup": 60.0, "collect": 1.0, "teardown": 1.0}
+        times.add(full, search=False)  # an endpoint
+        times.add({**full, "warmup": 10.0}, search=True)  # a search run's early verdict
+        b.evaluator.expect(3)
+        assert b.evaluator.eta_s() == pytest.approx(3 * 42.0)
+        b.evaluator.expect(3, full_length=True)
+        assert b.evaluator.eta_s() == pytest.approx(3 * 92.0)
