@@ -152,8 +152,8 @@ def print_table(hunt: Hunt) -> None:
 def run_hunt(repo: Path, run_dir: Path, cold: Path | None, extra: list[str]) -> float:
     config = CONFIG
     if cold is not None:
-        # A cold hunt: the same config with a fresh build cache and GOCACHE (the harness
-        # stays in the machine's cache: it is built once per machine, not per hunt).
+        # A cold hunt: the same config with a fresh build cache and GOCACHE; the harness
+        # is built too (its cache entry lives in the build cache), before the first run.
         cold.mkdir(parents=True, exist_ok=True)
         text = CONFIG.read_text(encoding="utf-8").replace(
             "[backends.procs]\n",
