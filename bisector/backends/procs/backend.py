@@ -700,8 +700,11 @@ class ProcsBackend:
         a workload that ends the warmup ends the steps."""
         running = self._running_for(candidate, CollectError)
         total, elapsed, every_s = self.context.warmup_s, 0.0, max(every_s, 1e-3)
+        # No look before every load made one sure round: a verdict from an earlier look
+        # could not be judged (`_not_ended_too_soon`) and would only be a skip.
+        first = max(every_s, self._judgeable_after_s())
         while elapsed < total:
-            chunk = min(every_s, total - elapsed)
+            chunk = min(first if elapsed == 0 else every_s, total - elapsed)
             done = self._wait_alive(running, chunk)
             elapsed += chunk
             yield elapsed
@@ -810,6 +813,10 @@ class ProcsBackend:
         if cfg.watch_load == "pods-without-rv" and cfg.watchers > 0 and cfg.watch_timeout > 0:
             rounds.append(("pod watch cycle", cfg.watch_timeout + REOPEN_AFTER_S))
         return rounds
+
+    def _judgeable_after_s(self) -> float:
+        """The shortest window whose load a count can judge: one sure round of each load."""
+        return max(period * (1 + ROUND_SLACK) for _what, period in self._rounds())
 
     def _not_ended_too_soon(self, running: Running, end: float) -> None:
         """A warmup that ended before its time (an early verdict at `check_every`, the

@@ -27,7 +27,7 @@ from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import step
 from bisector.commands.cleanup import cleanup
-from bisector.errors import InfraError
+from bisector.errors import CollectError, InfraError
 from bisector.gitrepo import GitRepo
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, rescoring
@@ -489,16 +489,39 @@ def test_frozen_hollow_nodes_in_an_early_good_verdict_are_a_skip(world: ProcsWor
 
 
 def test_an_early_verdict_under_one_status_period_is_a_skip(world: ProcsWorld) -> None:
-    # A look 1 s into the warmup with a 2 s status period: a kubelet that ran may not have
-    # written yet, so no count tells a frozen load from a running one: a skip saying how
-    # long a look must wait (2 s + ROUND_SLACK), never the good verdict 0 conflicts reads as.
+    # A window 1 s into the warmup with a 2 s status period: a kubelet that ran may not
+    # have written yet, so no count tells a frozen load from a running one: a skip saying
+    # how long a look must wait (2 s + ROUND_SLACK), never the good verdict 0 conflicts
+    # reads as. (Looks come no sooner, see the next test; a workload's end can.)
+    backend = world.backend(warmup_s=20.0, node_status_period="2s")
+    backend.setup()
+    candidate = world.candidate(0)
+    backend.build(candidate)
+    backend.launch(candidate)
+    try:
+        backend.sleep(1.0)
+        with pytest.raises(CollectError) as caught:
+            backend.collect(candidate)
+    finally:
+        backend.teardown(candidate)
+    reason = caught.value.reason
+    assert reason.startswith("the load cannot be judged: the warmup ended after "), reason
+    assert "under one node status period (2s, 2.5s with its jitter)" in reason, reason
+    assert "no sooner than 2.5s ([run] check_every)" in reason
+    assert world.leftovers() == []
+
+
+def test_the_first_look_waits_for_one_status_round_and_its_verdict_stands(
+    world: ProcsWorld,
+) -> None:
+    # check_every 1 s at a 2 s status period: the first look comes at 2.5 s (one round
+    # with its jitter), where a count can judge the load, not at 1 s, where it would only
+    # be the skip above; the early verdict it gives is a measurement.
     backend = world.backend(warmup_s=20.0, node_status_period="2s")
     backend.setup()
     m = _evaluate(backend, world.candidate(0), _early(1.0, 20.0))
-    assert m.value is None and m.reason is not None, m
-    assert m.reason.startswith("collect: the load cannot be judged: the warmup ended after ")
-    assert "under one node status period (2s, 2.5s with its jitter)" in m.reason, m.reason
-    assert "no sooner than 2.5s ([run] check_every)" in m.reason
+    assert m.reason is None and m.value == 0, m
+    assert m.trajectory and m.trajectory[0][0] == pytest.approx(2.5), m.trajectory
     assert world.leftovers() == []
 
 
