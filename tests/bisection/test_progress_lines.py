@@ -13,9 +13,8 @@ from pathlib import Path
 from bisector.bisection.pipeline import run_bisection
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import PR, build_repo
-from tests.helpers.settings import settings_for
 
 _LINE = re.compile(r"bisector: (\w+): evaluating \| (\w+) \| ~(\d+) runs? left")
 
@@ -27,14 +26,7 @@ def test_runs_left_count_the_confirmation_and_a_walk_counts_first_parent_commits
     prs = [PR(at=3, values=[1, 1, 1]), PR(at=9, values=[1, 1, 9, 9], number=9)]
     prs += [PR(at=k, values=[v, v]) for k, v in ((5, 1), (7, 1), (12, 9), (14, 9))]
     built = build_repo(tmp_path / "repo", values, prs=prs)
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=5.0,
-        first_parent=True,
-    )
+    settings = whole_range(tmp_path, built, threshold=5.0, first_parent=True)
     out = io.StringIO()
     report = run_bisection(settings, backend=FileValueBackend(), progress=PlainProgress(out))
     assert report.culprit is not None and report.culprit.commit == built.pr_commits[9][2]

@@ -17,9 +17,8 @@ from bisector.errors import BuildError, LaunchError
 from bisector.measure.evaluation import Measurement, evaluate_candidate
 from bisector.search.progress import Phase, PlainProgress
 from tests.helpers.backend import FileValueBackend
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
-from tests.helpers.settings import settings_for
 
 
 class Clocked(FileValueBackend):
@@ -114,13 +113,7 @@ def test_a_resumed_run_predicts_from_the_phases_its_earlier_session_measured(
                 raise KeyboardInterrupt
 
     built = build_repo(tmp_path / "repo", [1] * 5 + [9] * 4)
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=5.0,
-    )
+    settings = whole_range(tmp_path, built, threshold=5.0)
     with pytest.raises(KeyboardInterrupt):
         run_bisection(settings, backend=InterruptedSearch(), progress=PlainProgress(io.StringIO()))
     out = io.StringIO()
@@ -133,13 +126,7 @@ def test_the_eta_counts_confirmations_at_a_full_runs_length(tmp_path: Path) -> N
     the three confirmations ran the full minute (1m27s each), and the line said "~3 runs
     left | ETA 2m31s", the confirmations counted as search runs."""
     built = build_repo(tmp_path / "repo", [1] * 3 + [9] * 3)
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=5.0,
-    )
+    settings = whole_range(tmp_path, built, threshold=5.0)
     prepared = prepare_bisection(settings, backend=FileValueBackend())
     with open_bisection(prepared, progress=PlainProgress(io.StringIO())) as b:
         times = b.evaluator.phase_times

@@ -23,10 +23,8 @@ from bisector.nightly.config import Budget
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
-from tests.helpers.inprocess import bisect_built
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import bisect_built, whole_range
 from tests.helpers.repo import PR, BuiltRepo, build_repo
-from tests.helpers.settings import settings_for
 
 
 class PrefetchingBackend(FileValueBackend):
@@ -142,14 +140,7 @@ class SlowPrefetchBackend(PrefetchingBackend):
 def test_ctrl_c_does_not_wait_for_a_build_ahead(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [2] * 5 + [40] * 4)
     backend = SlowPrefetchBackend()
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=10.0,
-        prefetch_builds=1,
-    )
+    settings = whole_range(tmp_path, built, threshold=10.0, prefetch_builds=1)
     started = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -170,11 +161,9 @@ def test_the_guesses_are_the_picks_so_no_search_build_waits(tmp_path: Path, para
     prs = [PR(at=3, values=[1, 1, 1]), PR(at=7, values=[1, 9], number=7), PR(at=12, values=[9] * 3)]
     built = build_repo(tmp_path / "repo", values, prs=prs)
     backend = PrefetchingBackend()
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
+    settings = whole_range(
+        tmp_path,
+        built,
         threshold=5.0,
         first_parent=True,
         parallel=parallel,

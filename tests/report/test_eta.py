@@ -14,9 +14,8 @@ from bisector.report.model import EtaCheck, Report
 from bisector.report.summary import summary_lines
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
-from tests.helpers.settings import settings_for
 
 
 def test_the_wording_of_predicted_and_actual() -> None:
@@ -31,13 +30,7 @@ def test_the_wording_of_predicted_and_actual() -> None:
 
 def test_a_run_reports_its_prediction_and_its_wall_time(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [1] * 5 + [9] * 4)
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=5.0,
-    )
+    settings = whole_range(tmp_path, built, threshold=5.0)
     out = io.StringIO()
     report = run_bisection(settings, backend=FileValueBackend(), progress=PlainProgress(out))
     eta = report.eta
@@ -59,13 +52,7 @@ def test_a_run_reports_its_prediction_and_its_wall_time(tmp_path: Path) -> None:
 
 def test_a_report_from_before_the_field_reads_without_it(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [1, 1, 9])
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=5.0,
-    )
+    settings = whole_range(tmp_path, built, threshold=5.0)
     report = run_bisection(
         settings, backend=FileValueBackend(), progress=PlainProgress(io.StringIO())
     )

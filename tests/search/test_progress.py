@@ -22,9 +22,8 @@ from bisector.search.progress import (
     make_progress,
 )
 from tests.helpers.backend import FileValueBackend
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
-from tests.helpers.settings import settings_for
 
 
 def test_plain_lines_when_not_a_terminal() -> None:
@@ -196,13 +195,7 @@ def test_an_interrupted_run_stops_the_ticker(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     built = build_repo(tmp_path / "repo", [1, 1, 9, 9])
-    settings = settings_for(
-        write_local_config(tmp_path / "cfg").config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        threshold=5.0,
-    )
+    settings = whole_range(tmp_path, built, threshold=5.0)
     out = io.StringIO()
     progress = PlainProgress(out, tick_s=0.01)
     with pytest.raises(KeyboardInterrupt):
