@@ -473,15 +473,29 @@ def _early(every_s: float, warmup_s: float) -> EarlyStop:
     )
 
 
-def test_frozen_hollow_nodes_in_an_early_good_verdict_are_a_skip(world: ProcsWorld) -> None:
-    # The 2017 config looks every 15 s (check_every) at a 1 s status period; a look at 2.5
-    # periods was not load-checked at all (judged from 3 periods on), so frozen hollow
-    # nodes, fewer 409s, gave an early GOOD verdict. Each kubelet that ran wrote at least
-    # twice in 2.5 s (its status loop: 2017 pkg/kubelet/kubelet.go:1297 wait.Until).
-    backend = world.backend(warmup_s=20.0)
+@pytest.mark.parametrize(
+    ("warmup_s", "period", "look_every_s"),
+    [
+        # The 2017 config looks every 15 s (check_every) at a 1 s status period; a look at
+        # 2.5 periods was not load-checked at all (judged from 3 periods on), so frozen
+        # hollow nodes, fewer 409s, gave an early GOOD verdict. Each kubelet that ran wrote
+        # at least twice in 2.5 s (its status loop: 2017 pkg/kubelet/kubelet.go:1297
+        # wait.Until).
+        (20.0, "1s", 2.5),
+        # A 5 s warmup at a 2 s status period: 2.5 periods, judged on each kubelet's two
+        # sure writes (min(50% of ~7.5, 3 x 2)); frozen, the nodes made none.
+        (5.0, "2s", None),
+    ],
+    ids=["early-good-look", "whole-warmup-of-2.5-periods"],
+)
+def test_frozen_hollow_nodes_in_a_short_window_are_a_skip(
+    world: ProcsWorld, warmup_s: float, period: str, look_every_s: float | None
+) -> None:
+    backend = world.backend(warmup_s=warmup_s, node_status_period=period)
     backend.setup()
     frozen = _freeze_hollow_nodes_in_the_warmup(backend)
-    m = _evaluate(backend, world.candidate(0), _early(2.5, 20.0))
+    early = _early(look_every_s, warmup_s) if look_every_s else None
+    m = _evaluate(backend, world.candidate(0), early)
     assert frozen and m.value is None and m.reason is not None, m
     assert m.reason.startswith("collect: the load did not run: "), m.reason
     assert "node status writes (the apiserver's PATCH count)" in m.reason
@@ -522,19 +536,6 @@ def test_the_first_look_waits_for_one_status_round_and_its_verdict_stands(
     m = _evaluate(backend, world.candidate(0), _early(1.0, 20.0))
     assert m.reason is None and m.value == 0, m
     assert m.trajectory and m.trajectory[0][0] == pytest.approx(2.5), m.trajectory
-    assert world.leftovers() == []
-
-
-def test_frozen_hollow_nodes_in_a_warmup_of_two_periods_are_a_skip(world: ProcsWorld) -> None:
-    # A 5 s warmup at a 2 s status period: 2.5 periods, judged on each kubelet's two sure
-    # writes (min(50% of ~7.5, 3 x 2)); frozen, the nodes made none.
-    backend = world.backend(warmup_s=5.0, node_status_period="2s")
-    backend.setup()
-    frozen = _freeze_hollow_nodes_in_the_warmup(backend)
-    m = _evaluate(backend, world.candidate(0))
-    assert frozen and m.value is None and m.reason is not None, m
-    assert m.reason.startswith("collect: the load did not run: "), m.reason
-    assert "node status writes (the apiserver's PATCH count)" in m.reason
     assert world.leftovers() == []
 
 
