@@ -318,20 +318,10 @@ def test_a_load_that_stalls_is_a_skip_with_its_figures_not_a_good_verdict(
     # subresource="status"} (apiserver/pkg/endpoints/metrics/metrics.go, June 2017).
     backend = world.backend(warmup_s=6.0, watchers=watchers)
     backend.setup()
-    frozen: list[int] = []
-
-    def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
-        if running is not None and running.warmup_start and not frozen:
-            frozen.extend(running.hollow)
-            for pid in frozen:
-                os.kill(pid, signal.SIGSTOP)
-        time.sleep(seconds)
-
-    backend.sleep = sleep
+    frozen = _freeze_hollow_nodes_in_the_warmup(backend)
     candidate = world.candidate(0)  # value 0: a good-looking number, measured under no load
     m = _evaluate(backend, candidate)
-    assert m.value is None and m.reason is not None
+    assert frozen and m.value is None and m.reason is not None
     assert m.reason.startswith("collect: the load did not run: "), m.reason
     assert "node status writes (the apiserver's PATCH count)" in m.reason
     assert "at least 50% needed" in m.reason
@@ -429,19 +419,9 @@ def test_without_the_apiservers_count_the_watch_events_judge_the_load(
     monkeypatch.setenv("FAKE_NO_REQUEST_COUNT", "1")
     backend = world.backend(warmup_s=6.0)
     backend.setup()
-    frozen: list[int] = []
-
-    def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
-        if running is not None and running.warmup_start and not frozen:
-            frozen.extend(running.hollow)
-            for pid in frozen:
-                os.kill(pid, signal.SIGSTOP)
-        time.sleep(seconds)
-
-    backend.sleep = sleep
+    frozen = _freeze_hollow_nodes_in_the_warmup(backend)
     m = _evaluate(backend, world.candidate(0))
-    assert m.value is None and m.reason is not None
+    assert frozen and m.value is None and m.reason is not None
     assert m.reason.startswith("collect: the load did not run: "), m.reason
     assert "watch events (node status writes seen by the node watches)" in m.reason
     assert world.leftovers() == []
