@@ -57,6 +57,16 @@ _MISSING_OBJECT = re.compile(
     re.IGNORECASE,
 )
 
+_UNWRITTEN = re.compile(r"^\s*error: unable to write file ")
+
+
+def _free_space(path: Path) -> str:
+    """The free space of the filesystem `path` is (or would be) on, e.g. `1.2 MiB`."""
+    for place in (path, *path.parents):
+        with contextlib.suppress(OSError):
+            return f"{shutil.disk_usage(place).free / (1 << 20):.1f} MiB"
+    return "unknown"
+
 
 class GitFailure(BisectorError):
     """A git command failed; the message is one line. `stdout` keeps what it printed."""
@@ -213,6 +223,16 @@ class GitRepo:
             self._add_worktree(path, commit, checkout=checkout)
         except GitFailure as exc:
             said = f"{exc.stderr}\n{exc.stdout}".splitlines()
+            # `error: unable to write file <path>`, one per file, is a checkout that could
+            # not write (a full disk); the path is no git message (a real full run dir read
+            # as missing objects from `.../corrupt_obj_deleter.go`).
+            unwritten = [line.strip() for line in said if _UNWRITTEN.search(line)]
+            if unwritten:
+                raise BisectorError(
+                    f"cannot check out {commit[:12]} into {path}: git could not write "
+                    f"{len(unwritten):,} of its files ({unwritten[0]}); is that disk full "
+                    f"({_free_space(path)} free)? Free some space or pass another --run-dir"
+                ) from None
             missing = [line.strip() for line in said if _MISSING_OBJECT.search(line)]
             if missing:
                 raise CheckoutError(

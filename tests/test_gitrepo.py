@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bisector.errors import BisectorError, InfraError
-from bisector.gitrepo import BisectSession, CheckoutError, GitRepo
+from bisector.gitrepo import BisectSession, CheckoutError, GitFailure, GitRepo
 from tests.helpers.checkout import snapshot
 from tests.helpers.repo import PR, build_repo
 
@@ -177,3 +177,44 @@ def test_other_git_failures_are_one_line_bisector_errors(tmp_path: Path) -> None
         assert message.startswith("git ")
         assert "failed in" in message
         assert "Traceback" not in message
+
+
+# What git printed for a `git worktree add` of kubernetes 17e85b25 into a full 2 MB tmpfs
+# (the adversarial pass of 4 December 2026, git 2.39): one `unable to write file` per file
+# (26,211), then the fatal line, never "no space". Kept as printed, cut to three files.
+_FULL_DISK_STDERR = "\n".join(
+    [
+        "Preparing worktree (detached HEAD 17e85b25)",
+        "error: unable to write file CHANGELOG/CHANGELOG-1.16.md",
+        "error: unable to write file staging/src/k8s.io/apiserver/pkg/registry/generic/"
+        "registry/corrupt_obj_deleter.go",
+        "error: unable to write file hack/print-workspace-status.sh",
+        "fatal: Could not reset index file to revision 'HEAD'.",
+    ]
+)
+
+
+def test_a_checkout_that_cannot_write_its_files_says_so_not_missing_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run said "objects are missing from the repository (error: unable to write file
+    # .../corrupt_obj_deleter.go)": the file's name matched "corrupt". (A real failing
+    # write cannot be made here without a mount: subprocess restores SIGXFSZ in the git
+    # child, so a file-size limit kills git instead of failing its write.)
+    built = build_repo(tmp_path / "r", [1, 2])
+    repo = GitRepo(tmp_path / "r")
+
+    def full_disk(path: Path, commit: str, *, checkout: bool) -> None:
+        raise GitFailure("git worktree add failed", stderr=_FULL_DISK_STDERR)
+
+    monkeypatch.setattr(repo, "_add_worktree", full_disk)
+    head = built.mainline[-1]
+    with pytest.raises(BisectorError) as info:
+        repo.add_worktree(tmp_path / "wt", head)
+    message = str(info.value)
+    assert not isinstance(info.value, InfraError), message
+    assert "objects are missing" not in message and "\n" not in message, message
+    assert message.startswith(
+        f"cannot check out {head[:12]} into {tmp_path / 'wt'}: git could not write 3 of its "
+        "files (error: unable to write file CHANGELOG/CHANGELOG-1.16.md); is that disk full ("
+    ), message

@@ -41,6 +41,9 @@ class BackendContext:
     # A checkout of a known-good tree (the good endpoint's worktree): the gce backend
     # brings its base cluster up from it when the config names no `base_checkout`.
     base_worktree: Path | None = None
+    # `[run] check_every` when the run looks at the growing log (a watchable metric): a
+    # backend that can judge a load only over a minimum window refuses looks before it.
+    check_every_s: float | None = None
 
 
 @dataclass(frozen=True)

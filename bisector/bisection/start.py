@@ -80,12 +80,14 @@ class Bisection:
 
 def backend_context(settings: RunSettings, layout: RunLayout) -> BackendContext:
     """The typed context every backend is built from (the good endpoint's tree as base)."""
+    watched = settings.metrics.watchable(settings.metric)  # only then is the log looked at
     return BackendContext(
         settings.backend_section,
         layout.root,
         settings.warmup_s,
         settings.seed,
         base_worktree=layout.good_worktree,
+        check_every_s=settings.check_every_s if watched else None,
     )
 
 

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
+import os
+import stat
 import sys
 import threading
 import time
@@ -421,10 +424,12 @@ class TeeProgress:
 @contextlib.contextmanager
 def logged_to(progress: Progress, path: Path, estimate_s: float | None) -> Iterator[Progress]:
     """`progress` and, beside it, timestamped plain lines appended to `path`. A log that
-    cannot be written (a full disk) costs the run nothing: the console still says it all."""
+    cannot be written (a full disk, a directory or a named pipe in its place) costs the run
+    nothing: the console still says it all, and says where the lines are not going."""
     try:
-        handle = path.open("a", encoding="utf-8", buffering=1)
-    except OSError:
+        handle = _append_to(path)
+    except OSError as exc:
+        progress.note(f"{path} cannot be written ({exc}): progress goes to the console only")
         yield progress
         return
     to_file = PlainProgress(_Quiet(handle), estimate_s, stamped=True)
@@ -434,6 +439,23 @@ def logged_to(progress: Progress, path: Path, estimate_s: float | None) -> Itera
         to_file.stop()
         with contextlib.suppress(OSError):  # its last flush, on a full disk
             handle.close()
+
+
+def _append_to(path: Path) -> TextIO:
+    """`path` opened to append, never a named pipe or a socket, and opened without
+    blocking: a named pipe in its place (`mkfifo progress.log`, its reader not there)
+    blocked the run's start for good, holding the run directory's lock; one with a
+    reader would block each line while the reader lags."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            raise OSError(errno.EINVAL, "a named pipe or socket, not a file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class _Quiet:

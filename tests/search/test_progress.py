@@ -4,6 +4,7 @@ evaluation's phases, readings, builds ahead and the ticker (issue 29.1)."""
 from __future__ import annotations
 
 import io
+import os
 import re
 import threading
 import time
@@ -24,6 +25,9 @@ from bisector.search.progress import (
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
+
+# How long a start may take before it counts as blocked (a guard, not a timing).
+GUARD_S = 30.0
 
 
 def test_plain_lines_when_not_a_terminal() -> None:
@@ -61,10 +65,50 @@ def test_a_run_directory_log_that_cannot_be_written_costs_the_run_nothing(
     tmp_path: Path,
 ) -> None:
     console = io.StringIO()
-    with logged_to(PlainProgress(console), tmp_path / "missing" / "progress.log", None) as p:
+    log = tmp_path / "missing" / "progress.log"
+    with logged_to(PlainProgress(console), log, None) as p:
         p.note("still said")
         p.stop()
-    assert console.getvalue() == "bisector: still said\n"
+    said = console.getvalue().splitlines()
+    assert said[-1] == "bisector: still said"
+    assert said[:-1] == [
+        f"bisector: {log} cannot be written ([Errno 2] No such file or "
+        f"directory: '{log}'): progress goes to the console only"
+    ]
+
+
+@pytest.mark.parametrize("reader", [False, True])
+def test_a_named_pipe_in_place_of_the_run_directory_log_neither_blocks_nor_is_written(
+    tmp_path: Path, reader: bool
+) -> None:
+    # The adversarial pass of 4 December 2026: `mkfifo progress.log` in a run directory
+    # and `bisector run` never started (open(2) of a FIFO for writing waits for a reader,
+    # fifo(7)), holding the run directory's lock; with a reader, each line would wait on it.
+    log = tmp_path / "progress.log"
+    os.mkfifo(log)
+    held = os.open(log, os.O_RDONLY | os.O_NONBLOCK) if reader else None
+    console = io.StringIO()
+    done = threading.Event()
+
+    def start() -> None:
+        with logged_to(PlainProgress(console), log, None) as p:
+            p.note("still said")
+            p.stop()
+        done.set()
+
+    thread = threading.Thread(target=start, daemon=True)
+    thread.start()
+    try:
+        finished = done.wait(GUARD_S)
+    finally:  # before the fix the thread waits in open(): a reader lets it go
+        release = os.open(log, os.O_RDONLY | os.O_NONBLOCK)
+        thread.join(GUARD_S)
+        for fd in (held, release):
+            if fd is not None:
+                os.close(fd)
+    assert finished, "logged_to blocked on a named pipe"
+    said = console.getvalue().splitlines()
+    assert said[-1] == "bisector: still said" and "cannot be written" in said[0], said
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

@@ -58,7 +58,14 @@ from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
 from bisector.dirs import write_private
 from bisector.durations import format_duration
-from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
+from bisector.errors import (
+    BisectorError,
+    BuildError,
+    CollectError,
+    ConfigError,
+    InfraError,
+    LaunchError,
+)
 from bisector.metrics import prometheus as prom
 from bisector.orphans import process_state
 
@@ -172,6 +179,31 @@ class ProcsBackend:
         self.hollow_flags = pc.HollowFlags()  # read from the harness's tree at setup
         self._lock = threading.Lock()
         self._mark = pb.ahead_mark(context.run_dir)  # this run's builds ahead, no other's
+        self._check_looks()
+
+    def _check_looks(self) -> None:
+        """`[run] check_every` against what this backend can judge, before anything starts:
+        an early verdict at a look under one round of a load is a skip (`_not_ended_too_soon`:
+        `check_every = "1ms"` made every bad commit that crossed the threshold early a
+        skip, each paid for with a cluster), and a look no sooner than the warmup's end is
+        no look at all."""
+        every, warmup = self.context.check_every_s, self.context.warmup_s
+        if every is None:
+            return
+        key = f"{self.context.section.file}: key `run.check_every` = {every:g}s"
+        if warmup > 0 and every >= warmup:
+            raise ConfigError(
+                f"{key} is not shorter than the warmup ({format_duration(warmup)}): no look "
+                "would come before the warmup's end; look more often or remove the key"
+            )
+        for what, period in self._rounds():
+            need = period * (1 + ROUND_SLACK)
+            if every < need:
+                raise ConfigError(
+                    f"{key} is shorter than one {what} ({period:g}s, {need:g}s with its "
+                    "jitter): a verdict at such a look cannot tell a load that ran from one "
+                    f"that did not, and is a skip; look every {need:g}s or more"
+                )
 
     # -- bisection bracket ---------------------------------------------------------------
     def setup(self) -> None:
@@ -183,6 +215,7 @@ class ProcsBackend:
             self.kubemark = self._harness()
         except OSError as exc:
             raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
+        self._check_looks()  # its heartbeat is known now (a harness without the period: 10s)
 
     def close(self) -> None:
         """Nothing lasts across candidates but the caches."""
@@ -481,7 +514,12 @@ class ProcsBackend:
         return self._spawn_all(s, 1, what)[0]
 
     def _spawn_all(self, s: Step, count: int, what: str) -> list[int]:
-        out = run_step(s).stdout.strip().splitlines()
+        try:
+            out = run_step(s).stdout.strip().splitlines()
+        except proc.CommandError as exc:
+            # Said by what it started (`hollow nodes 25-49`), not by its script's first
+            # characters (`rm -f /dev/shm/...`): the daemons it started go at the teardown.
+            raise LaunchError(f"starting {what} failed ({exc.why}): {tail(exc)}") from None
         pids = out[-count:]
         if len(pids) < count or not all(p.isdigit() for p in pids):
             raise LaunchError(f"starting {what} printed no pid ({out!r})")

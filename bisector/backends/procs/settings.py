@@ -16,6 +16,7 @@ from pathlib import Path
 from bisector.backends import instrument
 from bisector.backends.procs.load import MAX_WATCHERS, NR_OPEN_WHY, WatchSpec
 from bisector.config import Section, keys_of, read_settings, setting
+from bisector.durations import format_duration
 from bisector.errors import ConfigError
 
 FIX_KEYS = ("name", "why", "command", "patch", "since", "until")
@@ -213,10 +214,38 @@ class ProcsSettings:
 
     @classmethod
     def from_section(cls, s: Section) -> ProcsSettings:
-        return read_settings(cls, s)
+        cfg = read_settings(cls, s)
+        _opens_in_time(cfg, s)
+        return cfg
 
 
 KEYS = keys_of(ProcsSettings)
+
+
+def _opens_in_time(cfg: ProcsSettings, s: Section) -> None:
+    """The launch waits at most `ready_timeout` for every watch to be open, and the load
+    generator opens them one spec after another, each at its rate (load.py `run`): a rate
+    too slow for that fails every launch after the whole wait, a skip per candidate that
+    names no key (`watch_open_rate = 0.01`, 200 watches: 20,000 s against 5 minutes)."""
+    terms = [(s.where("watch_open_rate"), cfg.watchers, cfg.watch_open_rate)]
+    terms += [
+        (s.where(f"watches[{i}].open_rate"), spec.count, spec.open_rate)
+        for i, spec in enumerate(cfg.watches)
+    ]
+    need = sum(count / rate for _, count, rate in terms)
+    if need <= cfg.ready_timeout:
+        return
+    where, count, rate = max(terms, key=lambda t: t[1] / t[2])
+    raise ConfigError(
+        f"{where} = {rate:g}: {count:,} watches at {rate:g} a second take "
+        f"{_span(count / rate)} to open ({_span(need)} for all), longer than ready_timeout "
+        f"({format_duration(cfg.ready_timeout)}), the launch's wait for them: every launch "
+        "would fail; open them faster or raise ready_timeout"
+    )
+
+
+def _span(seconds: float) -> str:
+    return format_duration(seconds) if seconds < 86400 * 365 else "more than a year"
 
 
 def resolve_patch(value: str, where: str) -> Path:

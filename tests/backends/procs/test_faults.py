@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import stop as procs_stop
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.resources import ResourceRecord
-from bisector.backends.steps import step
+from bisector.backends.steps import Step, step
 from bisector.commands.cleanup import cleanup
 from bisector.errors import CollectError, InfraError
 from bisector.gitrepo import GitRepo
@@ -542,5 +544,29 @@ def test_frozen_hollow_nodes_in_a_warmup_under_one_period_are_a_skip(world: Proc
     assert m.reason.startswith(
         "collect: the load did not run: hollow-node-0, hollow-node-1, hollow-node-2 stopped "
         "(state T: SIGSTOP or a debugger)"
+    ), m.reason
+    assert world.leftovers() == []
+
+
+def test_a_hollow_node_batch_whose_bash_is_killed_is_a_skip_naming_the_nodes(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The adversarial pass of 4 December 2026 (hollow nodes started 25 to a bash): the
+    # batch's bash killed after starting its nodes read "`rm -f /dev/shm/.../hollow-node-0.pid;
+    # ( env HOLLOW_NODE_...` failed (was killed by SIGKILL)", not which nodes; the nodes
+    # it started must still go at the teardown.
+    real = pc.daemons_step
+
+    def killed_after_starting(daemons: Sequence[pc.Daemon], layout: pc.Layout) -> Step:
+        s = real(daemons, layout)
+        return replace(s, cmd=(*s.cmd[:-1], s.cmd[-1] + "; kill -9 $$"))
+
+    monkeypatch.setattr(pc, "daemons_step", killed_after_starting)
+    backend = world.backend()
+    backend.setup()
+    m = _evaluate(backend, world.candidate(2))
+    assert m.value is None and m.reason is not None, m
+    assert m.reason.startswith(
+        "launch: starting hollow nodes 0-2 failed (was killed by SIGKILL)"
     ), m.reason
     assert world.leftovers() == []

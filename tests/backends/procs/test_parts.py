@@ -22,12 +22,16 @@ from bisector.backends.procs import doctor as procs_doctor
 from bisector.backends.procs import load as procs_load
 from bisector.backends.procs import stop as procs_stop
 from bisector.backends.procs import toolchain as tc
+from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.pki import make_pki
 from bisector.backends.procs.settings import DATA, BuildFix, ProcsSettings
 from bisector.backends.registry import backend_info
 from bisector.backends.steps import step
-from bisector.config import Section
+from bisector.bisection.layout import RunLayout
+from bisector.bisection.start import backend_context
+from bisector.config import Section, load_config
 from bisector.errors import BuildError, ConfigError
+from bisector.settings import RunSettings
 from tests.helpers.processes import gone
 
 
@@ -101,6 +105,38 @@ def test_a_key_out_of_bounds_is_refused_naming_table_key_value_and_bound(
     assert f"got {next(iter(data.values()))!r}" in line and "\n" not in line
 
 
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        ({"watchers": 200, "watch_open_rate": 0.01}, "backends.procs.watch_open_rate"),
+        ({"watchers": 16000, "watch_open_rate": 50}, "backends.procs.watch_open_rate"),
+        (
+            {"watches": [{"resource": "pods", "count": 100, "open_rate": 1e-300}]},
+            "backends.procs.watches[0].open_rate",
+        ),
+    ],
+)
+def test_watches_that_cannot_open_within_the_launch_wait_are_refused_naming_the_rate(
+    data: dict[str, object], key: str
+) -> None:
+    # The adversarial pass of 4 December 2026: `watch_open_rate = 0.01` with 200 watches
+    # was accepted ("more than 0"); the load generator opens one watch each 1/rate s
+    # (load.py `run`), so every launch waited ready_timeout (5m) for "200 node watches
+    # open" and failed, a launch skip per candidate naming no key.
+    with pytest.raises(ConfigError) as caught:
+        _settings(**data)
+    line = str(caught.value)
+    assert line.startswith(f"p.toml: key `{key}`") and "\n" not in line, line
+    assert "longer than ready_timeout (5m00s)" in line and "open them faster" in line, line
+
+
+def test_watches_that_open_within_the_launch_wait_are_accepted() -> None:
+    # 16,000 watches at 6,000 a second (configs/procs-2017.toml): 2.7 s of a 5-minute wait;
+    # and a rate that just fits a longer wait.
+    assert _settings(watchers=16000, watch_open_rate=6000).watch_open_rate == 6000
+    assert _settings(watchers=200, watch_open_rate=1, ready_timeout="4m").watchers == 200
+
+
 def test_a_tmpdir_that_does_not_exist_is_refused_and_not_created(tmp_path: Path) -> None:
     missing = tmp_path / "no" / "such"
     with pytest.raises(ConfigError, match=r"tmpdir` = '.*no/such' is not an existing directory"):
@@ -114,9 +150,6 @@ def test_the_registry_describes_the_backend_and_its_keys() -> None:
 
 
 def test_the_shipped_config_reads() -> None:
-    from bisector.config import load_config
-    from bisector.settings import RunSettings
-
     config = load_config(Path(__file__).parents[3] / "configs" / "procs-2017.toml")
     s = RunSettings.from_config(config, good="a", bad="b")
     cfg = ProcsSettings.from_section(s.backend_section)
@@ -125,6 +158,60 @@ def test_the_shipped_config_reads() -> None:
         "apiextensions-import-comments",
         "generate-openapi",
     ]
+
+
+def _run_settings(path: Path, run: dict[str, object], procs: dict[str, object]) -> RunSettings:
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"']
+    lines += [f"{k} = {json.dumps(v)}" for k, v in run.items()]
+    lines += ["[backends.procs]", *(f"{k} = {json.dumps(v)}" for k, v in procs.items())]
+    path.write_text("\n".join(lines) + "\n")
+    return RunSettings.from_config(load_config(path), good="a", bad="b")
+
+
+@pytest.mark.parametrize(
+    ("run", "procs", "says"),
+    [
+        # A look each 1 ms at a 1 s status period: any early bad verdict before 1.25 s was
+        # a skip ("the load cannot be judged"), each paid for with a cluster.
+        (
+            {"warmup": "20s", "check_every": "1ms"},
+            {"node_status_period": "1s"},
+            "shorter than one node status period (1s, 1.25s with its jitter)",
+        ),
+        # RV-less pod watches closed by the server every 10 s: a cycle is 11 s.
+        (
+            {"warmup": "1m", "check_every": "10s"},
+            {"node_status_period": "2s", "watchers": 200, "watch_load": "pods-without-rv"},
+            "shorter than one pod watch cycle (11s, 13.75s with its jitter)",
+        ),
+        (
+            {"warmup": "1m", "check_every": "2m"},
+            {},
+            "is not shorter than the warmup (1m00s): no look would come",
+        ),
+    ],
+)
+def test_a_check_every_the_backend_cannot_judge_is_refused_before_anything_starts(
+    tmp_path: Path, run: dict[str, object], procs: dict[str, object], says: str
+) -> None:
+    # The adversarial pass of 4 December 2026: these were accepted, and found out (if at
+    # all) at each evaluation's collect, after a cluster ran. The run's settings reach the
+    # backend through its context (bisector.bisection.start.backend_context).
+    settings = _run_settings(tmp_path / "c.toml", run, procs)
+    context = backend_context(settings, RunLayout(tmp_path / "run"))
+    with pytest.raises(ConfigError) as caught:
+        ProcsBackend(context)
+    line = str(caught.value)
+    assert line.startswith(f"{tmp_path / 'c.toml'}: key `run.check_every`"), line
+    assert says in line and "\n" not in line, line
+
+
+def test_the_shipped_looks_are_accepted(tmp_path: Path) -> None:
+    config = load_config(Path(__file__).parents[3] / "configs" / "procs-2017.toml")
+    settings = RunSettings.from_config(config, good="a", bad="b")
+    context = backend_context(settings, RunLayout(tmp_path / "run"))
+    assert context.check_every_s == 10.0
+    ProcsBackend(context)  # 10 s looks at a 1 s status period in a 1-minute warmup
 
 
 # -- the toolchain a tree needs --------------------------------------------------------
