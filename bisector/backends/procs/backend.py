@@ -201,8 +201,8 @@ class ProcsBackend:
             if every < need:
                 raise ConfigError(
                     f"{key} is shorter than one {what} ({period:g}s, {need:g}s with its "
-                    "jitter): a verdict at such a look cannot tell a load that ran from one "
-                    f"that did not, and is a skip; look every {need:g}s or more"
+                    "jitter): looks that often cannot tell a load that ran from one that did "
+                    f"not; look every {need:g}s or more"
                 )
 
     # -- bisection bracket ---------------------------------------------------------------

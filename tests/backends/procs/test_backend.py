@@ -234,14 +234,16 @@ def test_processes_that_ignore_sigterm_are_killed_by_the_teardown(
 
 
 def test_peek_returns_the_growing_log_and_warmup_steps_add_up(world: ProcsWorld) -> None:
-    backend = world.backend(warmup_s=1.0)
+    backend = world.backend(warmup_s=2.0)
     backend.setup()
     candidate = world.candidate(2)
     backend.build(candidate)
     try:
         backend.launch(candidate)
         steps = list(backend.warmup_steps(candidate, 0.4))
-        assert steps == pytest.approx([0.4, 0.8, 1.0])
+        # The first look after one status round with its jitter (1 s x 1.25), then each
+        # 0.4 s, the last at the warmup's end.
+        assert steps == pytest.approx([1.25, 1.65, 2.0])
         (log,) = backend.peek(candidate)
         assert log == candidate.eval_dir / "cluster" / "kube-apiserver.log"
         assert log.read_text().count(" 409 ") == 9
