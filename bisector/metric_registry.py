@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from bisector.config import Section
 from bisector.errors import ConfigError
@@ -25,9 +26,17 @@ from bisector.logs import (
     parse_request_metric,
     score_logs,
 )
-from bisector.measure.early import MONOTONE_METRICS, GrowingScorer, GrowingScorerFactory, Scorer
-from bisector.metrics import BUILTIN_SOURCE_METRICS, SourceMetric, SourceScorer, Worse
-from bisector.metrics.definitions import SOURCES, parse_source_metric
+from bisector.logs.names import MONOTONE_METRICS
+from bisector.metrics.definitions import (
+    BUILTIN_SOURCE_METRICS,
+    SOURCES,
+    SourceMetric,
+    parse_source_metric,
+)
+from bisector.metrics.direction import Worse
+
+if TYPE_CHECKING:  # only named in annotations: `score` starts without the run's modules
+    from bisector.measure.early import GrowingScorer, GrowingScorerFactory, Scorer
 
 DEFAULT_METRIC = "conflicts"
 _BUILTIN_SOURCES = {m.name: m for m in BUILTIN_SOURCE_METRICS}
@@ -111,6 +120,8 @@ class MetricRegistry:
     def scorer(self, metric: str | None = None) -> Scorer:
         """score_logs, knowing the user-defined request counts; for a `metric` read from
         beside the log, a SourceScorer that the evaluation binds to its log directory."""
+        from bisector.metrics.scoring import SourceScorer  # (reads evidence: not for score)
+
         logs: Scorer = score_logs
         if self.definitions:
             logs = functools.partial(score_logs, extra_metrics=self.definitions)

@@ -32,6 +32,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -41,11 +42,13 @@ from bisector.errors import BisectorError, CollectError
 from bisector.exitcodes import ScoreExit
 from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
-from bisector.metrics import Evidence, Reading, Worse, read_metric
-from bisector.metrics.direction import is_bad
+from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE
 from bisector.output import stdin_closed, stdout_failure
 from bisector.runfiles import logs_in
+
+if TYPE_CHECKING:  # a directory's or snapshots' files: imported only when some are given
+    from bisector.metrics.evidence import Evidence, Reading
 
 APISERVER_LOG_GLOB = "kube-apiserver.log*"
 
@@ -179,6 +182,8 @@ def _check(
         source = registry.source_of(metric)
         gone = evidence is None and len(sources) == 1 and not Path(sources[0]).exists()
         if source != "log" and gone:  # a run's directory that is gone: as a missing log
+            from bisector.metrics.evidence import Evidence
+
             sources, evidence = [], Evidence.in_dir(Path(sources[0]))
         if source != "log" and evidence is None:
             raise BisectorError(
@@ -216,12 +221,16 @@ def _inputs(
     logs = list(sources)
     evidence = None
     if len(logs) == 1 and Path(logs[0]).is_dir():
+        from bisector.metrics.evidence import Evidence  # only with files besides a log
+
         directory = Path(logs[0])
         logs = [str(p) for p in logs_in(directory, APISERVER_LOG_GLOB)]
         evidence = Evidence.in_dir(directory)
     elif any(Path(s).is_dir() for s in logs):
         raise BisectorError("a directory is scored alone; pass it without other files")
     if before is not None and after is not None:
+        from bisector.metrics.evidence import Evidence
+
         base = evidence or Evidence()
         evidence = Evidence(base.cl2_dir, before, after, base.processes_dir)
     return logs, evidence
@@ -394,6 +403,8 @@ def _score_evidence(
 
 
 def _read_evidence(request: ScoreRequest, since: str | None, until: str | None) -> EvidenceScores:
+    from bisector.metrics.evidence import read_metric
+
     assert request.evidence is not None
     registry, metric = request.registry, request.metric
     found = EvidenceScores()

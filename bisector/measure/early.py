@@ -34,6 +34,7 @@ from typing import Protocol
 from bisector.backends.base import Candidate, PartialLogs
 from bisector.durations import format_duration
 from bisector.logs import METRIC_NAMES, Scores, metric_value
+from bisector.logs.names import MONOTONE_METRICS
 from bisector.numbers import format_threshold, format_value
 from bisector.search.progress import Reading
 
@@ -43,13 +44,6 @@ Scorer = Callable[[list[str]], Scores]
 # one per evaluation (it may keep where it stopped reading: O(new bytes) per call).
 GrowingScorer = Callable[[list[str]], Scores]
 GrowingScorerFactory = Callable[[], GrowingScorer]
-
-# Built-in metrics that only grow while a run goes on (counts, a high-water mark, the
-# largest lag so far): a value of the log so far at or above the threshold stays there.
-# Not rates or windows: conflicts_per_min, cacher_saturated_after_s and window can fall.
-MONOTONE_METRICS = frozenset(
-    {"conflicts", "node_writes", "lines", "cacher_hwm", "forced_watcher_closes", "dispatch_lag_s"}
-)
 
 
 def is_monotone(metric: str) -> bool:

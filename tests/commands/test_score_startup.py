@@ -1,4 +1,5 @@
-"""What `bisector score` starts besides scanning: no BLAS threads, the environment kept."""
+"""What `bisector score LOG` starts besides scanning: no BLAS threads, the environment kept,
+and none of the modules only runs or files beside a log need (a quicker start)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ try:
 except SystemExit:
     pass
 print(len(os.listdir('/proc/self/task')), os.environ.get('OPENBLAS_NUM_THREADS'), file=sys.stderr)
+print(*sorted(sys.modules), file=sys.stderr)
 """
 
 
@@ -32,5 +34,27 @@ def test_score_starts_no_blas_threads_and_leaves_the_environment_as_it_was(
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     run = [sys.executable, "-c", _PROBE, str(log)]
     done = subprocess.run(run, capture_output=True, text=True, env=env, check=False)
-    threads, variable = done.stderr.split()[-2:]
+    threads, variable = done.stderr.splitlines()[-2].split()
     assert (threads, variable) == ("1", "None"), done.stderr
+
+
+_NOT_FOR_A_LOG = (
+    "bisector.backends.base",
+    "bisector.backends.registry",
+    "bisector.report",
+    "bisector.measure.early",
+    "bisector.metrics.evidence",
+    "bisector.metrics.cl2",
+)
+
+
+def test_scoring_a_log_imports_no_backend_report_or_evidence_reader(tmp_path: Path) -> None:
+    log = tmp_path / "kube-apiserver.log"
+    log.write_text(
+        "I0602 05:51:00.000000       7 wrap.go:42] GET /api/v1/nodes/n1: (1.0ms) 200 [[k] a:1]\n"
+    )
+    run = [sys.executable, "-c", _PROBE, str(log)]
+    done = subprocess.run(run, capture_output=True, text=True, check=False)
+    loaded = set(done.stderr.splitlines()[-1].split())
+    assert "bisector.logs.scanner" in loaded
+    assert loaded.isdisjoint(_NOT_FOR_A_LOG), sorted(loaded.intersection(_NOT_FOR_A_LOG))
