@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from bisector.backends.registry import backend_info, create_backend
 from bisector.bisection.layout import RunLayout, measurement_cache
 from bisector.bisection.question import other_question, refuse, set_aside
 from bisector.dirs import ensure_dir
+from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError, InfraError
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
@@ -45,6 +47,8 @@ from bisector.signals import sigterm_as_interrupt
 
 SessionFactory = Callable[[Any, Path], BisectSession]
 BackendWrapper = Callable[[Backend], Backend]
+# A setup shorter than this is not worth a line (the sim, local and kind backends).
+SETUP_SAID_AFTER_S = 1.0
 _GITHUB = re.compile(r"github\.com[:/]+([^/\s]+)/([^/\s]+?)(?:\.git)?/?$")
 
 
@@ -239,7 +243,14 @@ def open_bisection(
         try:
             try:
                 repo.add_worktree(layout.good_worktree, prepared.good)  # a backend's base
+                # A setup can take minutes (procs builds its harness from a cold cache: 2m10s
+                # in the 2017 hunt, with nothing said but "starting"): say it begins and ends.
+                progress.status(f"setting up the {s.backend} backend")
+                began = time.monotonic()
                 backend.setup()
+                took = time.monotonic() - began
+                if took >= SETUP_SAID_AFTER_S:
+                    progress.note(f"the {s.backend} backend was set up in {format_duration(took)}")
             except InfraError as exc:
                 raise BisectorError(f"backend {s.backend} could not start: {exc.reason}") from None
             evaluator.clean_up_after_crash()

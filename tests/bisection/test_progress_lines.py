@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+import time
 from pathlib import Path
 
 from bisector.bisection.pipeline import run_bisection
@@ -43,3 +44,24 @@ def test_runs_left_count_the_confirmation_and_a_walk_counts_first_parent_commits
     walk_log, descent_log = log.split("\n\n")
     assert "'--first-parent'" in walk_log and "'--first-parent'" not in descent_log
     assert built.pr_commits[9][2] in descent_log.splitlines()[-1]  # git's first bad commit
+
+
+def test_a_setup_that_takes_time_is_said_as_it_begins_and_ends(tmp_path: Path) -> None:
+    """The procs backend builds its harness at setup (2m10s from a cold cache in the 2017
+    hunt): the line said only "starting" meanwhile, and a plain log nothing at all."""
+
+    class SlowSetup(FileValueBackend):
+        def setup(self) -> None:
+            time.sleep(1.2)  # what the run is told takes a while, not a timing asserted
+            super().setup()
+
+    built = build_repo(tmp_path / "repo", [1] * 3 + [9] * 3)
+    settings = whole_range(tmp_path, built, threshold=5.0)
+    out = io.StringIO()
+    run_bisection(settings, backend=SlowSetup(), progress=PlainProgress(out))
+    lines = out.getvalue().splitlines()
+    begins = lines.index("bisector: setting up the local backend")
+    ends = next(i for i, ln in enumerate(lines) if re.fullmatch(
+        r"bisector: the local backend was set up in [0-9.]+s", ln))  # fmt: skip
+    first_run = next(i for i, ln in enumerate(lines) if "evaluating" in ln)
+    assert begins < ends < first_run, lines
