@@ -127,6 +127,22 @@ class Built:
     components: tuple[tuple[str, Path], ...] = ()  # [backends.procs] components, built alike
 
 
+@dataclass(frozen=True)
+class Round:
+    """One closed loop of the load (a hollow kubelet's status round, a pod watch's cycle)."""
+
+    what: str
+    period_s: float
+
+    @property
+    def sure_s(self) -> float:
+        """A window in which a loop that ran made at least one round (ROUND_SLACK)."""
+        return self.period_s * (1 + ROUND_SLACK)
+
+    def describe(self) -> str:
+        return f"{self.what} ({self.period_s:g}s, {self.sure_s:g}s with its jitter)"
+
+
 @dataclass
 class Running:
     """A launched cluster (one per slot)."""
@@ -183,7 +199,7 @@ class ProcsBackend:
 
     def _check_looks(self) -> None:
         """`[run] check_every` against what this backend can judge, before anything starts:
-        an early verdict at a look under one round of a load is a skip (`_not_ended_too_soon`:
+        a window under one round of a load cannot be judged (`_not_ended_too_soon`:
         `check_every = "1ms"` made every bad commit that crossed the threshold early a
         skip, each paid for with a cluster), and a look no sooner than the warmup's end is
         no look at all."""
@@ -196,13 +212,11 @@ class ProcsBackend:
                 f"{key} is not shorter than the warmup ({format_duration(warmup)}): no look "
                 "would come before the warmup's end; look more often or remove the key"
             )
-        for what, period in self._rounds():
-            need = period * (1 + ROUND_SLACK)
-            if every < need:
+        for r in self._rounds():
+            if every < r.sure_s:
                 raise ConfigError(
-                    f"{key} is shorter than one {what} ({period:g}s, {need:g}s with its "
-                    "jitter): looks that often cannot tell a load that ran from one that did "
-                    f"not; look every {need:g}s or more"
+                    f"{key} is shorter than one {r.describe()}: looks that often cannot tell "
+                    f"a load that ran from one that did not; look every {r.sure_s:g}s or more"
                 )
 
     # -- bisection bracket ---------------------------------------------------------------
@@ -825,10 +839,7 @@ class ProcsBackend:
         if not self.cfg.workload_ends_warmup or pw.ended(running.layout) is None:
             return
         span = end - running.warmup_start
-        period = (
-            self.cfg.node_status_period if self.hollow_flags.status_period_env else LEASE_RENEW_S
-        )
-        need = MIN_LOAD_PERIODS * period
+        need = MIN_LOAD_PERIODS * self._heartbeat().period_s
         if span < need:
             raise CollectError(
                 f"the load did not run long enough: the workload ended the warmup after "
@@ -837,24 +848,24 @@ class ProcsBackend:
                 "longer"
             )
 
-    def _heartbeat(self) -> tuple[str, float]:
+    def _heartbeat(self) -> Round:
         """What a hollow node writes each round, and how often."""
         if self.hollow_flags.status_period_env:
-            return "node status period", self.cfg.node_status_period
-        return "node lease renewal period", LEASE_RENEW_S
+            return Round("node status period", self.cfg.node_status_period)
+        return Round("node lease renewal period", LEASE_RENEW_S)
 
-    def _rounds(self) -> list[tuple[str, float]]:
-        """The periods of the loads the backend judges: the hollow nodes' heartbeat, and
-        the RV-less pod watches' cycle (closed by the server, opened again)."""
+    def _rounds(self) -> list[Round]:
+        """The loads the backend judges: the hollow nodes' heartbeat, and the RV-less pod
+        watches' cycle (closed by the server, opened again)."""
         rounds = [self._heartbeat()]
         cfg = self.cfg
         if cfg.watch_load == "pods-without-rv" and cfg.watchers > 0 and cfg.watch_timeout > 0:
-            rounds.append(("pod watch cycle", cfg.watch_timeout + REOPEN_AFTER_S))
+            rounds.append(Round("pod watch cycle", cfg.watch_timeout + REOPEN_AFTER_S))
         return rounds
 
     def _judgeable_after_s(self) -> float:
         """The shortest window whose load a count can judge: one sure round of each load."""
-        return max(period * (1 + ROUND_SLACK) for _what, period in self._rounds())
+        return max(r.sure_s for r in self._rounds())
 
     def _not_ended_too_soon(self, running: Running, end: float) -> None:
         """A warmup that ended before its time (an early verdict at `check_every`, the
@@ -864,15 +875,14 @@ class ProcsBackend:
         span = end - running.warmup_start
         if span >= self.context.warmup_s:
             return  # the whole warmup: `_not_stopped` judges what no count can
-        for what, period in self._rounds():
-            need = period * (1 + ROUND_SLACK)
-            if span < need:
+        for r in self._rounds():
+            if span < r.sure_s:
                 raise CollectError(
                     f"the load cannot be judged: the warmup ended after {span:.1f}s of "
                     f"{format_duration(self.context.warmup_s)} (an early verdict, or the "
-                    f"workload's end), under one {what} ({period:g}s, {need:g}s with its "
-                    "jitter): a load that ran may have written nothing yet; look at the log "
-                    f"no sooner than {need:g}s ([run] check_every)"
+                    f"workload's end), under one {r.describe()}: a load that ran may have "
+                    f"written nothing yet; look at the log no sooner than {r.sure_s:g}s "
+                    "([run] check_every)"
                 )
 
     def _not_stopped(self, running: Running, names: list[str], end: float) -> None:
