@@ -15,7 +15,7 @@ import typer
 from typer.exceptions import TyperException
 
 from bisector import output, signals
-from bisector.backends.names import backend_names
+from bisector.backends.registry import backend_names
 from bisector.clihelp import CONTEXT_SETTINGS, Command
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 from bisector.exitcodes import (

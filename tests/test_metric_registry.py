@@ -7,7 +7,8 @@ import pytest
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.metric_registry import MetricRegistry
-from bisector.metrics import Cl2Metric, ProcessMetric, PrometheusMetric, SourceScorer
+from bisector.metrics import Cl2Metric, ProcessMetric, PrometheusMetric
+from bisector.metrics.scoring import SourceScorer
 
 
 def _registry(metrics: dict[str, object]) -> MetricRegistry:

@@ -202,6 +202,12 @@ BACKENDS: dict[str, BackendInfo] = {
 DEFAULT_BACKEND = "sim"
 
 
+def backend_names() -> str:
+    """`sim, local, kind, gce or procs`, for help texts and errors."""
+    names = list(BACKENDS)
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
 def backend_info(name: str) -> BackendInfo:
     try:
         return BACKENDS[name]

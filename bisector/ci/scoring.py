@@ -39,8 +39,10 @@ from bisector.ci.runs import (
 from bisector.errors import BisectorError, CollectError
 from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
-from bisector.metrics import Cl2Metric, Reading, SourceMetric, with_reading
+from bisector.metrics import Cl2Metric, SourceMetric
 from bisector.metrics.cl2 import MAX_SUMMARY_BYTES, value_from
+from bisector.metrics.evidence import Reading
+from bisector.metrics.scoring import with_reading
 
 DEFAULT_WORKERS = 4
 # Read size handed to the scorer (its default is 16 MiB). Several runs are scored at

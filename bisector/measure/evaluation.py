@@ -37,7 +37,7 @@ from bisector.measure.early import (
     early_good_problem,
     warm_up_watching,
 )
-from bisector.metrics import ReadsLogDir
+from bisector.metrics.scoring import ReadsLogDir
 from bisector.numbers import format_value
 from bisector.search.progress import Phase, Reading
 

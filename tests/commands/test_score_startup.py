@@ -38,17 +38,17 @@ def test_score_starts_no_blas_threads_and_leaves_the_environment_as_it_was(
     assert (threads, variable) == ("1", "None"), done.stderr
 
 
+# The CLI's help texts name the backends from the registry, their one description, so
+# bisector.backends.registry (and the report model its backends' base names) loads with
+# the CLI: ~20 ms of a 0.31 s start, measured against a copy of the names: not listed.
 _NOT_FOR_A_LOG = (
-    "bisector.backends.base",
-    "bisector.backends.registry",
-    "bisector.report",
     "bisector.measure.early",
     "bisector.metrics.evidence",
     "bisector.metrics.cl2",
 )
 
 
-def test_scoring_a_log_imports_no_backend_report_or_evidence_reader(tmp_path: Path) -> None:
+def test_scoring_a_log_imports_no_early_verdicts_or_evidence_reader(tmp_path: Path) -> None:
     log = tmp_path / "kube-apiserver.log"
     log.write_text(
         "I0602 05:51:00.000000       7 wrap.go:42] GET /api/v1/nodes/n1: (1.0ms) 200 [[k] a:1]\n"

@@ -20,7 +20,8 @@ from bisector.backends.collected import metrics_file
 from bisector.config import Section
 from bisector.errors import CollectError, ConfigError
 from bisector.metric_registry import MetricRegistry
-from bisector.metrics import Evidence, PrometheusMetric, parse_source_metric, read_metric
+from bisector.metrics import PrometheusMetric, parse_source_metric
+from bisector.metrics.evidence import Evidence, read_metric
 
 START = 1.79640358402e09
 
