@@ -161,11 +161,6 @@ def messages(chunk: bytes | bytearray, lines: ChunkLines) -> Messages:
     return Messages(line[bracket], start, first, line[~bracket])
 
 
-def may_start_cacher_message(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> bool:
-    """Whether some glog record's message starts like one the cacher handlers count."""
-    return bool(len(cacher_lines(chunk, lines, msgs)))
-
-
 def cacher_lines(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> np.ndarray:
     """The glog records (indices into `lines.starts`, in order) whose message starts like
     one the cacher handlers count.

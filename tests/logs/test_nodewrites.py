@@ -24,7 +24,7 @@ from bisector.logs.nodewrites import (
     TAIL_SPAN,
     URI_SPAN,
     VERBS,
-    may_start_cacher_message,
+    cacher_lines,
     messages,
     node_writes,
 )
@@ -188,7 +188,7 @@ def test_cacher_gate_never_hides_a_counted_message(header: bytes, message: bytes
     request = b"I0602 05:51:10.000001       7 wrap.go:42] PATCH /api/v1/nodes/n/status: (1ms) 200 x"
     chunk = b"\n" + request + b"\n" + header + message + b"\n" + request + b"\n"
     lines = classify(chunk, REFERENCE)
-    assert may_start_cacher_message(chunk, lines, messages(chunk, lines))
+    assert len(cacher_lines(chunk, lines, messages(chunk, lines)))
     gated, ungated = Partial(), Partial()
     scan_chunk(bytearray(chunk), ScanSettings(REFERENCE), gated)
     scan_chunk(bytearray(chunk), ScanSettings(REFERENCE, need_times=True), ungated)
@@ -201,7 +201,7 @@ def test_cacher_gate_says_no_for_request_lines_only() -> None:
     request = b"I0602 05:51:10.000001       7 wrap.go:42] PATCH /api/v1/nodes/n/status: (1ms) 200 x"
     chunk = b"\n" + b"\n".join([request] * 50) + b"\n"
     lines = classify(chunk, REFERENCE)
-    assert not may_start_cacher_message(chunk, lines, messages(chunk, lines))
+    assert not len(cacher_lines(chunk, lines, messages(chunk, lines)))
 
 
 @pytest.mark.parametrize("width", range(1, HEAD_SPAN))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import tempfile
 from pathlib import Path
 
 from bisector import proc
@@ -280,8 +281,6 @@ def _cache_dir(key: str, path: Path) -> Finding:
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     # Tried, not judged by os.access: root passes that check even for /proc.
-    import tempfile
-
     try:
         Path(tempfile.mkdtemp(dir=existing, prefix=".bisector-doctor-")).rmdir()
     except OSError as exc:
