@@ -107,7 +107,7 @@ MIN_LOAD_PERIODS = 3.0
 LEASE_RENEW_S = 10.0
 # The load generator rewrites its status file every second (load.py STATUS_EVERY_S); a
 # status this old at the warmup's end is a generator that stopped (SIGSTOP, starved):
-# judged whatever the warmup's length, where its figures need MIN_LOAD_PERIODS cycles.
+# judged whatever the warmup's length, where its figures need one sure round of each.
 LOAD_STATUS_STALE_S = 10.0
 # A warmup that ran much longer than asked (the process stopped or starved meanwhile:
 # a suspended terminal, SIGSTOP, a host out of CPU) measured a longer window, and every
@@ -901,8 +901,9 @@ class ProcsBackend:
     def _load_generator_ran(self, running: Running, figures: dict[str, object], end: float) -> None:
         """A load generator whose status stopped changing held its watches but did nothing
         with them (frozen, starved): its load did not run. Its figures judge a stall only
-        over MIN_LOAD_PERIODS cycles, so a short warmup with a frozen generator measured a
-        bad commit as good on a real cluster; the status's age judges any warmup."""
+        from one sure round of a watch cycle on (then 3 cycles: a short warmup with a frozen
+        generator measured a bad commit as good on a real cluster); the status's age
+        judges any warmup."""
         if "watch-load" not in running.pids:
             return
         updated = figures.get("updated")

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from bisector.backends.procs import backend as procs_backend
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import stop as procs_stop
-from bisector.backends.procs.backend import ProcsBackend
+from bisector.backends.procs.backend import ProcsBackend, Running
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step, step
 from bisector.commands.cleanup import cleanup
@@ -344,16 +344,7 @@ def test_a_load_generator_stopped_in_a_short_warmup_is_a_skip_not_a_good_verdict
     monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
     backend = world.backend(warmup_s=4.0, node_status_period="2s")
     backend.setup()
-    frozen: list[int] = []
-
-    def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
-        if running is not None and running.warmup_start and not frozen:
-            frozen.append(running.pids["watch-load"])
-            os.kill(frozen[0], signal.SIGSTOP)
-        time.sleep(seconds)
-
-    backend.sleep = sleep
+    frozen = _freeze_in_the_warmup(backend, lambda running: [running.pids["watch-load"]])
     m = _evaluate(backend, world.candidate(0))  # value 0: a good-looking number
     assert frozen and m.value is None and m.reason is not None
     assert m.reason.startswith("collect: the load did not run: the watch load generator"), m.reason
@@ -432,20 +423,26 @@ def test_without_the_apiservers_count_the_watch_events_judge_the_load(
 # -- a load frozen in a short window (issue 30, written up by the adversarial pass) -----
 
 
-def _freeze_hollow_nodes_in_the_warmup(backend: ProcsBackend) -> list[int]:
-    """SIGSTOP every hollow node at the warmup's first sleep; the pids frozen."""
+def _freeze_in_the_warmup(
+    backend: ProcsBackend, which: Callable[[Running], list[int]]
+) -> list[int]:
+    """SIGSTOP `which` processes of the cluster at the warmup's first sleep; the pids."""
     frozen: list[int] = []
 
     def sleep(seconds: float) -> None:
         running = backend._running.get(0)
         if running is not None and running.warmup_start and not frozen:
-            frozen.extend(running.hollow)
+            frozen.extend(which(running))
             for pid in frozen:
                 os.kill(pid, signal.SIGSTOP)
         time.sleep(seconds)
 
     backend.sleep = sleep
     return frozen
+
+
+def _freeze_hollow_nodes_in_the_warmup(backend: ProcsBackend) -> list[int]:
+    return _freeze_in_the_warmup(backend, lambda running: list(running.hollow))
 
 
 def _early(every_s: float, warmup_s: float) -> EarlyStop:
