@@ -8,7 +8,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/bisector: pyproject.toml
+# setup.py builds the scanner's C extension (bisector/logs/_glogscan.c): a change rebuilds it.
+$(BIN)/bisector: pyproject.toml setup.py bisector/logs/_glogscan.c
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -177,10 +177,22 @@ def cacher_lines(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) ->
         for word in _CACHER_WORDS:
             lead |= _is(heads, word)
         found.append(msgs.line[near[lead]])
+    odd_starts = set(odd_cacher_lines(chunk, lines.starts[msgs.odd].tolist()))
+    odd = [i for i in msgs.odd.tolist() if int(lines.starts[i]) in odd_starts]
+    if odd:
+        found.append(np.array(odd, dtype=np.int64))
+    if not found:
+        return np.empty(0, dtype=np.int64)
+    return np.sort(np.concatenate(found))
+
+
+def odd_cacher_lines(chunk: bytes | bytearray, starts: list[int]) -> list[int]:
+    """Of the records starting at `starts` (headers that do not end in `] ` within the
+    window), those whose message starts like a cacher one: after the first `] ` or the
+    first `"msg":"` of the line, where cacher.dated looks."""
     size = len(chunk)
-    odd = []
-    for i in msgs.odd.tolist():
-        start = int(lines.starts[i])
+    found = []
+    for start in starts:
         end = chunk.find(b"\n", start)
         end = size if end < 0 else end
         for mark in (b"] ", b'"msg":"'):
@@ -188,13 +200,24 @@ def cacher_lines(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) ->
             if at >= 0 and bytes(chunk[at + len(mark) : at + len(mark) + 8]).startswith(
                 _CACHER_LEADS
             ):
-                odd.append(i)
+                found.append(start)
                 break
-    if odd:
-        found.append(np.array(odd, dtype=np.int64))
-    if not found:
-        return np.empty(0, dtype=np.int64)
-    return np.sort(np.concatenate(found))
+    return found
+
+
+def regex_writes(chunk: bytes | bytearray, starts: list[int]) -> list[tuple[int, int, bool, bool]]:
+    """The lines starting at `starts` that the anchored regex matches as node writes:
+    (start, index into VERBS, PATCH/APPLY answered 409, a three-digit 2xx status)."""
+    found = []
+    for start in starts:
+        match = _LINE_WRITE.match(chunk, start - 1)
+        if match is None:
+            continue
+        verb, status = match.group(2), match.group(3)
+        conflict = verb in (b"PATCH", b"APPLY") and status == b"409"
+        success = len(status) == 3 and status[:1] == b"2"
+        found.append((start, VERBS.index(verb), conflict, success))
+    return found
 
 
 def node_writes(chunk: bytes | bytearray, lines: ChunkLines, msgs: Messages) -> NodeWrites:
@@ -258,15 +281,11 @@ def _with_regex(
     chunk: bytes | bytearray, lines: ChunkLines, found: NodeWrites, undecided: np.ndarray
 ) -> NodeWrites:
     """`found` plus the undecided lines the regex matches, in line order."""
-    extra: list[tuple[int, int, bool, bool]] = []
-    for i in undecided.tolist():
-        match = _LINE_WRITE.match(chunk, int(lines.starts[i]) - 1)
-        if match is None:
-            continue
-        verb, status = match.group(2), match.group(3)
-        conflict = verb in (b"PATCH", b"APPLY") and status == b"409"
-        success = len(status) == 3 and status[:1] == b"2"
-        extra.append((i, VERBS.index(verb), conflict, success))
+    line_of = {int(lines.starts[i]): i for i in undecided.tolist()}
+    extra = [
+        (line_of[start], verb, conflict, success)
+        for start, verb, conflict, success in regex_writes(chunk, list(line_of))
+    ]
     if not extra:
         return found
     line = np.concatenate([found.line, np.array([e[0] for e in extra], dtype=np.int64)])

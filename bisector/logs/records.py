@@ -66,7 +66,7 @@ _LEVELS[list(b"IWEF")] = True
 
 
 @lru_cache(maxsize=64)
-def _valid_days(reference: date) -> np.ndarray:
+def valid_days(reference: date) -> np.ndarray:
     """Month-days that exist (in the year `reference` implies), keyed by their four
     digits as nibbles: MMDD d1 d2 d3 d4 -> d1 | d3 << 4 | d2 << 8 | d4 << 12 (the order
     two shifts of the header word give)."""
@@ -178,7 +178,7 @@ def _glog_records(head: np.ndarray, reference: date) -> tuple[np.ndarray, np.nda
     valid &= (head[:, 9] < 54) & (head[:, 12] < 54)
     x = (words[:, 0] >> np.uint64(8)) & _NIBBLES  # the MMDD digits, one per byte
     key = (x & np.uint64(0x0F0F)) | ((x >> np.uint64(12)) & np.uint64(0xF0F0))
-    valid &= _valid_days(reference)[key]
+    valid &= valid_days(reference)[key]
     return shaped, shaped & valid
 
 
@@ -259,15 +259,15 @@ def _edges(
 ) -> tuple[float | None, float | None]:
     first = last = None
     for start in record_starts:
-        if (first := _edge_seconds(chunk, int(start), reference)) is not None:
+        if (first := edge_seconds(chunk, int(start), reference)) is not None:
             break
     for start in record_starts[::-1]:
-        if (last := _edge_seconds(chunk, int(start), reference)) is not None:
+        if (last := edge_seconds(chunk, int(start), reference)) is not None:
             break
     return first, last
 
 
-def _edge_seconds(chunk: bytes | bytearray, start: int, reference: date) -> float | None:
+def edge_seconds(chunk: bytes | bytearray, start: int, reference: date) -> float | None:
     """The time of a line that may bound the log's window: a JSON line only if it parses
     (one 100,000 levels deep, counted garbled, still lent its 2017 time to a log of today:
     a window of 9 years, or a window that ran backwards)."""

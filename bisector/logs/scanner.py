@@ -12,14 +12,23 @@ from __future__ import annotations
 import json
 import re
 from array import array
+from dataclasses import dataclass
 
 import numpy as np
 
-from bisector.logs import cacher
+from bisector.logs import cacher, glogscan
 from bisector.logs import patterns as p
-from bisector.logs.nodewrites import Messages, cacher_lines, messages, node_writes
+from bisector.logs.glogscan import GlogChunk
+from bisector.logs.nodewrites import (
+    Messages,
+    cacher_lines,
+    messages,
+    node_writes,
+    odd_cacher_lines,
+    regex_writes,
+)
 from bisector.logs.partial import Partial, ScanSettings, in_window
-from bisector.logs.records import ChunkLines, classify
+from bisector.logs.records import ChunkLines, classify, edge_seconds
 from bisector.logs.timestamps import cri_text_seconds, glog_seconds, plausible
 
 _NODE_URI = re.compile(p.NODE_URI_TEXT)
@@ -49,6 +58,11 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     """
     if len(chunk) <= 1:
         return
+    undated = not (s.need_times or s.since is not None or s.until is not None)
+    # The usual chunk (glog records and plain continuation lines, no times asked) in one
+    # compiled pass; any other, or without the compiled scan, decided with numpy below.
+    if undated and (glog := glogscan.scan(chunk, s.reference)) and _scan_glog(chunk, glog, s, out):
+        return
     lines = classify(chunk, s.reference)
     out.lines += lines.count
     out.unparsable += len(lines.garbled)
@@ -63,24 +77,69 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     json_rows = (
         _json_requests(chunk, prefix, out) if maybe_json and p.JSON_HTTP_MARK in chunk else []
     )
-    undated = prefix == "plain" and not (s.need_times or s.since is not None or s.until is not None)
-    msgs = messages(raw, lines) if undated and lines.glog.any() else None
+    plain = undated and prefix == "plain"
+    msgs = messages(raw, lines) if plain and lines.glog.any() else None
     text = _cacher_text(raw, chunk, lines, msgs)
-    from_cacher = text is not None and p.CACHER_FILES.search(text) is not None
-    has_dispatch = text is not None and from_cacher and p.DISPATCH_MARK in text
-    fast = msgs is not None and not has_dispatch and _fast_node_writes(raw, lines, msgs, out)
-    if not fast:
+    marks = _CacherMarks.of(text)
+    counted = msgs is not None and not marks.dispatch and _fast_node_writes(raw, lines, msgs, out)
+    _the_rest(chunk, prefix, s, out, json_rows=json_rows, text=text, marks=marks, counted=counted)
+
+
+def _scan_glog(chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: Partial) -> bool:
+    """scan_chunk for a chunk the compiled scan read (no garbled line, no CRI or JSON
+    record: the prefix is plain); False, with `out` untouched, where it cannot finish."""
+    first = edge_seconds(chunk, glog.first_record, s.reference)
+    last = edge_seconds(chunk, glog.last_record, s.reference)
+    if first is None or last is None:  # a glog time that exists is always read: never seen
+        return False
+    out.lines += glog.count
+    if out.first_ts is None:
+        out.first_ts = first
+    out.last_ts = last
+    text = _glog_cacher_text(chunk, glog)
+    marks = _CacherMarks.of(text)
+    counted = not marks.dispatch and _count_glog_writes(chunk, glog, out)
+    _the_rest(chunk, "plain", s, out, json_rows=[], text=text, marks=marks, counted=counted)
+    return True
+
+
+@dataclass(frozen=True)
+class _CacherMarks:
+    """Whether the cacher handlers' text holds a cacher file's line, and a dispatch one."""
+
+    cacher: bool
+    dispatch: bool
+
+    @staticmethod
+    def of(text: bytes | bytearray | None) -> _CacherMarks:
+        cacher = text is not None and p.CACHER_FILES.search(text) is not None
+        return _CacherMarks(cacher, cacher and text is not None and p.DISPATCH_MARK in text)
+
+
+def _the_rest(
+    chunk: bytes | bytearray,
+    prefix: str,
+    s: ScanSettings,
+    out: Partial,
+    *,
+    json_rows: list[tuple[float, str, str, int]],
+    text: bytes | bytearray | None,
+    marks: _CacherMarks,
+    counted: bool,
+) -> None:
+    """Node writes by the regexes unless `counted`, any requests, the cacher messages."""
+    if not counted:
         times, verbs, statuses = _node_writes(chunk, prefix, s, json_rows)
         _count_node_writes(times, verbs, statuses, s, out)
     if not out.has_requests or s.extra:
         _any_requests(chunk, prefix, s, out, json_rows)
-    if text is None or not from_cacher:
+    if text is None or not marks.cacher:
         return
     if p.CACHER_HWM_MARK in text:
         cacher.cacher_hwm(text, s, out)
     if p.FORCED_CLOSE_MARK in text:
         cacher.forced_closes(text, s, out)
-    if has_dispatch:
+    if marks.dispatch:
         cacher.dispatches(text, s, out)
 
 
@@ -119,11 +178,40 @@ def _cacher_text(
         return None
     if len(found) > max(1, lines.count // _CACHER_SHARE):
         return chunk
+    return _lines_block(raw, lines.starts[found].tolist())  # glog records: never garbled
+
+
+def _glog_cacher_text(chunk: bytes | bytearray, glog: GlogChunk) -> bytes | bytearray | None:
+    """_cacher_text of a chunk the compiled scan read (every record a glog one)."""
+    found = sorted(glog.cacher + odd_cacher_lines(chunk, glog.odd))
+    if not found:
+        return None
+    if len(found) > max(1, glog.count // _CACHER_SHARE):
+        return chunk
+    return _lines_block(chunk, found)
+
+
+def _lines_block(chunk: bytes | bytearray, starts: list[int]) -> bytes:
+    """The whole lines starting at `starts`, led by a newline."""
     pieces: list[bytes | bytearray] = [b"\n"]
-    for start in lines.starts[found].tolist():  # glog records: never garbled, as in `chunk`
-        end = raw.find(b"\n", start)
-        pieces.append(raw[start : len(raw) if end < 0 else end + 1])
+    for start in starts:
+        end = chunk.find(b"\n", start)
+        pieces.append(chunk[start : len(chunk) if end < 0 else end + 1])
     return b"".join(pieces)
+
+
+def _count_glog_writes(chunk: bytes | bytearray, glog: GlogChunk, out: Partial) -> bool:
+    """_fast_node_writes of a chunk the compiled scan read: its decided writes plus those
+    the regex matches among the lines it could not decide."""
+    extra = regex_writes(chunk, glog.undecided + glog.odd)
+    if not glog.writes and not extra:
+        return False
+    out.has_requests = True
+    out.conflicts += glog.conflicts + sum(conflict for _, _, conflict, _ in extra)
+    writes = glog.successes + sum(success for _, _, _, success in extra)
+    out.node_writes += writes
+    out.write_times.add_undated(writes)
+    return True
 
 
 def _fast_node_writes(

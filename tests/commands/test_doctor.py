@@ -251,3 +251,24 @@ def test_json_says_each_check_and_whether_ready(
     docker = next(c for c in result["checks"] if c["what"] == "docker")
     assert docker["ok"] is False and "start the daemon" in docker["detail"]
     assert {"ok", "what", "detail"} == set(docker)
+
+
+@pytest.mark.parametrize("built", [True, False])
+def test_which_log_scanner_runs_is_said_and_never_a_problem(
+    fake: FakeProc,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    built: bool,
+) -> None:
+    from bisector.logs import glogscan
+
+    if not built:
+        monkeypatch.setattr(glogscan, "_compiled", None)
+    elif not glogscan.available():
+        pytest.skip("the C extension is not built here (tests/logs/test_glogscan.py says why)")
+    assert doctor("sim", None) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if "log scanner" in line)
+    assert line.startswith("ok ")
+    assert ("compiled" in line) == built
+    assert ("apt-get install gcc python3-dev" in line) == (not built)

@@ -52,7 +52,10 @@ def _header(rng: random.Random) -> bytes:
     time = rng.choice([b"0602 05:51:10.000001", b"0602 23:59:59.999999", b"1231 00:00:00.000000"])
     pid = _pick(
         rng,
-        [b"      7", b"  12345", b"1234567", b"12345678", b"7", b"", b"   7 ", b" 7  7", b"   x7"],
+        [
+            *(b"      7", b"  12345", b"1234567", b"12345678", b"7", b"", b"   7 ", b" 7  7"),
+            *(b"   x7", b"       "),  # the last: seven spaces, no digit
+        ],
     )
     where = _pick(
         rng,
@@ -61,6 +64,8 @@ def _header(rng: random.Random) -> bytes:
             b"handlers.go:162",
             b"x" * (HEAD_SPAN - 10),
             b"y" * (HEAD_SPAN + 5),
+            b"z" * (HEAD_SPAN - 10),  # behind a seven-column pid: `]` the window's last byte
+            b"z" * (HEAD_SPAN - 9),  # and the first byte past it
             b"a]b",
             b"",
         ],
