@@ -9,14 +9,15 @@ lines of 5000 hollow kubelets: node GET + status PATCH every 10 s, a share of th
     plain: bisector score LOG --json vs grep "v1\\/nodes" LOG | grep PATCH | grep " 409 " | wc -l
     gzip:  bisector score LOG.gz --json vs zcat LOG.gz | grep ... | wc -l
 
-and prints wall times, ratios (target <= 1.0), CPU seconds (user + system of the whole
-process tree: on a machine shared with other jobs, wall time swings with the load, CPU
-time much less; both ratios are printed), the scorer's peak memory (target <= 200
-MiB: the largest sum over its process tree of PSS, i.e. pages shared by forked workers
-counted once, sampled every 20 ms; the sum of RSS is printed beside it) and checks its
-count equals the exact count the generator wrote. `--runs N` repeats each comparison
-(the machine is shared: take the spread, not one figure); `--before DIR` also times the
-scorer of another checkout (e.g. `git archive main bisector | tar -x -C DIR`) in the same
+and prints wall times, ratios (target <= 0.7 on the plain log, issue 29), CPU seconds
+(user + system of the whole process tree: on a machine shared with other jobs, wall time
+swings with the load, CPU time much less; both ratios are printed), the scorer's peak
+memory (target <= 200 MiB: the largest sum over its process tree of PSS, i.e. pages
+shared by forked workers counted once, sampled every 20 ms; the sum of RSS is printed
+beside it) and checks its count equals the exact count the generator wrote. `--runs N`
+repeats each comparison (the machine is shared: take the spread, not one figure);
+`--before DIR` also times the scorer of another checkout (e.g. `git archive main
+bisector | tar -x -C DIR`) in the same
 runs. Files go to a temp dir that is deleted afterwards (`--log` reuses a given log).
 
     PYTHONPATH=. python scripts/bench_score.py [--size 1GiB] [--dispatch] [--no-gzip]
@@ -222,11 +223,27 @@ def timed_scorer(path: Path, root: str) -> Run:
     return timed(score_cmd(path), _with_path(root), sample=True, cwd=root)
 
 
+def scanner_of(root: str) -> str:
+    """Which log scanner the checkout at `root` runs: its compiled pass only where the C
+    extension was built in it (`pip install -e .`, or setup.py build_ext --inplace)."""
+    probe = "from bisector.logs import glogscan; print(glogscan.available())"
+    found = subprocess.run(
+        [sys.executable, "-c", probe], env=_with_path(root), cwd=root, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    if found.returncode:
+        return "numpy (no compiled scanner in this checkout)"
+    return "compiled" if found.stdout.strip() == "True" else "numpy (the C extension is not built)"
+
+
 def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse.Namespace) -> bool:
     size = path.stat().st_size / (1 << 30)
     print(f"[{label}] {path.name}: {size:.2f} GiB")
     ok = True
     here = str(Path(__file__).resolve().parent.parent)
+    print(f"  score: {scanner_of(here)}")
+    if args.before:
+        print(f"  before ({args.before}): {scanner_of(args.before)}")
     ratios: dict[str, list[tuple[float, float]]] = {}  # name -> (wall, cpu) ratio per pair
     for k in range(args.runs):
         grep = timed(["bash", "-c", pipeline.format(f=path)])
@@ -258,7 +275,7 @@ def compare(label: str, path: Path, pipeline: str, expected: int, args: argparse
             f"{statistics.median(walls):.2f} ({walls[0]:.2f}-{walls[-1]:.2f}), cpu ratio "
             f"{statistics.median(cpus):.2f} ({cpus[0]:.2f}-{cpus[-1]:.2f})"
         )
-    print("  targets: ratio <= 1.0, peak <= 200 MiB")
+    print("  targets: wall ratio <= 0.7 (plain log), peak <= 200 MiB")
     return ok
 
 
