@@ -195,7 +195,8 @@ def _range_plot(report: Report) -> str:
     )
     return (
         f"<h2>The metric along the range</h2><figure>{range_svg(report)}<figcaption>"
-        f"x: {escape(axis)}. Labels: measured commits (short sha). A commit measured more "
+        f"x: {escape(axis)}. Labels: the ends, the culprit and the measured commits that fit "
+        "(short sha; the first measured first). A commit measured more "
         "than once has its runs side by side, in order.</figcaption></figure>"
     )
 

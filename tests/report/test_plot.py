@@ -3,11 +3,22 @@ the legend, measured commits labelled."""
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import replace
 from pathlib import Path
 
-from bisector.report.plot import LABEL_CHARS, REPEAT_OFFSET, panels, points, range_svg
-from tests.report.sample import BRANCH, MAINLINE, RANGE, sample_report
+from bisector.report.plot import (
+    LABEL_CHARS,
+    LABEL_GAP_IN,
+    REPEAT_OFFSET,
+    labelled,
+    panels,
+    points,
+    range_svg,
+)
+from tests.report.sample import BRANCH, MAINLINE, RANGE, sample_report, sha
+from tests.report.test_branch_panel import _axes_texts
 
 
 def test_main_axis_is_the_first_parent_chain_and_the_branch_gets_its_own_panel(
@@ -84,3 +95,49 @@ def test_a_branch_panel_title_is_short_lines_that_fit(tmp_path: Path) -> None:
     _main, branch = panels(sample_report(tmp_path))
     assert branch.title == f"inside PR #46588\n(merge {MAINLINE[4][:LABEL_CHARS]})"
     assert max(len(line) for line in branch.title.splitlines()) <= 16
+
+
+def test_crowded_labels_keep_the_ends_the_culprit_and_the_first_measured() -> None:
+    commits = [f"c{i:02d}" for i in range(95)]
+    # The 2017 hunt's first-parent order of measurement: 47, 23, 11, 17, 20, 21, 22 ...
+    measured = ["c47", "c23", "c11", "c17", "c20", "c21", "c22", "c94", "c00"]
+    wide = labelled(commits, measured, ["c22"], axis_in=7.0)  # 0.074 in per commit
+    gap = LABEL_GAP_IN / (7.0 / 95)
+    assert set(wide) == {0, 94, 22, 47, 11, 17}  # ends, the culprit's merge, spread ones
+    # 23 was measured second but sits beside the merge (22), as 20 and 21 do.
+    others = sorted(set(wide) - {22})
+    assert all(b - a >= gap for a, b in itertools.pairwise(others))
+    # On a wide enough axis every measured commit is labelled.
+    assert labelled(commits, measured, ["c22"], axis_in=95 * LABEL_GAP_IN) == sorted(
+        {int(c[1:]) for c in measured}
+    )
+
+
+def test_the_2017_shape_draws_no_label_over_another(tmp_path: Path) -> None:
+    """Five search runs within six of 95 first-parent commits (the real hunt, 4 December
+    2026: b6c00ae, 481e017, c866355, 49b0fe1 and e59fd18 drew over each other at 1280 px):
+    the labels drawn are at least LABEL_GAP_IN of axis apart, the merge always among them."""
+    report = sample_report(tmp_path)
+    mainline = [sha(f"f{i}") for i in range(95)]
+    fp_runs = [
+        replace(e, commit=mainline[(0, 47, 23, 11, 17, 20, 21, 22, 94)[k % 9]])
+        for k, e in enumerate(e for e in report.evaluations if e.commit in MAINLINE)
+    ]
+    assert report.culprit is not None and report.culprit.merge is not None
+    merge = replace(report.culprit.merge, commit=mainline[21])
+    report = replace(
+        report,
+        first_parent_range=mainline,
+        range=[*mainline[:21], *BRANCH, *mainline[21:]],
+        good=replace(report.good, commit=mainline[0]),
+        bad=replace(report.bad, commit=mainline[94]),
+        culprit=replace(report.culprit, merge=merge, merges=[merge]),
+        evaluations=[*fp_runs, *(e for e in report.evaluations if e.commit in BRANCH)],
+    )
+    svg = range_svg(report)
+    drawn = [t for t in _axes_texts(svg)[0] if re.fullmatch(r"[0-9a-f]{7}( \(\w+\))?", t)]
+    at = sorted(mainline.index(next(c for c in mainline if c.startswith(t[:7]))) for t in drawn)
+    assert 21 in at and at[0] == 0 and at[-1] == 94
+    assert len(at) < len({e.commit for e in fp_runs})  # some were left unlabelled
+    # 0.19 in of a main axis under 9 in wide (the figure is 10 in) is over two commits.
+    assert min(b - a for a, b in itertools.pairwise(at)) >= 3
