@@ -17,7 +17,8 @@ shared by forked workers counted once, sampled every 20 ms; the sum of RSS is pr
 beside it) and checks its count equals the exact count the generator wrote. `--runs N`
 repeats each comparison (the machine is shared: take the spread, not one figure);
 `--before DIR` also times the scorer of another checkout (e.g. `git archive main
-bisector | tar -x -C DIR`) in the same runs. Files go to a temp dir that is deleted afterwards (`--log` reuses a given log).
+bisector | tar -x -C DIR`) in the same runs. Files go to a temp dir that is deleted
+afterwards (`--log` reuses a given log).
 
     PYTHONPATH=. python scripts/bench_score.py [--size 1GiB] [--dispatch] [--no-gzip]
         [--runs 3] [--before DIR] [--log FILE]

@@ -56,6 +56,8 @@ pre.out{background:#f6f6f6;border-left:3px solid #9e9e9e;padding:.4em .7em;margi
 figure{margin:.5em 0}figcaption{font-size:12px;color:#555}
 ul.facts{margin:.3em 0;padding-left:1.2em}
 p.why{background:#f3f6fb;border-left:3px solid #0b57d0;padding:.4em .8em;margin:.6em 0}
+@media (max-width:760px){table{display:block;overflow-x:auto}dl.kv dd{overflow-wrap:anywhere}
+ table.cost,table.gun{min-width:0}}
 @media print{body{max-width:none;margin:0;font-size:11px}h2{break-after:avoid}
  figure,tr{break-inside:avoid}a{color:inherit;text-decoration:none}}
 """

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -104,3 +105,34 @@ def test_demo_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert drawn > 0.02, f"only {drawn:.1%} of the page is drawn on"
     assert colours > 64, "the picture has almost no shades: text and plots did not render"
     assert sum(bottom[:200]) > 0.01 * width * (height // 10), "the end of the page is blank"
+
+
+def test_the_report_fits_a_phone_screen(tmp_path: Path) -> None:
+    """Laid out on a phone (chromium's narrowest window), the page is no wider than the
+    screen: wide tables scroll inside themselves (the evidence table of the real 2017
+    hunt's report ran 1,088 px wide in a 500 px window, its verdicts off the page)."""
+    from bisector.report.render import render_html
+    from tests.report.sample import sample_report
+
+    script = _script()
+    chromium = script.find_chromium()
+    if chromium is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
+    probe = (
+        "<script>document.title = 'width ' + document.documentElement.scrollWidth + ' of '"
+        " + window.innerWidth</script>"
+    )
+    page = tmp_path / "report.html"
+    page.write_text(render_html(sample_report(tmp_path)).replace("</body>", probe + "</body>"))
+    argv = [
+        chromium,
+        *script.browser_flags(tmp_path / "profile"),
+        "--window-size=390,800",
+        "--dump-dom",
+        page.as_uri(),
+    ]
+    result = script._chromium(argv)
+    found = re.search(r"<title>width (\d+) of (\d+)</title>", result.stdout or "")
+    assert found is not None, (result.stderr or "")[-500:]
+    width, screen = int(found[1]), int(found[2])
+    assert width <= screen, f"the page is {width} px wide in a {screen} px window"
