@@ -4,7 +4,7 @@ It decides, in one pass over the bytes, what records.classify and nodewrites dec
 numpy for the usual chunk: every line a glog record with a time that exists, or a plain
 continuation line (stack traces, `logging error output`). For any other chunk it gives
 None and the numpy path decides all of it. Without a C compiler at install the extension
-is not built (pyproject.toml marks it optional): `available()` is False, `scan` always
+is not built (setup.py marks it optional): `available()` is False, `scan` always
 gives None and the scores are the same, ~3x slower to compute (`bisector doctor` says so).
 """
 
