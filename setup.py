@@ -1,7 +1,7 @@
 """The one thing pyproject.toml cannot declare stably: the scanner's C extension.
 
 Optional: without a C compiler the install still succeeds and the numpy scanner reads
-every chunk, ~3x slower (bisector/logs/glogscan.py; `bisector doctor` says which one runs).
+every chunk, in ~2x the time (bisector/logs/glogscan.py; `bisector doctor` says which one runs).
 """
 
 from setuptools import Extension, setup

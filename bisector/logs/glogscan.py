@@ -4,8 +4,9 @@ It decides, in one pass over the bytes, what records.classify and nodewrites dec
 numpy for the usual chunk: every line a glog record with a time that exists, or a plain
 continuation line (stack traces, `logging error output`). For any other chunk it gives
 None and the numpy path decides all of it. Without a C compiler at install the extension
-is not built (setup.py marks it optional): `available()` is False, `scan` always
-gives None and the scores are the same, ~3x slower to compute (`bisector doctor` says so).
+is not built (setup.py marks it optional): `available()` is False, `scan` always gives
+None and the scores are the same in ~2x the time (`bisector score` of 1 GiB: 1.2 s
+against 0.66 s); `bisector doctor` says which scanner runs.
 """
 
 from __future__ import annotations
