@@ -33,6 +33,33 @@ def _read_after(stream: IO[bytes], head: bytes | bytearray, size: int) -> bytear
     return buf
 
 
+def _refill(buf: bytearray, stream: IO[bytes], head: bytes | bytearray, size: int) -> bytearray:
+    """_read_after into `buf`, the block before (its reader is done with it).
+
+    A new block of 2 MiB is zero-filled before the read overwrites it: a third of the
+    reading's CPU (0.16 CPU-s per GiB against the compiled scan's 0.33, measured). `buf`
+    keeps its memory, so only the bytes past the last block's end (about a line: the
+    cut there) are filled again.
+    """
+    want = 1 + len(head) + size
+    if len(buf) < want:
+        buf += bytes(want - len(buf))
+    else:
+        del buf[want:]
+    buf[0] = 10
+    buf[1 : 1 + len(head)] = head
+    filled = 1 + len(head)
+    with memoryview(buf) as whole:
+        while filled < want:
+            with whole[filled:want] as free:
+                n = stream.readinto(free)  # type: ignore[attr-defined]
+            if not n:
+                break
+            filled += n
+    del buf[filled:]
+    return buf
+
+
 def _mark_overlong(buf: bytearray, max_line: int) -> None:
     """Replace each whole line longer than `max_line` inside `buf` by OVERLONG_MARK.
 
@@ -162,15 +189,20 @@ def _skip_line(handle: IO[bytes]) -> None:
 def range_chunks(
     path: str, start: int, end: int, chunk_size: int, max_line: int = MAX_LINE
 ) -> Iterator[bytearray]:
-    """Lines whose first byte lies in [start, end) of a plain file, in led blocks."""
+    """Lines whose first byte lies in [start, end) of a plain file, in led blocks.
+
+    Each block is one buffer, refilled for the next: use it (or copy it) before asking
+    for the next one.
+    """
     cutter = LineCutter(max_line)
+    buf = bytearray()
     with Path(path).open("rb") as handle:
         if start > 0:
             handle.seek(start - 1)
             _skip_line(handle)  # the line owning byte start-1 belongs to the previous range
         pos = handle.tell()
         while pos < end:  # reads stop at `end` exactly
-            buf = _read_after(handle, cutter.carry, min(chunk_size, end - pos))
+            buf = _refill(buf, handle, cutter.carry, min(chunk_size, end - pos))
             got = len(buf) - 1 - len(cutter.carry)
             if not got:
                 break
