@@ -113,8 +113,66 @@ typedef struct {
     long long writes, conflicts, successes;
 } Counts;
 
+/* With dates asked: each decided write's line start, time of day, month-day and kind, in
+ * line order (bytes of int64 / double / uint16 / uint8 for numpy). */
+typedef struct {
+    int on;
+    Py_ssize_t n, cap;
+    long long *start;
+    double *seconds;
+    unsigned short *month_day;
+    unsigned char *kind; /* CONFLICT | SUCCESS */
+} Dated;
+
+enum Kind { CONFLICT = 1, SUCCESS = 2 };
+
+static void dated_free(Dated *d) {
+    PyMem_Free(d->start);
+    PyMem_Free(d->seconds);
+    PyMem_Free(d->month_day);
+    PyMem_Free(d->kind);
+}
+
+static inline int digit_at(const unsigned char *h, int k) { return h[k] - '0'; }
+
+/* The write of the glog record at `line` (its time checked: glog_valid). The time of day
+ * is computed as timestamps.glog_seconds computes it, the same double operations in the
+ * same order, so the times are bit-identical: (h*3600 + m*60 + s) as a double, plus the
+ * microseconds divided by 1e6. */
+static int dated_add(Dated *d, const Chunk *c, Py_ssize_t line, unsigned char kind) {
+    if (d->n == d->cap) {
+        Py_ssize_t cap = d->cap ? 2 * d->cap : 1024;
+        long long *start = PyMem_Realloc(d->start, (size_t)cap * sizeof *start);
+        if (start != NULL) d->start = start;
+        double *seconds = PyMem_Realloc(d->seconds, (size_t)cap * sizeof *seconds);
+        if (seconds != NULL) d->seconds = seconds;
+        unsigned short *month_day = PyMem_Realloc(d->month_day, (size_t)cap * sizeof *month_day);
+        if (month_day != NULL) d->month_day = month_day;
+        unsigned char *k = PyMem_Realloc(d->kind, (size_t)cap);
+        if (k != NULL) d->kind = k;
+        if (start == NULL || seconds == NULL || month_day == NULL || k == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        d->cap = cap;
+    }
+    const unsigned char *h = c->a + line;
+    long long hms = (digit_at(h, 6) * 10 + digit_at(h, 7)) * 3600LL + (digit_at(h, 9) * 10 + digit_at(h, 10)) * 60LL +
+                    digit_at(h, 12) * 10 + digit_at(h, 13);
+    long long micros = 0;
+    for (int k = 15; k <= 20; k++) micros = micros * 10 + digit_at(h, k);
+    d->start[d->n] = line;
+    d->seconds[d->n] = (double)hms + (double)micros / 1e6;
+    d->month_day[d->n] =
+        (unsigned short)(digit_at(h, 1) * 1000 + digit_at(h, 2) * 100 + digit_at(h, 3) * 10 + digit_at(h, 4));
+    d->kind[d->n] = kind;
+    d->n++;
+    return 0;
+}
+
 /* The node write at message start `cur` (nodewrites.node_writes, one line). */
-static enum Write node_write(const Chunk *c, Py_ssize_t line, Py_ssize_t cur, Counts *n) {
+static enum Write node_write(const Chunk *c, Py_ssize_t line, Py_ssize_t cur, Counts *n,
+                            unsigned char *kind) {
     int verb; /* index into nodewrites.VERBS */
     if (has(c, cur, "PATCH ", 6)) verb = 0, cur += 6;
     else if (has(c, cur, "POST ", 5)) verb = 1, cur += 5;
@@ -153,10 +211,13 @@ static enum Write node_write(const Chunk *c, Py_ssize_t line, Py_ssize_t cur, Co
     int three = at(c, st + 1) == ' ' && is_digit(at(c, st + 2)) && is_digit(at(c, st + 3)) &&
                 is_digit(at(c, st + 4)) && is_space(at(c, st + 5));
     if (!three) return at(c, st + 1) == ' ' && is_digit(at(c, st + 2)) ? UNDECIDED : NO_WRITE;
+    int success = at(c, st + 2) == '2';
+    int conflict = (verb == 0 || verb == 3) && at(c, st + 2) == '4' && at(c, st + 3) == '0' &&
+                   at(c, st + 4) == '9';
     n->writes++;
-    n->successes += at(c, st + 2) == '2';
-    n->conflicts += (verb == 0 || verb == 3) && at(c, st + 2) == '4' && at(c, st + 3) == '0' &&
-                    at(c, st + 4) == '9';
+    n->successes += success;
+    n->conflicts += conflict;
+    *kind = (unsigned char)((conflict ? CONFLICT : 0) | (success ? SUCCESS : 0));
     return WRITE;
 }
 
@@ -175,8 +236,8 @@ static int append(PyObject *list, Py_ssize_t value) {
 }
 
 /* One glog record starting at `line`: its message, cacher lead and node write. */
-static int record(const Chunk *c, Py_ssize_t line, Py_ssize_t end, Counts *n, PyObject *undecided,
-                  PyObject *odd, PyObject *cacher) {
+static int record(const Chunk *c, Py_ssize_t line, Py_ssize_t end, Counts *n, Dated *dated,
+                  PyObject *undecided, PyObject *odd, PyObject *cacher) {
     /* The header ends at the first `]` or newline within HEAD_SPAN bytes of the space
      * after the time; the line's newline is at `end`, so only a `]` before it can. */
     Py_ssize_t space = line + 21, limit = space + HEAD_SPAN < end ? space + HEAD_SPAN : end;
@@ -189,9 +250,18 @@ static int record(const Chunk *c, Py_ssize_t line, Py_ssize_t end, Counts *n, Py
         break;
     }
     switch (at(c, msg)) {
-    case 'P': case 'A':
-        if (node_write(c, line, msg, n) == UNDECIDED) return append(undecided, line);
+    case 'P': case 'A': {
+        unsigned char kind = 0;
+        switch (node_write(c, line, msg, n, &kind)) {
+        case UNDECIDED:
+            return append(undecided, line);
+        case WRITE:
+            return dated->on ? dated_add(dated, c, line, kind) : 0;
+        case NO_WRITE:
+            break;
+        }
         break;
+    }
     }
     return 0;
 }
@@ -199,7 +269,8 @@ static int record(const Chunk *c, Py_ssize_t line, Py_ssize_t end, Counts *n, Py
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer chunk, days;
-    if (!PyArg_ParseTuple(args, "y*y*:scan", &chunk, &days)) return NULL;
+    Dated dated = {0, 0, 0, NULL, NULL, NULL, NULL};
+    if (!PyArg_ParseTuple(args, "y*y*|p:scan", &chunk, &days, &dated.on)) return NULL;
     PyObject *result = NULL, *undecided = PyList_New(0), *odd = PyList_New(0),
              *cacher = PyList_New(0);
     if (undecided == NULL || odd == NULL || cacher == NULL) goto done;
@@ -221,7 +292,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
             if (!glog_valid(h, valid_days)) goto general; /* garbled: blanked by the numpy path */
             if (first < 0) first = s;
             last = s;
-            if (record(&c, s, e, &n, undecided, odd, cacher) < 0) goto done;
+            if (record(&c, s, e, &n, &dated, undecided, odd, cacher) < 0) goto done;
         } else if (e - s >= GLOG_WIDTH && other_record_shaped(h)) {
             goto general;
         } else {
@@ -232,12 +303,25 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         s = e + 1;
     }
     if (first < 0) goto general;
-    result = Py_BuildValue("(nnnLLLOOO)", count, first, last, n.writes, n.conflicts, n.successes,
-                           undecided, odd, cacher);
+    if (dated.on) {
+        /* "y#" of a NULL pointer is None: no write at all is four empty byte strings. */
+        Py_ssize_t k = dated.n;
+        const char *none = "";
+        result = Py_BuildValue(
+            "(nnnLLLOOO(y#y#y#y#))", count, first, last, n.writes, n.conflicts, n.successes,
+            undecided, odd, cacher, k ? (const char *)dated.start : none,
+            k * (Py_ssize_t)sizeof *dated.start, k ? (const char *)dated.seconds : none,
+            k * (Py_ssize_t)sizeof *dated.seconds, k ? (const char *)dated.month_day : none,
+            k * (Py_ssize_t)sizeof *dated.month_day, k ? (const char *)dated.kind : none, k);
+    } else {
+        result = Py_BuildValue("(nnnLLLOOOO)", count, first, last, n.writes, n.conflicts,
+                               n.successes, undecided, odd, cacher, Py_None);
+    }
     goto done;
 general:
     result = Py_NewRef(Py_None);
 done:
+    dated_free(&dated);
     Py_XDECREF(undecided);
     Py_XDECREF(odd);
     Py_XDECREF(cacher);
@@ -248,8 +332,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(chunk, valid_days) -> (lines, first_record, last_record, node_writes, conflicts, "
-     "successes, undecided, odd, cacher) or None: see bisector/logs/glogscan.py"},
+     "scan(chunk, valid_days, dated=False) -> (lines, first_record, last_record, node_writes, "
+     "conflicts, successes, undecided, odd, cacher, dated writes or None) or None: see "
+     "bisector/logs/glogscan.py"},
     {NULL, NULL, 0, NULL},
 };
 

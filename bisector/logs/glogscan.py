@@ -16,6 +16,8 @@ from datetime import date
 from functools import lru_cache
 from types import ModuleType
 
+import numpy as np
+
 from bisector.logs.records import valid_days
 
 
@@ -29,6 +31,29 @@ def _load() -> ModuleType | None:
 
 
 _compiled = _load()
+
+
+CONFLICT, SUCCESS = 1, 2  # bits of DatedWrites.kind
+
+
+@dataclass(frozen=True)
+class DatedWrites:
+    """The decided node writes one by one, in line order (asked with dated=True)."""
+
+    start: np.ndarray  # int64: the line's offset in the chunk
+    seconds: np.ndarray  # float64: time of day, as timestamps.glog_seconds computes it
+    month_day: np.ndarray  # uint16: MMDD as a number (its year comes from the reference)
+    kind: np.ndarray  # uint8: CONFLICT | SUCCESS
+
+    @staticmethod
+    def of(found: tuple[bytes, bytes, bytes, bytes]) -> DatedWrites:
+        start, seconds, month_day, kind = found
+        return DatedWrites(
+            np.frombuffer(start, dtype=np.int64),
+            np.frombuffer(seconds, dtype=np.float64),
+            np.frombuffer(month_day, dtype=np.uint16),
+            np.frombuffer(kind, dtype=np.uint8),
+        )
 
 
 @dataclass(frozen=True)
@@ -46,6 +71,7 @@ class GlogChunk:
     undecided: list[int]  # starts of write lines in a shape only the regex decides
     odd: list[int]  # starts of records whose header does not end in `] ` within the window
     cacher: list[int]  # starts of records whose message starts like a cacher one
+    dated: DatedWrites | None  # the decided writes one by one, when asked
 
 
 def available() -> bool:
@@ -57,9 +83,16 @@ def _valid_day_bytes(reference: date) -> bytes:
     return valid_days(reference).tobytes()
 
 
-def scan(chunk: bytes | bytearray, reference: date) -> GlogChunk | None:
-    """The chunk's lines, or None where the numpy path must decide (or nothing is built)."""
+def scan(chunk: bytes | bytearray, reference: date, *, dated: bool = False) -> GlogChunk | None:
+    """The chunk's lines (with each decided write's time if `dated`), or None where the
+    numpy path must decide (or nothing is built)."""
     if _compiled is None:
         return None
-    found = _compiled.scan(chunk, _valid_day_bytes(reference))
-    return None if found is None else GlogChunk(*found)
+    found = _compiled.scan(chunk, _valid_day_bytes(reference), dated)
+    if found is None:
+        return None
+    count, first, last, writes, conflicts, successes, undecided, odd, cacher, dated_writes = found
+    return GlogChunk(
+        count, first, last, writes, conflicts, successes, undecided, odd, cacher,
+        None if dated_writes is None else DatedWrites.of(dated_writes),
+    )  # fmt: skip

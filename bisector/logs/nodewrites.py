@@ -205,18 +205,31 @@ def odd_cacher_lines(chunk: bytes | bytearray, starts: list[int]) -> list[int]:
     return found
 
 
-def regex_writes(chunk: bytes | bytearray, starts: list[int]) -> list[tuple[int, int, bool, bool]]:
-    """The lines starting at `starts` that the anchored regex matches as node writes:
-    (start, index into VERBS, PATCH/APPLY answered 409, a three-digit 2xx status)."""
+@dataclass(frozen=True)
+class RegexWrite:
+    """A line the anchored regex matches as a node write, its fields as written."""
+
+    start: int
+    stamp: bytes  # the glog time field, b"MMDD hh:mm:ss.uuuuuu"
+    verb: bytes
+    status: bytes  # one or more digits
+
+    @property
+    def conflict(self) -> bool:
+        return self.verb in (b"PATCH", b"APPLY") and self.status == b"409"
+
+    @property
+    def success(self) -> bool:
+        return len(self.status) == 3 and self.status[:1] == b"2"
+
+
+def regex_writes(chunk: bytes | bytearray, starts: list[int]) -> list[RegexWrite]:
+    """The lines starting at `starts` that the anchored regex matches as node writes."""
     found = []
     for start in starts:
         match = _LINE_WRITE.match(chunk, start - 1)
-        if match is None:
-            continue
-        verb, status = match.group(2), match.group(3)
-        conflict = verb in (b"PATCH", b"APPLY") and status == b"409"
-        success = len(status) == 3 and status[:1] == b"2"
-        found.append((start, VERBS.index(verb), conflict, success))
+        if match is not None:
+            found.append(RegexWrite(start, match.group(1), match.group(2), match.group(3)))
     return found
 
 
@@ -283,8 +296,8 @@ def _with_regex(
     """`found` plus the undecided lines the regex matches, in line order."""
     line_of = {int(lines.starts[i]): i for i in undecided.tolist()}
     extra = [
-        (line_of[start], verb, conflict, success)
-        for start, verb, conflict, success in regex_writes(chunk, list(line_of))
+        (line_of[w.start], VERBS.index(w.verb), w.conflict, w.success)
+        for w in regex_writes(chunk, list(line_of))
     ]
     if not extra:
         return found

@@ -18,7 +18,7 @@ import numpy as np
 
 from bisector.logs import cacher, glogscan
 from bisector.logs import patterns as p
-from bisector.logs.glogscan import GlogChunk
+from bisector.logs.glogscan import DatedWrites, GlogChunk
 from bisector.logs.nodewrites import (
     Messages,
     cacher_lines,
@@ -29,7 +29,7 @@ from bisector.logs.nodewrites import (
 )
 from bisector.logs.partial import Partial, ScanSettings, in_window
 from bisector.logs.records import ChunkLines, classify, edge_seconds
-from bisector.logs.timestamps import cri_text_seconds, glog_seconds, plausible
+from bisector.logs.timestamps import cri_text_seconds, day_starts, glog_seconds, plausible
 
 _NODE_URI = re.compile(p.NODE_URI_TEXT)
 # Above one line in this many, the cacher handlers search the whole chunk (one copy of each
@@ -59,9 +59,10 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     if len(chunk) <= 1:
         return
     undated = not (s.need_times or s.since is not None or s.until is not None)
-    # The usual chunk (glog records and plain continuation lines, no times asked) in one
-    # compiled pass; any other, or without the compiled scan, decided with numpy below.
-    if undated and (glog := glogscan.scan(chunk, s.reference)) and _scan_glog(chunk, glog, s, out):
+    # The usual chunk (glog records and plain continuation lines) in one compiled pass;
+    # any other, or without the compiled scan, decided with numpy below.
+    glog = glogscan.scan(chunk, s.reference, dated=not undated)
+    if glog is not None and _scan_glog(chunk, glog, s, out):
         return
     lines = classify(chunk, s.reference)
     out.lines += lines.count
@@ -98,7 +99,12 @@ def _scan_glog(chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: 
     out.last_ts = last
     text = _glog_cacher_text(chunk, glog)
     marks = _CacherMarks.of(text)
-    counted = not marks.dispatch and _count_glog_writes(chunk, glog, out)
+    if glog.dated is None and marks.dispatch:  # the dispatch lag pairs writes by their times
+        glog = glogscan.scan(chunk, s.reference, dated=True) or glog
+    if glog.dated is not None:
+        counted = _count_dated_glog_writes(chunk, glog, glog.dated, s, out)
+    else:
+        counted = _count_glog_writes(chunk, glog, out)
     _the_rest(chunk, "plain", s, out, json_rows=[], text=text, marks=marks, counted=counted)
     return True
 
@@ -207,10 +213,38 @@ def _count_glog_writes(chunk: bytes | bytearray, glog: GlogChunk, out: Partial) 
     if not glog.writes and not extra:
         return False
     out.has_requests = True
-    out.conflicts += glog.conflicts + sum(conflict for _, _, conflict, _ in extra)
-    writes = glog.successes + sum(success for _, _, _, success in extra)
+    out.conflicts += glog.conflicts + sum(w.conflict for w in extra)
+    writes = glog.successes + sum(w.success for w in extra)
     out.node_writes += writes
     out.write_times.add_undated(writes)
+    return True
+
+
+def _count_dated_glog_writes(
+    chunk: bytes | bytearray, glog: GlogChunk, dated: DatedWrites, s: ScanSettings, out: Partial
+) -> bool:
+    """_node_writes then _count_node_writes, for a chunk the compiled scan read with each
+    write's time: the same writes (its decided ones and those the regex matches among the
+    lines it left), in line order, then in time order where lines run out of it."""
+    extra = regex_writes(chunk, glog.undecided + glog.odd)
+    if not len(dated.start) and not extra:
+        return False
+    times = dated.seconds + day_starts(dated.month_day, s.reference)
+    conflict = (dated.kind & glogscan.CONFLICT) != 0
+    success = (dated.kind & glogscan.SUCCESS) != 0
+    if extra:
+        extra_conflict, extra_success = _write_kinds(
+            [w.verb for w in extra], [w.status for w in extra]
+        )
+        starts = np.concatenate([dated.start, np.array([w.start for w in extra], dtype=np.int64)])
+        line_order = np.argsort(starts, kind="stable")
+        times = np.concatenate([times, glog_seconds([w.stamp for w in extra], s.reference)])
+        times = times[line_order]
+        conflict = np.concatenate([conflict, extra_conflict])[line_order]
+        success = np.concatenate([success, extra_success])[line_order]
+    if (order := _time_order(times)) is not None:
+        times, conflict, success = times[order], conflict[order], success[order]
+    _count_kinds(times, conflict, success, s, out)
     return True
 
 
@@ -258,12 +292,35 @@ def _node_writes(
                 times = np.append(times, t)
                 verbs.append(verb.encode())
                 statuses.append(str(status).encode())
-    if len(times) > 1 and not (np.diff(times) >= 0).all():
-        order = np.argsort(times, kind="stable")  # several formats in one chunk: keep time order
+    if (order := _time_order(times)) is not None:
         times = times[order]
         verbs = [verbs[i] for i in order]
         statuses = [statuses[i] for i in order]
     return times, verbs, statuses
+
+
+def _time_order(times: np.ndarray) -> np.ndarray | None:
+    """The order that sorts `times` (stable), or None when they are in order already:
+    several formats in one chunk, or glog lines written a moment late."""
+    if len(times) > 1 and not (np.diff(times) >= 0).all():
+        order: np.ndarray = np.argsort(times, kind="stable")
+        return order
+    return None
+
+
+def _write_kinds(verbs: list[bytes], statuses: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """(conflict, success) of each write, its status read as a number as the dated path
+    reads it (`0409` is 409). A status of more digits than an int64 holds is read by
+    Python's int: numpy raised OverflowError and `score --since` ended in an internal error."""
+    column = np.array(statuses)
+    if column.dtype.itemsize <= 18:
+        codes = column.astype(np.int64)
+    else:
+        codes = np.array([min(int(status), 1000) for status in statuses], dtype=np.int64)
+    verb_arr = np.array(verbs)
+    conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
+    success = (codes >= 200) & (codes < 300)
+    return conflict, success
 
 
 def _count_node_writes(
@@ -271,14 +328,18 @@ def _count_node_writes(
 ) -> None:
     if not len(times):
         return
+    conflict, success = _write_kinds(verbs, statuses)
+    _count_kinds(times, conflict, success, s, out)
+
+
+def _count_kinds(
+    times: np.ndarray, conflict: np.ndarray, success: np.ndarray, s: ScanSettings, out: Partial
+) -> None:
+    """Conflicts and successful writes inside the window; every successful write's time."""
     out.has_requests = True
-    codes = np.array(statuses).astype(np.int64)
-    verb_arr = np.array(verbs)
     dated = np.isfinite(times)  # a line whose time cannot be read is never data
     if not dated.all():
-        times, codes, verb_arr = times[dated], codes[dated], verb_arr[dated]
-    conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
-    success = (codes >= 200) & (codes < 300)
+        times, conflict, success = times[dated], conflict[dated], success[dated]
     window = np.ones(len(times), dtype=bool)
     if s.since is not None:
         window &= times >= s.since

@@ -58,10 +58,16 @@ def glog_seconds(fields: Sequence[bytes], reference: date) -> np.ndarray:
     # Same operations, in the same order, as glog_field_seconds: bit-identical results.
     seconds = (hours * 3600 + minutes * 60 + secs).astype(np.float64) + micros / 1e6
     seconds[(hours > 23) | (minutes > 59) | (secs > 59)] = np.nan  # hour 25: garbled
+    result: np.ndarray = seconds + day_starts(month_day, reference)
+    return result
+
+
+def day_starts(month_day: np.ndarray, reference: date) -> np.ndarray:
+    """Epoch seconds of 00:00 of each MMDD (as the number MMDD) in the reference's year."""
     days = np.unique(month_day)
     starts = np.array([_day_start(int(md), reference) for md in days])
-    result: np.ndarray = seconds + starts[np.searchsorted(days, month_day)]
-    return result
+    found: np.ndarray = starts[np.searchsorted(days, month_day)]
+    return found
 
 
 def glog_field_seconds(field: bytes, reference: date) -> float:

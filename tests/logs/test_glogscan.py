@@ -16,7 +16,7 @@ import math
 import random
 import shutil
 from dataclasses import astuple
-from datetime import date
+from datetime import date, datetime
 
 import pytest
 
@@ -25,7 +25,7 @@ from bisector.logs.nodewrites import cacher_lines, messages, node_writes
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.records import classify
 from bisector.logs.scanner import scan_chunk
-from tests.logs.lines import FORMATS, cri, header, request
+from tests.logs.lines import FORMATS, START, cri, header, request
 from tests.logs.test_fast_path import fuzz_log
 from tests.logs.test_nodewrites import CACHER_MESSAGES, fuzz_chunk
 
@@ -67,18 +67,42 @@ def _led(lines: list[bytes], newline_at_end: bool = True) -> bytes:
     return b"\n" + b"\n".join(lines) + (b"\n" if newline_at_end else b"")
 
 
+def _epoch(when: datetime) -> float:
+    """glog times are the master's clock, read as UTC-naive (timestamps.py)."""
+    return (when - datetime(1970, 1, 1)).total_seconds()
+
+
+# Undated (counts only), every write dated (dispatch lag), a window of minutes inside
+# fuzz_log's (from tests/logs/lines.START) and one that cuts fuzz_chunk's days (0602 05:51
+# and 23:59 of 2017, 1231 of 2016): the compiled pass gives each write's time for the last
+# three.
+SETTINGS = [
+    {},
+    {"need_times": True},
+    {"since": _epoch(START) + 60, "until": _epoch(START) + 200},
+    {"since": _epoch(datetime(2017, 6, 2, 12)), "until": _epoch(datetime(2017, 6, 3))},
+]
+IDS = ["counts", "dated", "minutes", "day"]
+
+
 @needs_compiled
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
 @pytest.mark.parametrize("seed", range(40))
-def test_node_write_fuzz_counts_alike(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_node_write_fuzz_counts_alike(
+    seed: int, settings: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     rng = random.Random(seed)
     chunk = fuzz_chunk(rng, rng.choice([1, 3, 40, 400]))
-    compiled, numpy_only = _both_ways(chunk, monkeypatch)
+    compiled, numpy_only = _both_ways(chunk, monkeypatch, **settings)
     assert compiled == numpy_only
 
 
 @needs_compiled
+@pytest.mark.parametrize("settings", SETTINGS, ids=IDS)
 @pytest.mark.parametrize("seed", range(30))
-def test_line_by_line_fuzz_counts_alike(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_line_by_line_fuzz_counts_alike(
+    seed: int, settings: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Chunks of fuzz_log cut at line ends: some with garbled lines (numpy decides
     all of them), most with only records and stack traces (the compiled scan does)."""
     rng = random.Random(500 + seed)
@@ -89,7 +113,7 @@ def test_line_by_line_fuzz_counts_alike(seed: int, monkeypatch: pytest.MonkeyPat
         n = rng.randrange(1, 40)
         chunk = _led(lines[taken : taken + n], newline_at_end=rng.random() < 0.8)
         taken += n
-        compiled, numpy_only = _both_ways(chunk, monkeypatch)
+        compiled, numpy_only = _both_ways(chunk, monkeypatch, **settings)
         assert compiled == numpy_only, chunk
 
 

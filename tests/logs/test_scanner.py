@@ -96,3 +96,25 @@ def test_no_cacher_line_means_no_search() -> None:
     chunk = b"\n" + b"\n".join(_line(10, k, REQUEST) for k in range(50)) + b"\n"
     lines = classify(chunk, REFERENCE)
     assert _cacher_text(chunk, chunk, lines, messages(chunk, lines)) is None
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("need_times", [False, True])
+def test_a_status_longer_than_an_int64_is_no_status_counted_and_no_crash(
+    compiled: bool, need_times: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`bisector score LOG --since 0s` of a node PATCH answered `99999999999999999999`
+    ended in an internal error (numpy's OverflowError reading statuses as int64): the
+    status is neither a conflict nor a success, dated or not; `0409` is read as 409 by the
+    dated path, as before."""
+    from bisector.logs import glogscan
+
+    if not compiled:
+        monkeypatch.setattr(glogscan, "_compiled", None)
+    chunk = b"".join(
+        b"\n" + _line(k, 1, b"wrap.go:42] PATCH /api/v1/nodes/n/status: (1ms) " + status + b" x")
+        for k, status in enumerate([b"99999999999999999999", b"409", b"200", b"0409"])
+    )
+    out = Partial()
+    scan_chunk(bytearray(chunk), ScanSettings(REFERENCE, need_times=need_times), out)
+    assert (out.conflicts, out.node_writes) == ((2, 1) if need_times else (1, 1))
