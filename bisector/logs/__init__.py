@@ -27,8 +27,10 @@ Scalars used for verdicts (higher is worse; None -> skip):
 
 Layout: sources.py (paths, -, gzip by content, gs://, https://), reader.py (time order,
 parallel byte ranges / blocks), chunks.py (led blocks of whole lines), patterns.py +
-scanner.py + cacher.py (one read, exact counts into a partial.Partial), timestamps.py
-(years for glog headers), metrics.py (the `metrics` object), definitions.py (user metrics).
+scanner.py + cacher.py (one read, exact counts into a partial.Partial): the usual block in
+one compiled pass (glogscan.py, _glogscan.c), any other with numpy (records.py,
+nodewrites.py), timestamps.py (years for glog headers), metrics.py (the `metrics`
+object), definitions.py (user metrics).
 """
 
 from __future__ import annotations
