@@ -55,8 +55,9 @@ def for_prefix(body: bytes, prefix: bytes) -> re.Pattern[bytes]:
     return re.compile(prefix + body)
 
 
-# Rare cacher-side messages, all logged from cacher.go or cache_watcher.go: a chunk
-# without the text `cache` is not searched for them. Matches are dated from their line.
+# Rare cacher-side messages, logged from cacher.go or cache_watcher.go: a chunk without
+# the text `cache` (nor a forced close's or a dispatch's own mark) is not searched for them.
+# Matches are dated from their line.
 CACHER_FILES_MARK = b"cache"
 # The same search as a regex: sre skips to each `c` with memchr, ~1.6x faster than
 # `in` on 16 MiB chunks without the text (bytes.find's skip table suffers from `e`).

@@ -111,15 +111,25 @@ def _scan_glog(chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: 
 
 @dataclass(frozen=True)
 class _CacherMarks:
-    """Whether the cacher handlers' text holds a cacher file's line, and a dispatch one."""
+    """Whether the cacher handlers' text may hold a message they count, and a dispatch one.
+
+    A gate for speed only, never for a count: a forced close or a dispatch line counts
+    whatever file logged it, so its own mark opens the gate too. Gated on `cache` alone,
+    such a line from wrap.go counted only where another line of the text said `cache`:
+    the dated numpy path (the whole chunk) counted it, the compiled pass and the undated
+    one (the messages' own lines) did not, and the count changed with where blocks were cut.
+    """
 
     cacher: bool
     dispatch: bool
 
     @staticmethod
     def of(text: bytes | bytearray | None) -> _CacherMarks:
-        cacher = text is not None and p.CACHER_FILES.search(text) is not None
-        return _CacherMarks(cacher, cacher and text is not None and p.DISPATCH_MARK in text)
+        if text is None:
+            return _CacherMarks(False, False)
+        dispatch = p.DISPATCH_MARK in text
+        cacher = p.CACHER_FILES.search(text) is not None or dispatch or p.FORCED_CLOSE_MARK in text
+        return _CacherMarks(cacher, dispatch)
 
 
 def _the_rest(
