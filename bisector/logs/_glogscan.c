@@ -1,10 +1,11 @@
 /* The scanner's hot path in one pass: a chunk of glog/klog lines, each decided once.
  *
- * `scan(chunk, valid_days)` reads a chunk as bisector/logs/scanner.py hands it over
+ * `scan(chunk, valid_days, dated)` reads a chunk as bisector/logs/scanner.py hands it over
  * (b"\n" then whole lines, the last may lack its newline) and gives, for a chunk whose
  * every line is a glog record with a time that exists or a plain continuation line, what
  * the numpy path (records.classify, nodewrites.messages / node_writes / cacher_lines)
- * computes from it. Any other chunk (a garbled line, a CRI or JSON record, binary bytes
+ * computes from it; with `dated`, also each decided write's line, time and kind (what
+ * scanner._node_writes reads with the regex where times are asked). Any other chunk (a garbled line, a CRI or JSON record, binary bytes
  * in a continuation line, no glog record at all) gives None and the numpy path decides
  * all of it: this file never has to agree with it on the rare shapes.
  *

@@ -126,9 +126,9 @@ def _suspects(report: Report) -> list[str]:
 
 
 def labelled(
-    commits: list[str], measured: list[str], first: list[str], axis_in: float
+    commits: list[str], measured: list[str], always: list[str], axis_in: float
 ) -> list[int]:
-    """The x positions to label, in order: both ends and the commits in `first` (the
+    """The x positions to label, in order: both ends and the commits in `always` (the
     culprit, its merge) always; the other measured commits in the order they were first
     measured (the search's early, far-apart midpoints first) where their label keeps
     LABEL_GAP_IN of axis from every label placed before it."""
@@ -136,7 +136,7 @@ def labelled(
         return []
     gap = LABEL_GAP_IN / (axis_in / len(commits))  # in commits
     index = {c: i for i, c in enumerate(commits)}
-    placed = {0, len(commits) - 1} | {index[c] for c in first if c in index}
+    placed = {0, len(commits) - 1} | {index[c] for c in always if c in index}
     for commit in measured:
         i = index.get(commit)
         if i is not None and all(abs(i - j) >= gap for j in placed):

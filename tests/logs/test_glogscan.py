@@ -1,13 +1,14 @@
 """The compiled scan (bisector/logs/_glogscan.c) gives exactly what the numpy path gives.
 
-scan_chunk reads the usual chunk (glog records and plain continuation lines, no dates
-asked) in one compiled pass and every other chunk with numpy. Each test below scores the
-same chunk both ways (the compiled module taken away for the second) and compares every
-count, on the fuzz of the node-write matcher (tests/logs/test_nodewrites.py: near misses
-of each field, pid fields glog never writes, names and latencies longer than the
-windows, truncated lines), the line-by-line fuzz of test_fast_path.py (stack traces,
-impossible times, binary noise, over-long lines), every log generation of
-tests/logs/lines.py, cacher messages behind every header shape, and random bytes.
+scan_chunk reads the usual chunk (glog records and plain continuation lines, with or
+without each write's time) in one compiled pass and every other chunk with numpy. Each
+test below scores the same chunk both ways (the compiled module taken away for the
+second) and compares every count, on the fuzz of the node-write matcher
+(tests/logs/test_nodewrites.py: near misses of each field, pid fields glog never writes,
+names and latencies longer than the windows, truncated lines), the line-by-line fuzz of
+test_fast_path.py (stack traces, impossible times, binary noise, over-long lines), every
+log generation of tests/logs/lines.py, cacher messages behind every header shape, and
+random bytes.
 """
 
 from __future__ import annotations
