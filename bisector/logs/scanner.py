@@ -235,7 +235,7 @@ def _count_dated_glog_writes(
 ) -> bool:
     """_node_writes then _count_node_writes, for a chunk the compiled scan read with each
     write's time: the same writes (its decided ones and those the regex matches among the
-    lines it left), in line order, then in time order where lines run out of it."""
+    lines it left), in line order."""
     extra = regex_writes(chunk, glog.undecided + glog.odd)
     if not len(dated.start) and not extra:
         return False
@@ -252,8 +252,6 @@ def _count_dated_glog_writes(
         times = times[line_order]
         conflict = np.concatenate([conflict, extra_conflict])[line_order]
         success = np.concatenate([success, extra_success])[line_order]
-    if (order := _time_order(times)) is not None:
-        times, conflict, success = times[order], conflict[order], success[order]
     _count_kinds(times, conflict, success, s, out)
     return True
 
@@ -302,20 +300,10 @@ def _node_writes(
                 times = np.append(times, t)
                 verbs.append(verb.encode())
                 statuses.append(str(status).encode())
-    if (order := _time_order(times)) is not None:
-        times = times[order]
-        verbs = [verbs[i] for i in order]
-        statuses = [statuses[i] for i in order]
+    # In line order, as the log wrote them, even where a line was stamped a moment late:
+    # they were sorted by time within each chunk, so the Nth write (which the dispatch lag
+    # pairs with the Nth dispatch) changed with where the chunks were cut.
     return times, verbs, statuses
-
-
-def _time_order(times: np.ndarray) -> np.ndarray | None:
-    """The order that sorts `times` (stable), or None when they are in order already:
-    several formats in one chunk, or glog lines written a moment late."""
-    if len(times) > 1 and not (np.diff(times) >= 0).all():
-        order: np.ndarray = np.argsort(times, kind="stable")
-        return order
-    return None
 
 
 def _write_kinds(verbs: list[bytes], statuses: list[bytes]) -> tuple[np.ndarray, np.ndarray]:

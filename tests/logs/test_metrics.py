@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -163,3 +164,37 @@ def test_dispatch_lag_reads_what_the_instrumentation_patch_logs(tmp_path: Path) 
     dispatch = header(20, "I", "cacher.go:585") + message
     scores = _score(tmp_path, [*writes, dispatch])
     assert scores.metrics["dispatch_lag_s"] == {"max": 18.0, "last": 18.0}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_dispatch_lag_is_the_same_however_the_log_is_cut(
+    tmp_path: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writes in line order, as the log wrote them. A write stamped late (glog stamps
+    before the lock; real 2017 logs had lines 1.0-1.6 s behind the line above) was sorted
+    by time within its chunk only, so the Nth write, and the lag paired with it, changed
+    with where the chunks were cut (review of 5 December 2026: `last` 128.29 s with 4 KiB
+    chunks, 135.14 s with 1 MiB, on one log). Here write 50 (the 51st) is stamped 20 s
+    late and dispatch nr 51 comes at 55 s: 25 s after it, whatever the chunks."""
+    from bisector.logs import IncrementalScore, glogscan
+
+    if not compiled:
+        monkeypatch.setattr(glogscan, "_compiled", None)
+    lines = [
+        request("wrap42", i - 20 * (i == 50), "PATCH", f"/api/v1/nodes/n{i}/status", 200)
+        for i in range(100)
+    ]
+    lines.insert(56, header(55, "E", "cacher.go:610") + "AAA: dispatching event nr 51")
+    path = tmp_path / "kube-apiserver.log"
+    path.write_text("".join(line + "\n" for line in lines))
+    lags = [
+        score_logs([path], workers=1, chunk_size=size).metrics["dispatch_lag_s"]
+        for size in (1 << 10, 1 << 12, 1 << 20)
+    ]
+    assert lags == [{"max": 25.0, "last": 25.0}] * 3
+    inc = IncrementalScore()
+    data = path.read_bytes()
+    cuts = sorted(random.Random(5).sample(range(1, len(data)), 9))
+    for start, end in zip([0, *cuts], [*cuts, len(data)], strict=True):
+        inc.update(data[start:end])
+    assert inc.scores().metrics["dispatch_lag_s"] == lags[0]
