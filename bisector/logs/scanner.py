@@ -307,17 +307,24 @@ def _node_writes(
 
 
 def _write_kinds(verbs: list[bytes], statuses: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    """(conflict, success) of each write, its status read as a number as the dated path
-    reads it (`0409` is 409). A status of more digits than an int64 holds is read by
-    Python's int: numpy raised OverflowError and `score --since` ended in an internal error."""
-    column = np.array(statuses)
-    if column.dtype.itemsize <= 18:
-        codes = column.astype(np.int64)
-    else:
-        codes = np.array([min(int(status), 1000) for status in statuses], dtype=np.int64)
-    verb_arr = np.array(verbs)
-    conflict = ((verb_arr == b"PATCH") | (verb_arr == b"APPLY")) & (codes == 409)
-    success = (codes >= 200) & (codes < 300)
+    """(conflict, success) of each write, by the status as written, as every path reads it
+    (nodewrites.RegexWrite): a conflict is a PATCH or APPLY answered exactly `409`, a
+    success a three-digit 2xx. Read as numbers, `0409` counted as a conflict only when the
+    writes were dated (`score --since 0s` counted more than `score`), and a status longer
+    than an int64 ended the scan in numpy's OverflowError."""
+    column = np.array(statuses)  # fixed width, shorter ones padded with NULs
+    width = column.dtype.itemsize
+    if width < 3:
+        none = np.zeros(len(statuses), dtype=bool)
+        return none, none.copy()
+    digits = column.view(np.uint8).reshape(len(statuses), width)
+    three = digits[:, 2] != 0
+    if width > 3:
+        three &= digits[:, 3] == 0
+    verb = np.array(verbs)
+    conflict = three & (digits[:, 0] == 52) & (digits[:, 1] == 48) & (digits[:, 2] == 57)
+    conflict &= (verb == b"PATCH") | (verb == b"APPLY")
+    success: np.ndarray = three & (digits[:, 0] == 50)
     return conflict, success
 
 

@@ -156,9 +156,7 @@ def test_the_fuzz_reaches_every_outcome() -> None:
 def test_fast_counts_equal_the_dated_regex_path(seed: int) -> None:
     """scan_chunk without dates (vectorised) and with dates (the regex path) agree."""
     rng = random.Random(1000 + seed)
-    chunk = fuzz_chunk(rng, 500)
-    # Leading zeros aside: the dated path reads statuses as numbers.
-    chunk = chunk.replace(b") 0409", b") 1409")
+    chunk = fuzz_chunk(rng, 500)  # `0409` among its statuses: neither path reads a number
     fast, dated = Partial(), Partial()
     scan_chunk(bytearray(chunk), ScanSettings(REFERENCE), fast)
     scan_chunk(bytearray(chunk), ScanSettings(REFERENCE, need_times=True), dated)
