@@ -5,9 +5,10 @@
  * every line is a glog record with a time that exists or a plain continuation line, what
  * the numpy path (records.classify, nodewrites.messages / node_writes / cacher_lines)
  * computes from it; with `dated`, also each decided write's line, time and kind (what
- * scanner._node_writes reads with the regex where times are asked). Any other chunk (a garbled line, a CRI or JSON record, binary bytes
- * in a continuation line, no glog record at all) gives None and the numpy path decides
- * all of it: this file never has to agree with it on the rare shapes.
+ * scanner._node_writes reads with the regex where times are asked). Any other chunk (a
+ * garbled line, a CRI or JSON record, binary bytes in a continuation line, no glog record
+ * at all) gives None and the numpy path decides all of it: this file never has to agree
+ * with it on the rare shapes.
  *
  * The rules are those of the numpy code, byte for byte; bytes past the chunk's end read
  * as zeros, as numpy's windows read them. Lines these windows cannot decide (another pid
@@ -147,25 +148,29 @@ static int dated_add(Dated *d, const Chunk *c, Py_ssize_t line, unsigned char ki
         if (start != NULL) d->start = start;
         double *seconds = PyMem_Realloc(d->seconds, (size_t)cap * sizeof *seconds);
         if (seconds != NULL) d->seconds = seconds;
-        unsigned short *month_day = PyMem_Realloc(d->month_day, (size_t)cap * sizeof *month_day);
-        if (month_day != NULL) d->month_day = month_day;
+        unsigned short *days = PyMem_Realloc(d->month_day, (size_t)cap * sizeof *days);
+        if (days != NULL) d->month_day = days;
         unsigned char *k = PyMem_Realloc(d->kind, (size_t)cap);
         if (k != NULL) d->kind = k;
-        if (start == NULL || seconds == NULL || month_day == NULL || k == NULL) {
+        if (start == NULL || seconds == NULL || days == NULL || k == NULL) {
             PyErr_NoMemory();
             return -1;
         }
         d->cap = cap;
     }
+    /* `I0602 05:51:10.000001`: MMDD at 1-4, hh at 6-7, mm at 9-10, ss at 12-13, the
+     * microseconds at 15-20. */
     const unsigned char *h = c->a + line;
-    long long hms = (digit_at(h, 6) * 10 + digit_at(h, 7)) * 3600LL + (digit_at(h, 9) * 10 + digit_at(h, 10)) * 60LL +
-                    digit_at(h, 12) * 10 + digit_at(h, 13);
+    long long hours = digit_at(h, 6) * 10 + digit_at(h, 7);
+    long long minutes = digit_at(h, 9) * 10 + digit_at(h, 10);
+    long long secs = digit_at(h, 12) * 10 + digit_at(h, 13);
     long long micros = 0;
     for (int k = 15; k <= 20; k++) micros = micros * 10 + digit_at(h, k);
+    int month_day = 0;
+    for (int k = 1; k <= 4; k++) month_day = month_day * 10 + digit_at(h, k);
     d->start[d->n] = line;
-    d->seconds[d->n] = (double)hms + (double)micros / 1e6;
-    d->month_day[d->n] =
-        (unsigned short)(digit_at(h, 1) * 1000 + digit_at(h, 2) * 100 + digit_at(h, 3) * 10 + digit_at(h, 4));
+    d->seconds[d->n] = (double)(hours * 3600 + minutes * 60 + secs) + (double)micros / 1e6;
+    d->month_day[d->n] = (unsigned short)month_day;
     d->kind[d->n] = kind;
     d->n++;
     return 0;

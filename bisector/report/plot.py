@@ -134,7 +134,7 @@ def labelled(
     LABEL_GAP_IN of axis from every label placed before it."""
     if not commits:
         return []
-    gap = LABEL_GAP_IN / (axis_in / len(commits))  # in commits
+    gap = LABEL_GAP_IN * len(commits) / max(axis_in, 1e-3)  # in commits
     index = {c: i for i, c in enumerate(commits)}
     placed = {0, len(commits) - 1} | {index[c] for c in always if c in index}
     for commit in measured:
