@@ -18,19 +18,7 @@ _SKIP_READ = 1 << 16
 
 def _read_after(stream: IO[bytes], head: bytes | bytearray, size: int) -> bytearray:
     """A buffer holding b"\\n", `head`, then up to `size` bytes read straight into it."""
-    buf = bytearray(1 + len(head) + size)
-    buf[0] = 10
-    buf[1 : 1 + len(head)] = head
-    filled = 1 + len(head)
-    with memoryview(buf) as whole:
-        while filled < len(buf):  # streams (gzip, pipes, sockets) return short reads
-            with whole[filled:] as free:
-                n = stream.readinto(free)  # type: ignore[attr-defined]
-            if not n:
-                break
-            filled += n
-    del buf[filled:]
-    return buf
+    return _refill(bytearray(1 + len(head) + size), stream, head, size)
 
 
 def _refill(buf: bytearray, stream: IO[bytes], head: bytes | bytearray, size: int) -> bytearray:
@@ -50,7 +38,7 @@ def _refill(buf: bytearray, stream: IO[bytes], head: bytes | bytearray, size: in
     buf[1 : 1 + len(head)] = head
     filled = 1 + len(head)
     with memoryview(buf) as whole:
-        while filled < want:
+        while filled < want:  # streams (gzip, pipes, sockets) return short reads
             with whole[filled:want] as free:
                 n = stream.readinto(free)  # type: ignore[attr-defined]
             if not n:

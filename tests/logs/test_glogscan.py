@@ -13,19 +13,17 @@ random bytes.
 
 from __future__ import annotations
 
-import math
 import random
 import shutil
-from dataclasses import astuple
 from datetime import date, datetime
 
 import pytest
 
 from bisector.logs import glogscan
 from bisector.logs.nodewrites import cacher_lines, messages, node_writes
-from bisector.logs.partial import Partial, ScanSettings
+from bisector.logs.partial import ScanSettings
 from bisector.logs.records import classify
-from bisector.logs.scanner import scan_chunk
+from tests.helpers.both_scanners import both_ways
 from tests.logs.lines import FORMATS, START, cri, header, request
 from tests.logs.test_fast_path import fuzz_log
 from tests.logs.test_nodewrites import CACHER_MESSAGES, fuzz_chunk
@@ -39,29 +37,10 @@ needs_compiled = pytest.mark.skipif(
 )
 
 
-def _counts(part: Partial) -> tuple[object, ...]:
-    times = [part.write_times[i] for i in range(len(part.write_times))]
-    return (
-        astuple(part)[:7],  # lines .. node_writes
-        ["undated" if math.isnan(t) else t for t in times],
-        part.cacher_hwm,
-        part.cacher_full_at,
-        part.forced_closes,
-        part.dispatches,
-        part.extra,
-    )
-
-
 def _both_ways(
     chunk: bytes, monkeypatch: pytest.MonkeyPatch, **settings: object
 ) -> tuple[tuple[object, ...], tuple[object, ...]]:
-    s = ScanSettings(REFERENCE, **settings)  # type: ignore[arg-type]
-    compiled, numpy_only = Partial(), Partial()
-    scan_chunk(bytearray(chunk), s, compiled)
-    with monkeypatch.context() as m:
-        m.setattr(glogscan, "_compiled", None)
-        scan_chunk(bytearray(chunk), s, numpy_only)
-    return _counts(compiled), _counts(numpy_only)
+    return both_ways(chunk, ScanSettings(REFERENCE, **settings), monkeypatch)  # type: ignore[arg-type]
 
 
 def _led(lines: list[bytes], newline_at_end: bool = True) -> bytes:

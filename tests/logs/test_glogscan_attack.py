@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import gzip
-import math
 import os
 import random
 import shutil
@@ -26,7 +25,6 @@ import subprocess
 import sys
 import tracemalloc
 from collections.abc import Callable
-from dataclasses import astuple
 from datetime import date
 from pathlib import Path
 
@@ -34,9 +32,9 @@ import pytest
 
 from bisector.config import Section
 from bisector.logs import glogscan, load_metric_definitions, reader
-from bisector.logs.partial import Partial, ScanSettings
+from bisector.logs.partial import ScanSettings
 from bisector.logs.reader import score_logs
-from bisector.logs.scanner import scan_chunk
+from tests.helpers.both_scanners import both_ways
 
 REFERENCE = date(2017, 6, 3)
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,28 +148,10 @@ def real_log(rng: random.Random, n: int) -> bytes:
     return b"\n".join(lines) + b"\n"
 
 
-def _counts(part: Partial) -> tuple[object, ...]:
-    times = [part.write_times[i] for i in range(len(part.write_times))]
-    return (
-        astuple(part)[:7],  # lines .. node_writes
-        ["undated" if math.isnan(t) else t for t in times],
-        part.cacher_hwm,
-        part.cacher_full_at,
-        part.forced_closes,
-        part.dispatches,
-        part.extra,
-    )
-
-
 def _alike(chunk: bytes, monkeypatch: pytest.MonkeyPatch) -> bool:
     """Whether scan_chunk counts `chunk` the same with the compiled scan and without."""
-    s = ScanSettings(REFERENCE)
-    compiled, numpy_only = Partial(), Partial()
-    scan_chunk(bytearray(chunk), s, compiled)
-    with monkeypatch.context() as m:
-        m.setattr(glogscan, "_compiled", None)
-        scan_chunk(bytearray(chunk), s, numpy_only)
-    return _counts(compiled) == _counts(numpy_only)
+    compiled, numpy_only = both_ways(chunk, ScanSettings(REFERENCE), monkeypatch)
+    return compiled == numpy_only
 
 
 @needs_compiled

@@ -15,7 +15,7 @@ import pytest
 
 from bisector.logs import glogscan
 from bisector.logs.partial import Partial, ScanSettings
-from bisector.logs.scanner import scan_chunk
+from tests.helpers.both_scanners import scan_once
 
 REFERENCE = date(2017, 6, 3)
 HEAD = b"I0602 05:51:10.000001       7 "
@@ -23,17 +23,6 @@ HEAD = b"I0602 05:51:10.000001       7 "
 needs_compiled = pytest.mark.skipif(
     not glogscan.available(), reason="the C extension is not built (no compiler at install)"
 )
-
-
-def _scan(
-    chunk: bytes, s: ScanSettings, monkeypatch: pytest.MonkeyPatch, compiled: bool
-) -> Partial:
-    out = Partial()
-    with monkeypatch.context() as m:
-        if not compiled:
-            m.setattr(glogscan, "_compiled", None)
-        scan_chunk(bytearray(chunk), s, out)
-    return out
 
 
 @needs_compiled
@@ -61,7 +50,7 @@ def test_a_cacher_message_counts_whatever_else_the_chunk_holds(
     )
     s = ScanSettings(REFERENCE, need_times=need_times)
     for compiled in (True, False):
-        out = _scan(chunk, s, monkeypatch, compiled)
+        out = scan_once(chunk, s, monkeypatch, compiled=compiled)
         assert out.forced_closes == {"*api.Node": 1}, compiled
         assert [nr for nr, _ in out.dispatches] == [1], compiled
 
@@ -121,15 +110,15 @@ def test_each_write_time_is_numpys_across_days_and_late_lines(
     found = glogscan.scan(chunk, reference, dated=True)
     assert found is not None and found.dated is not None and found.undecided
     assert len(found.dated.start) > 1024
-    probe = _scan(chunk, ScanSettings(reference), monkeypatch, compiled=False)
+    probe = scan_once(chunk, ScanSettings(reference), monkeypatch, compiled=False)
     assert probe.first_ts is not None and probe.last_ts is not None
     middle = (probe.first_ts + probe.last_ts) / 2
     for s in (
         ScanSettings(reference, need_times=True),
         ScanSettings(reference, since=middle - 600, until=middle + 600),
     ):
-        compiled = _scan(chunk, s, monkeypatch, compiled=True)
-        numpy_only = _scan(chunk, s, monkeypatch, compiled=False)
+        compiled = scan_once(chunk, s, monkeypatch, compiled=True)
+        numpy_only = scan_once(chunk, s, monkeypatch, compiled=False)
         assert (compiled.conflicts, compiled.node_writes) == (
             numpy_only.conflicts,
             numpy_only.node_writes,
