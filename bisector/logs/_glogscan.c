@@ -1,11 +1,12 @@
 /* The scanner's hot path in one pass: a chunk of glog/klog lines, each decided once.
  *
- * `scan(chunk, valid_days, dated)` reads a chunk as bisector/logs/scanner.py hands it over
+ * `scan(chunk, valid_days)` reads a chunk as bisector/logs/scanner.py hands it over
  * (b"\n" then whole lines, the last may lack its newline) and gives, for a chunk whose
  * every line is a glog record with a time that exists or a plain continuation line, what
  * the numpy path (records.classify, nodewrites.messages / node_writes / cacher_lines)
- * computes from it; with `dated`, also each decided write's line, time and kind (what
- * scanner._node_writes reads with the regex where times are asked). Any other chunk (a
+ * computes from it, and each decided write's line, time and kind (what
+ * scanner._node_writes reads with the regex where times are asked; collecting them costs
+ * ~2% of the pass, so they are always collected). Any other chunk (a
  * garbled line, a CRI or JSON record, binary bytes in a continuation line, no glog record
  * at all) gives None and the numpy path decides all of it: this file never has to agree
  * with it on the rare shapes.
@@ -115,10 +116,9 @@ typedef struct {
     long long writes, conflicts, successes;
 } Counts;
 
-/* With dates asked: each decided write's line start, time of day, month-day and kind, in
- * line order (bytes of int64 / double / uint16 / uint8 for numpy). */
+/* Each decided write's line start, time of day, month-day and kind, in line order (bytes
+ * of int64 / double / uint16 / uint8 for numpy). */
 typedef struct {
-    int on;
     Py_ssize_t n, cap;
     long long *start;
     double *seconds;
@@ -262,7 +262,7 @@ static int record(const Chunk *c, Py_ssize_t line, Py_ssize_t end, Counts *n, Da
         case UNDECIDED:
             return append(undecided, line);
         case WRITE:
-            return dated->on ? dated_add(dated, c, line, kind) : 0;
+            return dated_add(dated, c, line, kind);
         case NO_WRITE:
             break;
         }
@@ -275,8 +275,8 @@ static int record(const Chunk *c, Py_ssize_t line, Py_ssize_t end, Counts *n, Da
 static PyObject *scan(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer chunk, days;
-    Dated dated = {0, 0, 0, NULL, NULL, NULL, NULL};
-    if (!PyArg_ParseTuple(args, "y*y*|p:scan", &chunk, &days, &dated.on)) return NULL;
+    Dated dated = {0, 0, NULL, NULL, NULL, NULL};
+    if (!PyArg_ParseTuple(args, "y*y*:scan", &chunk, &days)) return NULL;
     PyObject *result = NULL, *undecided = PyList_New(0), *odd = PyList_New(0),
              *cacher = PyList_New(0);
     if (undecided == NULL || odd == NULL || cacher == NULL) goto done;
@@ -309,20 +309,15 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         s = e + 1;
     }
     if (first < 0) goto general;
-    if (dated.on) {
-        /* "y#" of a NULL pointer is None: no write at all is four empty byte strings. */
-        Py_ssize_t k = dated.n;
-        const char *none = "";
-        result = Py_BuildValue(
-            "(nnnLLLOOO(y#y#y#y#))", count, first, last, n.writes, n.conflicts, n.successes,
-            undecided, odd, cacher, k ? (const char *)dated.start : none,
-            k * (Py_ssize_t)sizeof *dated.start, k ? (const char *)dated.seconds : none,
-            k * (Py_ssize_t)sizeof *dated.seconds, k ? (const char *)dated.month_day : none,
-            k * (Py_ssize_t)sizeof *dated.month_day, k ? (const char *)dated.kind : none, k);
-    } else {
-        result = Py_BuildValue("(nnnLLLOOOO)", count, first, last, n.writes, n.conflicts,
-                               n.successes, undecided, odd, cacher, Py_None);
-    }
+    /* "y#" of a NULL pointer is None: no write at all is four empty byte strings. */
+    Py_ssize_t k = dated.n;
+    const char *none = "";
+    result = Py_BuildValue(
+        "(nnnLLLOOO(y#y#y#y#))", count, first, last, n.writes, n.conflicts, n.successes,
+        undecided, odd, cacher, k ? (const char *)dated.start : none,
+        k * (Py_ssize_t)sizeof *dated.start, k ? (const char *)dated.seconds : none,
+        k * (Py_ssize_t)sizeof *dated.seconds, k ? (const char *)dated.month_day : none,
+        k * (Py_ssize_t)sizeof *dated.month_day, k ? (const char *)dated.kind : none, k);
     goto done;
 general:
     result = Py_NewRef(Py_None);
@@ -338,9 +333,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(chunk, valid_days, dated=False) -> (lines, first_record, last_record, node_writes, "
-     "conflicts, successes, undecided, odd, cacher, dated writes or None) or None: see "
-     "bisector/logs/glogscan.py"},
+     "scan(chunk, valid_days) -> (lines, first_record, last_record, node_writes, conflicts, "
+     "successes, undecided, odd, cacher, each write) or None: see bisector/logs/glogscan.py"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -38,7 +38,8 @@ CONFLICT, SUCCESS = 1, 2  # bits of DatedWrites.kind
 
 @dataclass(frozen=True)
 class DatedWrites:
-    """The decided node writes one by one, in line order (asked with dated=True)."""
+    """The decided node writes one by one, in line order: what a window or the dispatch
+    lag reads (the counts of GlogChunk are enough without them)."""
 
     start: np.ndarray  # int64: the line's offset in the chunk
     seconds: np.ndarray  # float64: time of day, as timestamps.glog_seconds computes it
@@ -71,7 +72,7 @@ class GlogChunk:
     undecided: list[int]  # starts of write lines in a shape only the regex decides
     odd: list[int]  # starts of records whose header does not end in `] ` within the window
     cacher: list[int]  # starts of records whose message starts like a cacher one
-    dated: DatedWrites | None  # the decided writes one by one, when asked
+    dated: DatedWrites  # the decided writes one by one
 
 
 def available() -> bool:
@@ -83,16 +84,15 @@ def _valid_day_bytes(reference: date) -> bytes:
     return valid_days(reference).tobytes()
 
 
-def scan(chunk: bytes | bytearray, reference: date, *, dated: bool = False) -> GlogChunk | None:
-    """The chunk's lines (with each decided write's time if `dated`), or None where the
-    numpy path must decide (or nothing is built)."""
+def scan(chunk: bytes | bytearray, reference: date) -> GlogChunk | None:
+    """The chunk's lines, or None where the numpy path must decide (or nothing is built)."""
     if _compiled is None:
         return None
-    found = _compiled.scan(chunk, _valid_day_bytes(reference), dated)
+    found = _compiled.scan(chunk, _valid_day_bytes(reference))
     if found is None:
         return None
-    count, first, last, writes, conflicts, successes, undecided, odd, cacher, dated_writes = found
+    count, first, last, writes, conflicts, successes, undecided, odd, cacher, each = found
     return GlogChunk(
         count, first, last, writes, conflicts, successes, undecided, odd, cacher,
-        None if dated_writes is None else DatedWrites.of(dated_writes),
+        DatedWrites.of(each),
     )  # fmt: skip

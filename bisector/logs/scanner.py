@@ -61,8 +61,8 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     undated = not (s.need_times or s.since is not None or s.until is not None)
     # The usual chunk (glog records and plain continuation lines) in one compiled pass;
     # any other, or without the compiled scan, decided with numpy below.
-    glog = glogscan.scan(chunk, s.reference, dated=not undated)
-    if glog is not None and _scan_glog(chunk, glog, s, out):
+    glog = glogscan.scan(chunk, s.reference)
+    if glog is not None and _scan_glog(chunk, glog, s, out, undated=undated):
         return
     lines = classify(chunk, s.reference)
     out.lines += lines.count
@@ -86,7 +86,9 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     _the_rest(chunk, prefix, s, out, json_rows=json_rows, text=text, marks=marks, counted=counted)
 
 
-def _scan_glog(chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: Partial) -> bool:
+def _scan_glog(
+    chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: Partial, *, undated: bool
+) -> bool:
     """scan_chunk for a chunk the compiled scan read (no garbled line, no CRI or JSON
     record: the prefix is plain); False, with `out` untouched, where it cannot finish."""
     first = edge_seconds(chunk, glog.first_record, s.reference)
@@ -99,12 +101,10 @@ def _scan_glog(chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: 
     out.last_ts = last
     text = _glog_cacher_text(chunk, glog)
     marks = _CacherMarks.of(text)
-    if glog.dated is None and marks.dispatch:  # the dispatch lag pairs writes by their times
-        glog = glogscan.scan(chunk, s.reference, dated=True) or glog
-    if glog.dated is not None:
-        counted = _count_dated_glog_writes(chunk, glog, glog.dated, s, out)
-    else:
+    if undated and not marks.dispatch:
         counted = _count_glog_writes(chunk, glog, out)
+    else:  # a window, or the dispatch lag (it pairs the Nth dispatch with the Nth write)
+        counted = _count_dated_glog_writes(chunk, glog, glog.dated, s, out)
     _the_rest(chunk, "plain", s, out, json_rows=[], text=text, marks=marks, counted=counted)
     return True
 

@@ -1,4 +1,4 @@
-"""The compiled pass with dates asked (`scan(..., dated=True)`) against the numpy path.
+"""The compiled pass's writes one by one (`GlogChunk.dated`) against the numpy path.
 
 Since 3ea492d the compiled pass also reads the chunks that ask for each write's time
 (--since/--until, the dispatch lag, the evaluator); before, numpy read all of them. Each
@@ -107,8 +107,8 @@ def test_each_write_time_is_numpys_across_days_and_late_lines(
             late = max(0.0, t - rng.uniform(0, 3)) if rng.random() < 0.1 else t
             lines.append(_request_line(rng, day, late))
     chunk = b"\n" + b"\n".join(lines) + b"\n"
-    found = glogscan.scan(chunk, reference, dated=True)
-    assert found is not None and found.dated is not None and found.undecided
+    found = glogscan.scan(chunk, reference)
+    assert found is not None and found.undecided
     assert len(found.dated.start) > 1024
     probe = scan_once(chunk, ScanSettings(reference), monkeypatch, compiled=False)
     assert probe.first_ts is not None and probe.last_ts is not None
