@@ -57,6 +57,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
+from bisector.backends.adaptation import Adaptation
+
 REPORT_VERSION = 2
 
 T = TypeVar("T")
@@ -222,16 +224,6 @@ class TeardownFailure:
     commit: str
     eval_dir: str
     error: str
-
-
-@dataclass(frozen=True)
-class Adaptation:
-    """What the backend did beyond the candidate's own scripts so they run on today's
-    infrastructure (the gce backend on 2026 GCP), and why."""
-
-    name: str  # e.g. "network"
-    why: str
-    commands: list[str]  # the commands, as --dry-run prints them
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
+from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.gce import adapt as gce_adapt
@@ -47,7 +48,6 @@ from bisector.backends.steps import (
 )
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, InfraError, LaunchError
-from bisector.report.model import Adaptation
 from bisector.signals import held_during
 
 log = logging.getLogger("bisector.gce")

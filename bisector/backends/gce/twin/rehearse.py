@@ -20,13 +20,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce.backend import GceBackend
 from bisector.backends.gce.twin import UNMODELLED_EXIT, TwinConfig, install
 from bisector.backends.gce.twin.state import Home
 from bisector.config import Section
 from bisector.errors import InfraError
-from bisector.report.model import Adaptation
 
 
 @dataclass
