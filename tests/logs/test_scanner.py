@@ -2,8 +2,9 @@
 exactly what a search of the whole chunk counts.
 
 Where every record of a chunk is a glog line, scanner._cacher_text hands the handlers a
-block of just those lines (nodewrites.cacher_lines). With dates wanted (need_times) the
-scanner takes no such shortcut: the whole chunk is searched. Both must agree on chunks
+block of just those lines (nodewrites.cacher_lines), dated or not. A search of the whole
+chunk by each handler (what the dated path did, and what CRI and JSON chunks still get)
+is the reference. Both must agree on chunks
 that mix the messages with request lines and with traps: messages quoted inside other
 messages or on continuation lines (never counted), a header whose first `]` lacks its
 space (cacher.dated reads the message after the first `] `), a truncated last line.
@@ -16,6 +17,7 @@ from datetime import date
 
 import pytest
 
+from bisector.logs import cacher
 from bisector.logs.nodewrites import messages
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.records import classify
@@ -72,6 +74,15 @@ def _cacher_counts(chunk: bytes, need_times: bool) -> Counts:
     return out.cacher_hwm, out.cacher_full_at, out.forced_closes, out.dispatches
 
 
+def _whole_chunk_counts(chunk: bytes) -> Counts:
+    """Each cacher handler over the whole chunk, ungated."""
+    out, s = Partial(), ScanSettings(REFERENCE)
+    cacher.cacher_hwm(chunk, s, out)
+    cacher.forced_closes(chunk, s, out)
+    cacher.dispatches(chunk, s, out)
+    return out.cacher_hwm, out.cacher_full_at, out.forced_closes, out.dispatches
+
+
 @pytest.mark.parametrize("truncated", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 def test_cacher_lines_alone_count_what_the_whole_chunk_counts(seed: int, truncated: bool) -> None:
@@ -80,7 +91,8 @@ def test_cacher_lines_alone_count_what_the_whole_chunk_counts(seed: int, truncat
     text = _cacher_text(chunk, chunk, lines, messages(chunk, lines))
     assert text is not None and len(text) < len(chunk) // 10  # the narrow path is taken
     hwm, full_at, closes, dispatches = _cacher_counts(chunk, need_times=False)
-    assert (hwm, full_at, closes, dispatches) == _cacher_counts(chunk, need_times=True)
+    assert (hwm, full_at, closes, dispatches) == _whole_chunk_counts(chunk)
+    assert _cacher_counts(chunk, need_times=True) == _whole_chunk_counts(chunk)
     assert hwm and full_at and closes and dispatches  # every handler counted something
     assert 99 not in [nr for nr, _ in dispatches]  # the quoted dispatch is no dispatch
 
@@ -89,7 +101,8 @@ def test_many_cacher_lines_search_the_whole_chunk_alike() -> None:
     chunk = _chunk(random.Random(9), 400, share=0.5, truncated=False)
     lines = classify(chunk, REFERENCE)
     assert _cacher_text(chunk, chunk, lines, messages(chunk, lines)) is chunk
-    assert _cacher_counts(chunk, need_times=False) == _cacher_counts(chunk, need_times=True)
+    assert _cacher_counts(chunk, need_times=False) == _whole_chunk_counts(chunk)
+    assert _cacher_counts(chunk, need_times=True) == _whole_chunk_counts(chunk)
 
 
 def test_no_cacher_line_means_no_search() -> None:
