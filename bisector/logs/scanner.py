@@ -18,7 +18,7 @@ import numpy as np
 
 from bisector.logs import cacher, glogscan
 from bisector.logs import patterns as p
-from bisector.logs.glogscan import DatedWrites, GlogChunk
+from bisector.logs.glogscan import GlogChunk
 from bisector.logs.nodewrites import (
     Messages,
     cacher_lines,
@@ -107,7 +107,7 @@ def _scan_glog(
     if undated and not marks.dispatch:
         counted = _count_glog_writes(chunk, glog, out)
     else:  # a window, or the dispatch lag (it pairs the Nth dispatch with the Nth write)
-        counted = _count_dated_glog_writes(chunk, glog, glog.dated, s, out)
+        counted = _count_dated_glog_writes(chunk, glog, s, out)
     _the_rest(chunk, "plain", s, out, json_rows=[], text=text, marks=marks, counted=counted)
     return True
 
@@ -234,12 +234,12 @@ def _count_glog_writes(chunk: bytes | bytearray, glog: GlogChunk, out: Partial) 
 
 
 def _count_dated_glog_writes(
-    chunk: bytes | bytearray, glog: GlogChunk, dated: DatedWrites, s: ScanSettings, out: Partial
+    chunk: bytes | bytearray, glog: GlogChunk, s: ScanSettings, out: Partial
 ) -> bool:
     """_node_writes then _count_node_writes, for a chunk the compiled scan read with each
     write's time: the same writes (its decided ones and those the regex matches among the
     lines it left), in line order."""
-    extra = regex_writes(chunk, glog.undecided + glog.odd)
+    dated, extra = glog.dated, regex_writes(chunk, glog.undecided + glog.odd)
     if not len(dated.start) and not extra:
         return False
     times = dated.seconds + day_starts(dated.month_day, s.reference)
