@@ -225,12 +225,18 @@ def _count_glog_writes(chunk: bytes | bytearray, glog: GlogChunk, out: Partial) 
     extra = regex_writes(chunk, glog.undecided + glog.odd)
     if not glog.writes and not extra:
         return False
-    out.has_requests = True
-    out.conflicts += glog.conflicts + sum(w.conflict for w in extra)
-    writes = glog.successes + sum(w.success for w in extra)
-    out.node_writes += writes
-    out.write_times.add_undated(writes)
+    conflicts = glog.conflicts + sum(w.conflict for w in extra)
+    _add_undated(out, conflicts, glog.successes + sum(w.success for w in extra))
     return True
+
+
+def _add_undated(out: Partial, conflicts: int, successes: int) -> None:
+    """Writes counted without their times: the dispatch lag's index of the Nth write stays
+    right, each of these times unknown (NaN)."""
+    out.has_requests = True
+    out.conflicts += conflicts
+    out.node_writes += successes
+    out.write_times.add_undated(successes)
 
 
 def _count_dated_glog_writes(
@@ -270,12 +276,7 @@ def _fast_node_writes(
     found = node_writes(chunk, lines, msgs)
     if not len(found.line):
         return False
-    out.has_requests = True
-    out.conflicts += int(found.conflict.sum())
-    writes = int(found.success.sum())
-    out.node_writes += writes
-    # Keep the write index right for dispatch lag; these writes' times are unknown (NaN).
-    out.write_times.add_undated(writes)
+    _add_undated(out, int(found.conflict.sum()), int(found.success.sum()))
     return True
 
 
