@@ -38,7 +38,8 @@ from bisector.backends.registry import create_backend
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError, CollectError, InfraError
 from bisector.gitrepo import GitRepo
-from bisector.measure.evaluation import WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.provenance import WindowRule
 from bisector.search.decide import calibrate_threshold
 from bisector.settings import RunSettings
 from bisector.signals import held_during, sigterm_as_interrupt

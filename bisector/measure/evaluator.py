@@ -39,19 +39,21 @@ from bisector.measure.early import (
     Scorer,
     rescoring,
 )
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
 from bisector.measure.journal import (
     Begin,
     Cleaned,
     EarlyGoodWithdrawn,
     Journal,
 )
+from bisector.measure.measurement import Measurement
 from bisector.measure.parallel import (
     CancellableBackend,
     Interrupted,
     run_concurrently,
 )
 from bisector.measure.prefetch import Prefetcher
+from bisector.measure.provenance import WindowRule
 from bisector.measure.teardown import Teardowns
 from bisector.numbers import NO_VALUE, format_value
 from bisector.runfiles import gzip_logs
@@ -98,7 +100,7 @@ class MeasureSettings:
     real_time_logs: bool = False  # the backend's logs carry wall-clock time
     check_every_s: float | None = None  # look at the log this often during the warmup
     prefetch_builds: int = 0  # builds of possible next candidates meanwhile (0: off)
-    early_good: bool = False  # search runs may end early as good (see bisector.measure.evaluation)
+    early_good: bool = False  # search runs may end early as good (see bisector.measure.early)
 
 
 class Evaluator(Deciding):
@@ -241,7 +243,7 @@ class Evaluator(Deciding):
             self.journal.write(EarlyGoodWithdrawn(why))
 
     def window_rule(self) -> WindowRule:
-        """What a log must cover and show (bisector.measure.evaluation.WindowRule): a run that
+        """What a log must cover and show (bisector.measure.provenance.WindowRule): a run that
         took time of its own is held to that; the endpoints' logs are the fallback."""
         span, real_time = self.reference_span_s or 0.0, self.settings.real_time_logs
         return WindowRule(span, real_time, earlier=self.journal.logs_seen)

@@ -16,8 +16,10 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import CollectError
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyPolicy, EarlyStop, is_monotone, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
 from bisector.measure.journal import Journal, Measured, read_journal
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from bisector.search.progress import PlainProgress, Reading
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.inprocess import bisect_built

@@ -14,7 +14,9 @@ from pathlib import Path
 from bisector.backends.base import Candidate
 from bisector.logs import Scores, score_logs
 from bisector.measure.early import EarlyEnd, EarlyStop, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, _score, evaluate_candidate
+from bisector.measure.evaluation import _score, evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.measure.test_early import T0, GrowingBackend, _line
 
 

@@ -15,8 +15,10 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import ConfigError
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, onset, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
 from tests.helpers.inprocess import bisect_built

@@ -8,7 +8,8 @@ import pytest
 from bisector.backends.base import BackendTraits, Candidate
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
-from bisector.measure.evaluation import Measurement, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.measurement import Measurement
 from tests.helpers.local_backend import CONFLICT, WRITE
 
 

@@ -14,7 +14,8 @@ from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.start import open_bisection, prepare_bisection
 from bisector.errors import BuildError, LaunchError
-from bisector.measure.evaluation import Measurement, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.measurement import Measurement
 from bisector.search.progress import Phase, PlainProgress
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.inprocess import whole_range

@@ -14,7 +14,8 @@ from bisector.errors import LaunchError
 from bisector.logs import score_logs
 from bisector.measure import evaluation
 from bisector.measure.early import EarlyStop, rescoring
-from bisector.measure.evaluation import WindowRule, _launch_ids, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.provenance import WindowRule, launch_ids
 from tests.helpers.local_backend import CONFLICT, WRITE
 from tests.measure.test_early import T0, GrowingBackend, _line
 from tests.measure.test_measure import LAUNCH, FakeBackend, ReplayBackend
@@ -162,7 +163,7 @@ def test_a_launch_id_split_across_read_chunks_is_found_whole(tmp_path: Path, gz:
             path.write_bytes(gzip.compress(text.encode()))
         else:
             path.write_text(text)
-        assert _launch_ids([str(path)], chunk=chunk) == {launch}, cut
+        assert launch_ids([str(path)], chunk=chunk) == {launch}, cut
 
 
 # -- boundaries ----------------------------------------------------------------------------

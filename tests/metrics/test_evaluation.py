@@ -7,7 +7,8 @@ from pathlib import Path
 
 from bisector.backends.base import BackendTraits, Candidate
 from bisector.backends.collected import ProcessUsage, write_processes
-from bisector.measure.evaluation import WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
 from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
 from tests.helpers.local_backend import CONFLICT, WRITE

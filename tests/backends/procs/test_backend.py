@@ -20,7 +20,9 @@ from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, read_proc
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
 from bisector.errors import BuildError
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.helpers.processes import listed
 from tests.helpers.procs_backend import ProcsWorld, port_open
 

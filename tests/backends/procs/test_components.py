@@ -16,7 +16,9 @@ from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
 from bisector.errors import ConfigError
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.helpers.procs_backend import ProcsWorld
 
 BOTH = ["kube-controller-manager", "kube-scheduler"]

@@ -33,7 +33,9 @@ from bisector.errors import CollectError, InfraError
 from bisector.gitrepo import GitRepo
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.helpers.processes import gone
 from tests.helpers.procs_backend import ProcsWorld
 

@@ -27,7 +27,9 @@ from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
 from bisector.config import Section
 from bisector.errors import ConfigError
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
 from bisector.orphans import start_time
 from tests.helpers.procs_backend import ProcsWorld
