@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
 
 from bisector import proc
-from bisector.backends.base import Backend, Candidate, PartialLogs
+from bisector.backends.base import Backend, Candidate, PartialLogs, capability
 from bisector.backends.collected import read_load
 from bisector.errors import BisectorError, CollectError, InfraError, LaunchError
 from bisector.logs import metric_value, score_logs
@@ -36,6 +36,198 @@ from bisector.measure.provenance import WindowRule, log_head, log_problem
 from bisector.metrics.scoring import ReadsLogDir
 from bisector.numbers import format_value
 from bisector.search.progress import Phase, Reading
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """How one evaluation runs, and what its measurement says it was."""
+
+    metric: str
+    phase: str = "bisect"  # "endpoint", "bisect" or "confirm" (Measurement.phase)
+    tree: str = ""
+    why: str = ""  # why the search measured this commit
+    launch_attempts: int = 3
+    retry_wait_s: float = 0.0  # between launch attempts
+    scorer: Scorer = score_logs
+    window: WindowRule = field(default_factory=WindowRule)
+    # Watch the warmup to end it early on a certain verdict (a backend with PartialLogs).
+    early: EarlyStop | None = None
+
+
+class EvaluationHooks:
+    """Where a caller takes part in an evaluation; here each point does nothing.
+
+    A caller overrides the points it needs (the evaluator: builds ahead, a cancelled
+    run, the progress line). The steps themselves are the backend's: a caller that
+    changes one (a teardown that finishes whatever signal arrives) wraps the backend
+    (bisector.backends.base.ForwardingBackend).
+    """
+
+    def before_build(self, m: Measurement) -> None:
+        """Before the build: wait for a build of this commit made ahead, and say in `m`
+        whether one is used (`prefetched_build`)."""
+
+    def after_build(self) -> None:
+        """The build is done: the next candidates' builds can run while the cluster starts."""
+
+    def between_looks(self) -> None:
+        """Between the steps of a watched warmup: a cancelled run raises here."""
+
+    def phase_begins(self, phase: Phase) -> None:
+        """Each phase as it begins (build, launch, ready, warmup, collect, teardown); their
+        times go to `Measurement.phase_s`."""
+
+    def reading(self, reading: Reading) -> None:
+        """Each look at a watched warmup's log that read a value."""
+
+    def nothing_up(self) -> None:
+        """Nothing of this evaluation can be left up: its last teardown succeeded, or
+        nothing was launched. Said on every path: an interrupt propagating from the
+        evaluation has torn down too."""
+
+
+NO_HOOKS = EvaluationHooks()
+
+
+def evaluate_candidate(
+    backend: Backend,
+    candidate: Candidate,
+    settings: EvaluationSettings,
+    hooks: EvaluationHooks = NO_HOOKS,
+) -> Measurement:
+    """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
+
+    With `settings.early`, a backend that can show its log so far (PartialLogs) is
+    watched during the warmup, which ends early on a certain verdict.
+    """
+    m = Measurement(
+        candidate.commit,
+        settings.tree,
+        settings.phase,
+        started_at=time.time(),
+        slot=candidate.slot,
+        why=settings.why,
+    )
+    m.eval_dir = str(candidate.eval_dir)
+    start = time.monotonic()
+    launched = collecting = False
+    clock = _PhaseClock(m, hooks)
+    early = settings.early
+    partial = capability(backend, PartialLogs) if early is not None else None
+
+    def logged(step: str) -> contextlib.AbstractContextManager[None]:
+        # Whatever the backend runs in this step keeps its output: evals/NNN/<step>.log.
+        context: contextlib.AbstractContextManager[None] = proc.logging_to(
+            candidate.eval_dir / f"{step}.log"
+        )
+        return context
+
+    def teardown_between(_state: object) -> None:
+        with logged("teardown"):
+            backend.teardown(candidate)
+
+    try:
+        candidate.eval_dir.mkdir(parents=True, exist_ok=True)
+        clock.begin("build")  # waiting for this commit's build ahead included
+        hooks.before_build(m)
+        with logged("build"):
+            backend.build(candidate)
+        launched = True
+        hooks.after_build()
+        clock.begin("launch")  # every attempt, and the teardowns between them
+        for attempt in Retrying(
+            stop=stop_after_attempt(max(1, settings.launch_attempts)),
+            wait=wait_fixed(settings.retry_wait_s),
+            retry=retry_if_exception_type(LaunchError),
+            before_sleep=teardown_between,
+            reraise=True,
+        ):
+            with attempt, logged("launch"):
+                m.launch_attempts += 1
+                m.launched_at = time.time()  # the log must be this attempt's
+                backend.launch(candidate)
+        clock.begin("ready")
+        clock.begin("warmup")
+        ready = time.monotonic()
+        ended: EarlyEnd | None = None
+        with logged("warmup"):
+            if early is not None and partial is not None:
+                ended = warm_up_watching(
+                    partial,
+                    candidate,
+                    early,
+                    hooks.between_looks,
+                    m.trajectory,
+                    on_reading=hooks.reading,
+                )
+                m.stopped_early = None if ended is None else ended.reason
+            else:
+                backend.warmup(candidate)
+        m.ran_s = round(time.monotonic() - ready, 3)
+        collecting = True
+        clock.begin("collect")  # the scoring too
+        with logged("collect"):
+            logs = [str(p) for p in backend.collect(candidate)]
+        m.logs = logs
+        scorer = settings.scorer
+        if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
+            scorer = scorer.in_log_dir(candidate.log_dir)
+        rule = settings.window
+        if backend.traits.own_logs:  # the sim: each log is this launch's
+            rule = dataclasses.replace(rule, own_logs=True)
+        _score(
+            scorer,
+            logs,
+            settings.metric,
+            m,
+            rule,
+            early=early,
+            ended=ended,
+            launch_id=candidate.launch_id,
+        )
+    except InfraError as exc:
+        m.reason, m.skipped_at = f"{exc.kind}: {exc.reason}", exc.kind
+    finally:
+        delivered = read_load(candidate.log_dir) if collecting else None
+        if delivered is not None:  # also on a skip: "the load did not run" shows its share
+            m.load_fraction, m.load = delivered.fraction, delivered.describe()
+        if m.value is None:
+            m.stopped_early = None  # a skip: the early look decided nothing
+            m.early_verdict = None
+        torn_down = not launched
+        clock.begin("teardown" if launched else None)
+        if launched:
+            try:
+                with logged("teardown"):
+                    backend.teardown(candidate)
+                torn_down = True
+            except InfraError as exc:
+                m.teardown_error = exc.reason
+                _teardown_failed(m, exc.reason)
+        clock.begin(None)
+        m.duration_s = round(time.monotonic() - start, 3)
+        if torn_down:
+            hooks.nothing_up()
+    return m
+
+
+class _PhaseClock:
+    """Says each phase as it begins and adds up the time spent in it (Measurement.phase_s)."""
+
+    def __init__(self, m: Measurement, hooks: EvaluationHooks) -> None:
+        self.m = m
+        self.hooks = hooks
+        self.current: Phase | None = None
+        self.since = 0.0
+
+    def begin(self, phase: Phase | None) -> None:
+        now = time.monotonic()
+        if self.current is not None and self.current != "ready":  # ready is a moment
+            spent = self.m.phase_s.get(self.current, 0.0) + now - self.since
+            self.m.phase_s[self.current] = round(spent, 3)
+        self.current, self.since = phase, now
+        if phase is not None:
+            self.hooks.phase_begins(phase)
 
 
 def _score(
@@ -98,161 +290,6 @@ def _score(
         m.reason = why_not  # the value stays in `metrics`, never in `value`
         return
     m.value = value
-
-
-class _PhaseClock:
-    """Says each phase as it begins and adds up the time spent in it (Measurement.phase_s)."""
-
-    def __init__(self, m: Measurement, on_phase: Callable[[Phase], None] | None) -> None:
-        self.m = m
-        self.on_phase = on_phase
-        self.current: Phase | None = None
-        self.since = 0.0
-
-    def begin(self, phase: Phase | None) -> None:
-        now = time.monotonic()
-        if self.current is not None and self.current != "ready":  # ready is a moment
-            spent = self.m.phase_s.get(self.current, 0.0) + now - self.since
-            self.m.phase_s[self.current] = round(spent, 3)
-        self.current, self.since = phase, now
-        if phase is not None and self.on_phase is not None:
-            self.on_phase(phase)
-
-
-def evaluate_candidate(
-    backend: Backend,
-    candidate: Candidate,
-    *,
-    metric: str,
-    tree: str = "",
-    phase: str = "bisect",
-    launch_attempts: int = 3,
-    retry_wait_s: float = 0.0,
-    scorer: Scorer = score_logs,
-    window: WindowRule | None = None,
-    why: str = "",
-    teardown: Callable[[Candidate], None] | None = None,
-    early: EarlyStop | None = None,
-    partial: PartialLogs | None = None,
-    on_build: Callable[[Measurement], None] | None = None,
-    on_launch: Callable[[], None] | None = None,
-    on_step: Callable[[], None] | None = None,
-    on_nothing_up: Callable[[], None] | None = None,
-    on_phase: Callable[[Phase], None] | None = None,
-    on_reading: Callable[[Reading], None] | None = None,
-) -> Measurement:
-    """Evaluate `candidate` once; teardown runs on every path once launch was attempted.
-
-    `teardown` replaces `backend.teardown` (the caller's way to make it finish even
-    when a signal arrives meanwhile). `early` with `partial` (the backend's partial-log
-    capability) ends the warmup early on a certain verdict; `on_build` runs before
-    the build (it waits for a prefetch of this commit and says whether one is used),
-    `on_launch` once the build is done (prefetches start there), `on_step` between
-    warmup steps (a cancelled run raises there), `on_nothing_up` once nothing of this
-    evaluation can be left up (its last teardown succeeded, or nothing was launched),
-    on every path: an interrupt propagating from here has torn down too. `on_phase` is
-    told each phase as it begins (build, launch, ready, warmup, collect, teardown; their
-    times go to `Measurement.phase_s`), `on_reading` each look at a watched warmup.
-    """
-    m = Measurement(
-        candidate.commit, tree, phase, started_at=time.time(), slot=candidate.slot, why=why
-    )
-    m.eval_dir = str(candidate.eval_dir)
-    start = time.monotonic()
-    launched = collecting = False
-    tear_down = teardown or backend.teardown
-    clock = _PhaseClock(m, on_phase)
-
-    def logged(step: str) -> contextlib.AbstractContextManager[None]:
-        # Whatever the backend runs in this step keeps its output: evals/NNN/<step>.log.
-        context: contextlib.AbstractContextManager[None] = proc.logging_to(
-            candidate.eval_dir / f"{step}.log"
-        )
-        return context
-
-    def teardown_between(_state: object) -> None:
-        with logged("teardown"):
-            tear_down(candidate)
-
-    try:
-        candidate.eval_dir.mkdir(parents=True, exist_ok=True)
-        clock.begin("build")  # waiting for this commit's build ahead included
-        if on_build is not None:
-            on_build(m)
-        with logged("build"):
-            backend.build(candidate)
-        launched = True
-        if on_launch is not None:
-            on_launch()  # this build is done: the next ones can run while the cluster starts
-        clock.begin("launch")  # every attempt, and the teardowns between them
-        for attempt in Retrying(
-            stop=stop_after_attempt(max(1, launch_attempts)),
-            wait=wait_fixed(retry_wait_s),
-            retry=retry_if_exception_type(LaunchError),
-            before_sleep=teardown_between,
-            reraise=True,
-        ):
-            with attempt, logged("launch"):
-                m.launch_attempts += 1
-                m.launched_at = time.time()  # the log must be this attempt's
-                backend.launch(candidate)
-        clock.begin("ready")
-        clock.begin("warmup")
-        ready = time.monotonic()
-        ended: EarlyEnd | None = None
-        with logged("warmup"):
-            if early is not None and partial is not None:
-                ended = warm_up_watching(
-                    partial, candidate, early, on_step, m.trajectory, on_reading=on_reading
-                )
-                m.stopped_early = None if ended is None else ended.reason
-            else:
-                backend.warmup(candidate)
-        m.ran_s = round(time.monotonic() - ready, 3)
-        collecting = True
-        clock.begin("collect")  # the scoring too
-        with logged("collect"):
-            logs = [str(p) for p in backend.collect(candidate)]
-        m.logs = logs
-        if isinstance(scorer, ReadsLogDir):  # its metric is read from this evaluation's files
-            scorer = scorer.in_log_dir(candidate.log_dir)
-        rule = window or WindowRule()
-        if backend.traits.own_logs:  # the sim: each log is this launch's
-            rule = dataclasses.replace(rule, own_logs=True)
-        _score(
-            scorer,
-            logs,
-            metric,
-            m,
-            rule,
-            early=early,
-            ended=ended,
-            launch_id=candidate.launch_id,
-        )
-    except InfraError as exc:
-        m.reason, m.skipped_at = f"{exc.kind}: {exc.reason}", exc.kind
-    finally:
-        delivered = read_load(candidate.log_dir) if collecting else None
-        if delivered is not None:  # also on a skip: "the load did not run" shows its share
-            m.load_fraction, m.load = delivered.fraction, delivered.describe()
-        if m.value is None:
-            m.stopped_early = None  # a skip: the early look decided nothing
-            m.early_verdict = None
-        torn_down = not launched
-        clock.begin("teardown" if launched else None)
-        if launched:
-            try:
-                with logged("teardown"):
-                    tear_down(candidate)
-                torn_down = True
-            except InfraError as exc:
-                m.teardown_error = exc.reason
-                _teardown_failed(m, exc.reason)
-        clock.begin(None)
-        m.duration_s = round(time.monotonic() - start, 3)
-        if torn_down and on_nothing_up is not None:
-            on_nothing_up()
-    return m
 
 
 def _teardown_failed(m: Measurement, error: str) -> None:

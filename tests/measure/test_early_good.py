@@ -15,7 +15,7 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import ConfigError
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, onset, rescoring
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
@@ -85,10 +85,7 @@ def _evaluate(tmp_path: Path, backend: GrowingBackend) -> Measurement:
     return evaluate_candidate(
         backend,
         cand,
-        metric="conflicts",
-        window=WindowRule(backend.total_s),
-        early=_rule(),
-        partial=backend,
+        EvaluationSettings("conflicts", window=WindowRule(backend.total_s), early=_rule()),
     )
 
 

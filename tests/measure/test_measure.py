@@ -8,7 +8,7 @@ import pytest
 from bisector.backends.base import BackendTraits, Candidate
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from tests.helpers.local_backend import CONFLICT, WRITE
 
@@ -67,7 +67,7 @@ def _candidate(tmp_path: Path) -> Candidate:
 
 def test_measures_the_metric(tmp_path: Path) -> None:
     backend = FakeBackend()
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", tree="t")
+    m = evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts", tree="t"))
     assert m.value == 5 and m.reason is None
     assert backend.steps == ["build", "launch", "warmup", "collect", "teardown"]
     assert Measurement.from_dict(m.to_dict()) == m
@@ -75,7 +75,9 @@ def test_measures_the_metric(tmp_path: Path) -> None:
 
 def test_launch_is_retried_with_teardown_between(tmp_path: Path) -> None:
     backend = FakeBackend(launch_failures=2)
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", launch_attempts=3)
+    m = evaluate_candidate(
+        backend, _candidate(tmp_path), EvaluationSettings("conflicts", launch_attempts=3)
+    )
     assert m.value == 5 and m.launch_attempts == 3
     assert backend.steps[:5] == ["build", "launch", "teardown", "launch", "teardown"]
     assert backend.steps[-1] == "teardown"
@@ -83,14 +85,16 @@ def test_launch_is_retried_with_teardown_between(tmp_path: Path) -> None:
 
 def test_launch_failing_every_attempt_is_skip(tmp_path: Path) -> None:
     backend = FakeBackend(launch_failures=5)
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", launch_attempts=2)
+    m = evaluate_candidate(
+        backend, _candidate(tmp_path), EvaluationSettings("conflicts", launch_attempts=2)
+    )
     assert m.value is None and m.reason == "launch: no cluster"
     assert backend.steps.count("launch") == 2
 
 
 def test_build_failure_is_skip_without_launch(tmp_path: Path) -> None:
     backend = FakeBackend(fail="build")
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    m = evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts"))
     assert m.value is None and m.reason == "build: make failed"
     assert backend.steps == ["build"]
 
@@ -110,7 +114,7 @@ def test_collect_failure_and_logs_without_data_are_skip(
     tmp_path: Path, fail: str, lines: str, reason: str
 ) -> None:
     backend = FakeBackend(fail=fail, lines=lines)
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    m = evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts"))
     assert m.value is None and m.reason is not None
     assert reason in m.reason
     assert backend.steps[-1] == "teardown"
@@ -119,13 +123,13 @@ def test_collect_failure_and_logs_without_data_are_skip(
 def test_teardown_runs_on_interrupt(tmp_path: Path) -> None:
     backend = FakeBackend(fail="interrupt")
     with pytest.raises(KeyboardInterrupt):
-        evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+        evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts"))
     assert backend.steps[-1] == "teardown"
 
 
 def test_teardown_failure_is_recorded_not_raised(tmp_path: Path) -> None:
     backend = FakeBackend(fail="teardown")
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts")
+    m = evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts"))
     assert m.teardown_error == "delete failed"
     # An infrastructure failure: a skip with the reason, the value kept only for reading.
     assert m.value is None and m.reason == "teardown: delete failed"
@@ -138,7 +142,9 @@ def test_a_scorer_exception_is_skip_with_teardown(tmp_path: Path, error: Excepti
         raise error
 
     backend = FakeBackend()
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", scorer=scorer)
+    m = evaluate_candidate(
+        backend, _candidate(tmp_path), EvaluationSettings("conflicts", scorer=scorer)
+    )
     assert m.value is None and m.reason is not None
     assert m.reason.startswith("collect: log cannot be scored") and str(error) in m.reason
     assert backend.steps[-1] == "teardown"
@@ -149,7 +155,7 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     # evaluator files each phase's commands as evals/NNN/<phase>.log (issue 14).
     from bisector import proc
     from bisector.backends.base import Candidate
-    from bisector.measure.evaluation import evaluate_candidate
+    from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
     from tests.helpers.backend import FileValueBackend
 
     class Shell(FileValueBackend):
@@ -167,7 +173,7 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     worktree.mkdir()
     (worktree / "value").write_text("2\n")
     candidate = Candidate("c" * 40, worktree, tmp_path / "evals" / "001")
-    evaluate_candidate(Shell(), candidate, metric="conflicts")
+    evaluate_candidate(Shell(), candidate, EvaluationSettings("conflicts"))
     build = (candidate.eval_dir / "build.log").read_text()
     assert "echo compiling" in build and "compiling" in build and "warning" in build
     assert "exited with code 0" in build
@@ -213,8 +219,9 @@ def test_the_failed_step_is_a_field_not_the_reason_text() -> None:
 
 def test_a_failed_build_is_journaled_with_its_step(tmp_path: Path) -> None:
     backend = FakeBackend(fail="build")
-    m = evaluate_candidate(backend, _candidate(tmp_path), metric="conflicts", tree="t",
-                           phase="bisect")  # fmt: skip
+    m = evaluate_candidate(
+        backend, _candidate(tmp_path), EvaluationSettings("conflicts", phase="bisect", tree="t")
+    )
     assert m.skipped_at == "build" and not m.infra_skip
 
 
@@ -248,7 +255,7 @@ def test_a_replayed_log_is_this_launchs_only_when_it_names_it(
 ) -> None:
     backend = ReplayBackend(lines=head + (CONFLICT + "\n") * 5 + WRITE + "\n")
     candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
-    m = evaluate_candidate(backend, candidate, metric="conflicts")
+    m = evaluate_candidate(backend, candidate, EvaluationSettings("conflicts"))
     if reason is None:
         assert m.value == 5 and m.reason is None
     else:
@@ -269,7 +276,9 @@ def test_a_log_on_the_wall_clock_must_start_after_its_launch(tmp_path: Path) -> 
     for offset, ok in ((-5.0, True), (60.0, True), (-20.0, False), (-3 * 3600.0, False)):
         lines = line(now + offset, 409) * 3 + line(now + 70, 200)
         backend = ReplayBackend(lines=lines)
-        m = evaluate_candidate(backend, _candidate(tmp_path / str(offset)), metric="conflicts")
+        m = evaluate_candidate(
+            backend, _candidate(tmp_path / str(offset)), EvaluationSettings("conflicts")
+        )
         assert (m.reason is None) is ok, (offset, m.reason)
         if not ok:
             assert m.reason is not None and m.reason.startswith("stale log: it starts")
@@ -312,7 +321,7 @@ def test_source_metric_files_of_a_process_older_than_the_launch_are_stale(
     backend = StaleApiserverBackend(time.time() + offset)
     candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
     scorer = MetricRegistry().scorer(metric)
-    m = evaluate_candidate(backend, candidate, metric=metric, scorer=scorer)
+    m = evaluate_candidate(backend, candidate, EvaluationSettings(metric, scorer=scorer))
     assert (m.value is not None) is ok, m.reason
     if not ok:
         assert m.reason is not None and m.reason.startswith("stale metrics"), m.reason

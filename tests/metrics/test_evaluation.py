@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bisector.backends.base import BackendTraits, Candidate
 from bisector.backends.collected import ProcessUsage, write_processes
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
 from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
@@ -57,7 +57,9 @@ def _evaluate(tmp_path: Path, files: str, metric: str):  # type: ignore[no-untyp
     candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval")
     scorer = MetricRegistry().scorer(metric)
     return evaluate_candidate(
-        SourceBackend(files), candidate, metric=metric, scorer=scorer, window=WindowRule()
+        SourceBackend(files),
+        candidate,
+        EvaluationSettings(metric, scorer=scorer, window=WindowRule()),
     )
 
 
