@@ -139,13 +139,6 @@ def test_early_good_needs_check_every(tmp_path: Path) -> None:
         )
 
 
-def test_an_old_journal_line_stopped_early_was_a_bad_stop() -> None:
-    m = Measurement.from_dict(
-        {"commit": "c", "tree": "t", "phase": "bisect", "value": 300.0, "stopped_early": "x"}
-    )
-    assert m.early_verdict == "bad"
-
-
 # -- through the run ------------------------------------------------------------------
 
 LATE = 300  # a `value` meaning: a regression that shows only after 8 of 10 minutes

@@ -1,6 +1,6 @@
 """Each evaluation says its phases as they begin and measures their times (issue 29.1):
 build, launch (every attempt and the teardowns between), ready, warmup, collect,
-teardown; Measurement.phase_s is journaled, and older journals still read."""
+teardown; Measurement.phase_s is journaled (older journals: test_measurement.py)."""
 
 from __future__ import annotations
 
@@ -103,12 +103,6 @@ def test_a_failed_build_measures_only_the_build(tmp_path: Path, now: list[float]
     assert m.value is None and m.skipped_at == "build"
     assert said == ["build"]  # nothing launched: no teardown phase
     assert m.phase_s == {"build": 10}
-
-
-def test_a_journal_line_from_before_phase_times_still_reads() -> None:
-    old = {"commit": "c" * 40, "tree": "t", "phase": "bisect", "value": 3.0, "duration_s": 9.0}
-    m = Measurement.from_dict(old)
-    assert m.phase_s == {} and m.value == 3.0
 
 
 def test_a_resumed_run_predicts_from_the_phases_its_earlier_session_measured(

@@ -18,7 +18,7 @@ from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.provenance import WindowRule, launch_ids
 from tests.helpers.local_backend import CONFLICT, WRITE
 from tests.measure.test_early import T0, GrowingBackend, _line
-from tests.measure.test_measure import LAUNCH, FakeBackend, ReplayBackend
+from tests.measure.test_evaluation import LAUNCH, FakeBackend, ReplayBackend
 
 GARBLED = "\x8f\x01\x02 torn bytes \x00 of a damaged file"
 

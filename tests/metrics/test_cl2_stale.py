@@ -22,7 +22,7 @@ from bisector.metric_registry import MetricRegistry
 from bisector.metrics.cl2 import summary_time
 from tests.helpers.evidence import cl2_summaries, summary_name
 from tests.helpers.local_backend import CONFLICT, WRITE
-from tests.measure.test_measure import LAUNCH, ReplayBackend, _named
+from tests.measure.test_evaluation import LAUNCH, ReplayBackend, _named
 
 
 class Cl2ReportBackend(ReplayBackend):

@@ -1,3 +1,8 @@
+"""One evaluation, step by step (bisector.measure.evaluation): what it measures, and
+every way it ends as a skip with the reason (a step's failure, a log without data,
+another launch's log, a metric read from an earlier process), never as a verdict;
+teardown on every path."""
+
 from __future__ import annotations
 
 import time
@@ -6,10 +11,14 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import BackendTraits, Candidate
+from bisector.backends.collected import ProcessUsage, write_processes
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
+from bisector.metric_registry import MetricRegistry
+from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
 from tests.helpers.local_backend import CONFLICT, WRITE
 
 
@@ -182,41 +191,6 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     assert "deleting" in teardown and "exited with code 3" in teardown
 
 
-@pytest.mark.parametrize(
-    ("reason", "infra"),
-    [
-        ("launch: launch failed (exited with code 1): quota exceeded", True),
-        ("collect: collect did not write the log to $BISECTOR_LOG", True),
-        ("log covers 30s of 10m00s: apiserver restarted or log cut short", True),
-        ("checkout: git worktree add failed: fatal: bad object", True),
-        ("teardown: gcloud compute instances delete failed", True),
-        ("build: build failed (exited with code 2): make: *** [quick-release] Error 2", False),
-        ("build: instrument patch does not apply: error: patch failed", False),
-        ("build: undefined: wait.PollImmediateTimeout", False),
-        ("build: build failed (exited with code 1): cp: No space left on device", True),
-        ("build: build failed (timed out after 3600s)", True),
-        ("build: build failed (was killed by SIGKILL)", True),
-    ],
-)
-def test_an_infrastructure_skip_is_told_from_a_tree_that_does_not_build(
-    reason: str, infra: bool
-) -> None:
-    """As a journal from before `skipped_at` holds them (the step only in the reason)."""
-    old = {"commit": "c", "tree": "t", "phase": "bisect", "reason": reason}
-    assert Measurement.from_dict(old).infra_skip is infra
-    assert not Measurement.from_dict({**old, "value": 3.0}).infra_skip
-
-
-def test_the_failed_step_is_a_field_not_the_reason_text() -> None:
-    """A launch failure whose message happens to begin `build:` is the infrastructure's
-    (it was read as the tree's while the step was the reason's first word)."""
-    launch = Measurement("c", "t", "bisect", reason="build: x", skipped_at="launch")
-    assert launch.infra_skip
-    assert not Measurement("c", "t", "bisect", reason="it broke", skipped_at="build").infra_skip
-    written = Measurement.from_dict(launch.to_dict())  # a new journal keeps the field
-    assert written.skipped_at == "launch" and written.infra_skip
-
-
 def test_a_failed_build_is_journaled_with_its_step(tmp_path: Path) -> None:
     backend = FakeBackend(fail="build")
     m = evaluate_candidate(
@@ -325,3 +299,84 @@ def test_source_metric_files_of_a_process_older_than_the_launch_are_stale(
     assert (m.value is not None) is ok, m.reason
     if not ok:
         assert m.reason is not None and m.reason.startswith("stale metrics"), m.reason
+
+
+# -- a metric read from beside the log: the evaluation's own log directory ---------------
+# An evaluation scores a source metric from its own log directory; a missing or garbled
+# file there is a skip with the reason, never a value.
+
+
+class SourceBackend:
+    """Writes a log and, into the candidate's log dir, what `files` says."""
+
+    name = "source"
+    # Each evaluation's log is written fresh by collect (2017 times, another clock): its
+    # own, as the sim's (WindowRule.own_logs); the log-belonging rule is not tested here.
+    traits = BackendTraits(own_logs=True)
+
+    def __init__(self, files: str) -> None:
+        self.files = files
+
+    def setup(self) -> None: ...
+    def close(self) -> None: ...
+    def build(self, candidate: Candidate) -> None: ...
+    def launch(self, candidate: Candidate) -> None: ...
+    def warmup(self, candidate: Candidate) -> None: ...
+    def teardown(self, candidate: Candidate) -> None: ...
+    def plan(self, candidate: Candidate) -> list[str]:
+        return []
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        d = candidate.log_dir
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "kube-apiserver.log").write_text((CONFLICT + "\n") * 3 + WRITE + "\n")
+        if "prom" in self.files:
+            before = snapshot(
+                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 1)])
+            )
+            after = snapshot(
+                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 8)])
+            )
+            write_snapshots(d, before, after if "garbled" not in self.files else after[:-40] + "{{")
+        if "cl2" in self.files:
+            write_cl2_report(d / "cl2", throughput=77.0)
+        if "procs" in self.files:
+            write_processes(d, [ProcessUsage("kube-apiserver", 33.0, 1 << 30, 0.0, 60.0)])
+        return [d / "kube-apiserver.log"]
+
+
+def _evaluate(tmp_path: Path, files: str, metric: str) -> Measurement:
+    candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval")
+    scorer = MetricRegistry().scorer(metric)
+    return evaluate_candidate(
+        SourceBackend(files),
+        candidate,
+        EvaluationSettings(metric, scorer=scorer, window=WindowRule()),
+    )
+
+
+def test_source_metrics_come_from_the_evaluations_log_dir(tmp_path: Path) -> None:
+    m = _evaluate(tmp_path / "a", "prom cl2 procs", "terminated_watchers")
+    assert m.value == 7.0 and m.reason is None
+    assert m.metrics["conflicts"] == 3  # the log is scored too (its window is judged)
+    assert m.metrics["sources"]["terminated_watchers"]["source"] == "prometheus"
+    assert (
+        str(tmp_path / "a" / "eval" / "logs" / "metrics-after.prom")
+        in (m.metrics["sources"]["terminated_watchers"]["from"])
+    )
+    assert _evaluate(tmp_path / "b", "cl2", "scheduling_throughput").value == 77.0
+    assert _evaluate(tmp_path / "c", "procs", "apiserver_cpu_s").value == 33.0
+
+
+def test_missing_or_garbled_source_files_are_a_skip_with_the_reason(tmp_path: Path) -> None:
+    m = _evaluate(tmp_path / "a", "cl2", "terminated_watchers")
+    assert m.value is None and m.reason is not None
+    assert (
+        m.reason.startswith("collect: no metrics snapshot at") and "metrics-after.prom" in m.reason
+    )
+    m = _evaluate(tmp_path / "b", "prom garbled", "terminated_watchers")
+    assert m.value is None and m.reason is not None and "not Prometheus text format" in m.reason
+    m = _evaluate(tmp_path / "c", "prom", "pod_startup_p99_ms")
+    assert m.value is None and m.reason is not None and "no CL2 report directory" in m.reason
+    m = _evaluate(tmp_path / "d", "prom", "apiserver_cpu_s")
+    assert m.value is None and m.reason is not None and "no process measurements" in m.reason
