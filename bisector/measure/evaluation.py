@@ -1,10 +1,12 @@
 """One evaluation of one candidate: build, launch (with retries), warmup, collect, score, teardown.
 
-Self-contained so `run`, `demo` and `nightly` share it. Infrastructure failures,
-logs without data for the metric, and logs that are not this launch's or do not cover
-the measurement window (bisector.measure.provenance) come back as a measurement
-(bisector.measure.measurement) with no value and a `reason`: the caller records them
-as *skip*, never as a verdict.
+Self-contained so `run`, `demo` and `nightly` share it. Infrastructure failures (a
+step's InfraError, and an OSError or a failed command a backend let out of a step:
+`_step`), logs without data for the metric, and logs that are not this launch's or do
+not cover the measurement window (bisector.measure.provenance) come back as a
+measurement (bisector.measure.measurement) with no value and a `reason`: the caller
+records them as *skip*, never as a verdict. Any other exception (a bug) propagates
+after the teardown of what was launched: no measurement either.
 
 Early verdicts (bisector.measure.early) end a watched warmup before its time; the
 collected log is then held to what the early end claimed (`_score`).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_fixed
@@ -22,7 +25,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs, capability
 from bisector.backends.collected import read_load
-from bisector.errors import BisectorError, CollectError, InfraError, LaunchError
+from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import metric_value, score_logs
 from bisector.measure.early import (
     EarlyEnd,
@@ -115,22 +118,15 @@ def evaluate_candidate(
     early = settings.early
     partial = capability(backend, PartialLogs) if early is not None else None
 
-    def logged(step: str) -> contextlib.AbstractContextManager[None]:
-        # Whatever the backend runs in this step keeps its output: evals/NNN/<step>.log.
-        context: contextlib.AbstractContextManager[None] = proc.logging_to(
-            candidate.eval_dir / f"{step}.log"
-        )
-        return context
-
     def teardown_between(_state: object) -> None:
-        with logged("teardown"):
+        with _step(candidate, "teardown"):
             backend.teardown(candidate)
 
     try:
         candidate.eval_dir.mkdir(parents=True, exist_ok=True)
         clock.begin("build")  # waiting for this commit's build ahead included
         hooks.before_build(m)
-        with logged("build"):
+        with _step(candidate, "build"):
             backend.build(candidate)
         launched = True
         hooks.after_build()
@@ -142,7 +138,7 @@ def evaluate_candidate(
             before_sleep=teardown_between,
             reraise=True,
         ):
-            with attempt, logged("launch"):
+            with attempt, _step(candidate, "launch"):
                 m.launch_attempts += 1
                 m.launched_at = time.time()  # the log must be this attempt's
                 backend.launch(candidate)
@@ -150,7 +146,7 @@ def evaluate_candidate(
         clock.begin("warmup")
         ready = time.monotonic()
         ended: EarlyEnd | None = None
-        with logged("warmup"):
+        with _step(candidate, "warmup"):
             if early is not None and partial is not None:
                 ended = warm_up_watching(
                     partial,
@@ -166,7 +162,7 @@ def evaluate_candidate(
         m.ran_s = round(time.monotonic() - ready, 3)
         collecting = True
         clock.begin("collect")  # the scoring too
-        with logged("collect"):
+        with _step(candidate, "collect"):
             logs = [str(p) for p in backend.collect(candidate)]
         m.logs = logs
         scorer = settings.scorer
@@ -198,7 +194,7 @@ def evaluate_candidate(
         clock.begin("teardown" if launched else None)
         if launched:
             try:
-                with logged("teardown"):
+                with _step(candidate, "teardown"):
                     backend.teardown(candidate)
                 torn_down = True
             except InfraError as exc:
@@ -209,6 +205,33 @@ def evaluate_candidate(
         if torn_down:
             hooks.nothing_up()
     return m
+
+
+# What a step's OSError or failed command (proc.CommandError) is, when its backend let it
+# out: that step's skip, as the backend's own InfraError would have been (a launch's is
+# retried, a teardown's is a failed teardown), and said with the step when its kind is
+# another's. One door for every backend, as mozregression's Launcher.start is for its
+# launchers: no backend needs a clause of its own to keep them from ending the run.
+_STEP_FAILURES: dict[str, tuple[type[InfraError], str]] = {
+    "build": (BuildError, ""),
+    "launch": (LaunchError, ""),
+    "warmup": (CollectError, "warmup: "),  # the warmup that failed grew no log to collect
+    "collect": (CollectError, ""),
+    "teardown": (InfraError, ""),  # Measurement.teardown_error
+}
+
+
+@contextlib.contextmanager
+def _step(candidate: Candidate, step: str) -> Iterator[None]:
+    """One backend step: whatever it runs keeps its output (evals/NNN/<step>.log), and an
+    OSError or a failed command out of it is the step's InfraError (_STEP_FAILURES)."""
+    try:
+        with proc.logging_to(candidate.eval_dir / f"{step}.log"):
+            yield
+    except (OSError, proc.CommandError) as exc:
+        error, said = _STEP_FAILURES[step]
+        text = str(exc) if isinstance(exc, proc.CommandError) else f"{type(exc).__name__}: {exc}"
+        raise error(f"{said}{text}") from exc
 
 
 class _PhaseClock:

@@ -5,21 +5,26 @@ teardown on every path."""
 
 from __future__ import annotations
 
+import errno
 import time
 from pathlib import Path
 
 import pytest
 
+from bisector import proc
 from bisector.backends.base import BackendTraits, Candidate
 from bisector.backends.collected import ProcessUsage, write_processes
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
-from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
+from tests.helpers.backend import FileValueBackend
 from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import CONFLICT, WRITE
+from tests.helpers.repo import build_repo
 
 
 class FakeBackend:
@@ -380,3 +385,151 @@ def test_missing_or_garbled_source_files_are_a_skip_with_the_reason(tmp_path: Pa
     assert m.value is None and m.reason is not None and "no CL2 report directory" in m.reason
     m = _evaluate(tmp_path / "d", "prom", "apiserver_cpu_s")
     assert m.value is None and m.reason is not None and "no process measurements" in m.reason
+
+
+# -- a backend step's OSError or failed command: that step's skip, once for every backend ---
+# mozregression's Launcher.start turns whatever a launcher raises into one LauncherError;
+# here the driver turns what a backend's step lets out (an OSError: a full disk, a file
+# gone; a CommandError: a command that failed and no clause of the backend's caught it)
+# into that step's skip, so no backend needs a clause of its own to keep it from ending
+# the run, and none can make it a verdict.
+
+FAILURES = {
+    "oserror": OSError(errno.ENOSPC, "No space left on device"),
+    "command": proc.CommandError(["kubectl", "apply", "-f", "x.yaml"], 1, "", "unreachable"),
+}
+# The step each backend step's failure is said as (Measurement.skipped_at); the warmup
+# that failed gave no log to collect.
+SAID_AS = {"build": "build", "launch": "launch", "warmup": "collect", "collect": "collect"}
+
+
+class RaisingBackend(FakeBackend):
+    """FakeBackend whose `step` raises `error` its first `times` calls, as a backend with
+    no except clause of its own would let it out."""
+
+    def __init__(self, step: str, error: Exception, times: int = 1_000) -> None:
+        super().__init__()
+        self.step, self.error, self.times = step, error, times
+
+    def _maybe_raise(self, step: str) -> None:
+        if step == self.step and self.times > 0:
+            self.times -= 1
+            raise self.error
+
+    def build(self, candidate: Candidate) -> None:
+        super().build(candidate)
+        self._maybe_raise("build")
+
+    def launch(self, candidate: Candidate) -> None:
+        super().launch(candidate)
+        self._maybe_raise("launch")
+
+    def warmup(self, candidate: Candidate) -> None:
+        super().warmup(candidate)
+        self._maybe_raise("warmup")
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        logs = super().collect(candidate)
+        self._maybe_raise("collect")
+        return logs
+
+    def teardown(self, candidate: Candidate) -> None:
+        super().teardown(candidate)
+        self._maybe_raise("teardown")
+
+
+class NothingUp(EvaluationHooks):
+    def __init__(self) -> None:
+        self.said = False
+
+    def nothing_up(self) -> None:
+        self.said = True
+
+
+@pytest.mark.parametrize("kind", sorted(FAILURES))
+@pytest.mark.parametrize("step", sorted(SAID_AS))
+def test_a_steps_oserror_or_failed_command_is_that_steps_skip(
+    tmp_path: Path, step: str, kind: str
+) -> None:
+    error = FAILURES[kind]
+    backend = RaisingBackend(step, error)
+    hooks = NothingUp()
+    m = evaluate_candidate(
+        backend, _candidate(tmp_path), EvaluationSettings("conflicts", launch_attempts=2), hooks
+    )
+    said = SAID_AS[step]
+    assert m.value is None and m.skipped_at == said, m
+    assert m.reason is not None and m.reason.startswith(f"{said}: "), m.reason
+    assert str(error) in m.reason
+    if step != said:
+        assert f"{step}: " in m.reason  # the step that failed is named
+    if kind == "oserror":
+        assert "OSError" in m.reason
+    assert m.stopped_early is None and m.early_verdict is None
+    if step == "build":
+        assert backend.steps == ["build"]  # nothing launched, nothing to tear down
+    else:
+        assert backend.steps[-1] == "teardown"
+    assert hooks.said  # torn down (or nothing launched): nothing left up
+
+
+@pytest.mark.parametrize("kind", sorted(FAILURES))
+def test_a_launchs_oserror_or_failed_command_is_retried_as_a_launch_failure(
+    tmp_path: Path, kind: str
+) -> None:
+    backend = RaisingBackend("launch", FAILURES[kind], times=2)
+    m = evaluate_candidate(
+        backend, _candidate(tmp_path), EvaluationSettings("conflicts", launch_attempts=3)
+    )
+    assert m.value == 5 and m.reason is None and m.launch_attempts == 3
+    assert backend.steps[:5] == ["build", "launch", "teardown", "launch", "teardown"]
+    assert backend.steps[-1] == "teardown"
+
+
+@pytest.mark.parametrize("kind", sorted(FAILURES))
+def test_a_teardowns_oserror_or_failed_command_is_a_failed_teardown(
+    tmp_path: Path, kind: str
+) -> None:
+    error = FAILURES[kind]
+    backend = RaisingBackend("teardown", error)
+    hooks = NothingUp()
+    m = evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts"), hooks)
+    assert m.teardown_error is not None and str(error) in m.teardown_error
+    assert m.value is None and m.skipped_at == "teardown"
+    assert m.reason == f"teardown: {m.teardown_error}"
+    assert m.metrics["value_before_teardown_failed"] == 5  # kept for reading, never a value
+    assert not hooks.said  # something may still be up: said loudly by the caller
+
+
+@pytest.mark.parametrize("step", ["launch", "collect"])
+def test_any_other_exception_propagates_after_the_teardown(tmp_path: Path, step: str) -> None:
+    """A bug in a backend (here a RuntimeError) is neither a skip nor a measurement: it
+    ends the evaluation with no value to read, once what was launched is torn down."""
+    backend = RaisingBackend(step, RuntimeError("a bug"))
+    with pytest.raises(RuntimeError, match="a bug"):
+        evaluate_candidate(backend, _candidate(tmp_path), EvaluationSettings("conflicts"))
+    assert backend.steps[-1] == "teardown"
+
+
+def test_a_run_goes_on_past_a_backend_whose_collect_raised(tmp_path: Path) -> None:
+    """Through the whole run: a commit whose collect raised OSError is a skip with the
+    reason, the run does not end there, and the culprit (neither that commit nor its
+    child) is still found."""
+    built = build_repo(tmp_path / "repo", [1] * 8 + [9] * 8)
+    failing: set[str] = set()  # the first commit measured whose skip leaves one culprit
+    culprit_and_ends = {built.mainline[i] for i in (0, 7, 8, -1)}
+
+    class Flaky(FileValueBackend):
+        def collect(self, candidate: Candidate) -> list[Path]:
+            if not failing and candidate.commit not in culprit_and_ends:
+                failing.add(candidate.commit)
+            if candidate.commit in failing:
+                raise OSError(errno.EIO, "Input/output error")
+            return super().collect(candidate)
+
+    report, _ = bisect_built(tmp_path, built, Flaky(), threshold=5.0)
+    (commit,) = failing
+    skipped = [e for e in report.evaluations if e.commit == commit]
+    assert skipped and all(e.verdict == "skip" for e in skipped)
+    assert all("Input/output error" in (e.reason or "") for e in skipped)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[8]
