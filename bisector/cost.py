@@ -214,7 +214,7 @@ def evaluation_s(*, backend: str, warmup_s: float, estimate_s: float | None) -> 
     return None if phases is None else phases.evaluation_s
 
 
-# The phases an evaluation spends its time in (bisector.measure.evaluation: Measurement.phase_s).
+# The phases an evaluation spends its time in (bisector.measure.measurement: Measurement.phase_s).
 MEASURED_PHASES = ("build", "launch", "warmup", "collect", "teardown")
 
 

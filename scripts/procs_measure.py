@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import BackendContext, Candidate, ForwardingBackend
 from bisector.backends.collected import read_processes
 from bisector.backends.registry import create_backend
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError, CollectError, InfraError
 from bisector.gitrepo import GitRepo
-from bisector.measure.evaluation import WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.provenance import WindowRule
 from bisector.search.decide import calibrate_threshold
 from bisector.settings import RunSettings
 from bisector.signals import held_during, sigterm_as_interrupt
@@ -51,6 +52,14 @@ class Target:
     commit: str = ""
     build_s: float | None = None
     runs: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _FinishingTeardown(ForwardingBackend):
+    """The backend with a teardown that runs to its end whatever signal arrives."""
+
+    def teardown(self, candidate: Candidate) -> None:
+        with held_during("teardown"), proc.protected():
+            self.inner.teardown(candidate)
 
 
 def _parse_target(text: str) -> Target:
@@ -150,10 +159,6 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
 
-    def teardown(candidate: Candidate) -> None:
-        with held_during("teardown"), proc.protected():
-            backend.teardown(candidate)
-
     n = 0
     with sigterm_as_interrupt(), proc.track_groups(run_dir / "processes.jsonl"):
         for line in proc.stop_orphans(run_dir / "processes.jsonl"):
@@ -177,12 +182,9 @@ def main(argv: list[str] | None = None) -> int:
                     worktree = run_dir / "worktrees" / t.commit[:12]
                     candidate = Candidate(t.commit, worktree, run_dir / "evals" / f"{n:03d}")
                     m = evaluate_candidate(
-                        backend,
+                        _FinishingTeardown(backend),
                         candidate,
-                        metric=settings.metric,
-                        scorer=scorer,
-                        window=rule,
-                        teardown=teardown,
+                        EvaluationSettings(settings.metric, scorer=scorer, window=rule),
                     )
                     row = _row(t, m, candidate.log_dir)
                     t.runs.append(row)

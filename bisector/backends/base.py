@@ -21,7 +21,7 @@ class Candidate:
     eval_dir: Path  # this evaluation's directory inside the run directory
     slot: int = 0  # parallel slot: backends derive cluster names from it
     # This evaluation's launch id: a log naming it (`bisector-launch-id=<id>`) shows it is
-    # this launch's (bisector.measure.evaluation.WindowRule); the local backend exports it.
+    # this launch's (bisector.measure.provenance.WindowRule); the local backend exports it.
     launch_id: str = ""
 
     @property
@@ -52,7 +52,7 @@ class BackendTraits:
     when its configuration decides): the run reads these, never attributes by name."""
 
     # Each evaluation's log is made fresh into its own directory (the sim): it cannot be
-    # another launch's, whatever its clock says (bisector.measure.evaluation.WindowRule).
+    # another launch's, whatever its clock says (bisector.measure.provenance.WindowRule).
     own_logs: bool = False
     # The log's times are this machine's wall clock (procs): a log must cover the run.
     real_time_logs: bool = False

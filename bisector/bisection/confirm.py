@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 from bisector.bisection.start import Bisection
 from bisector.gitrepo import GitRepo
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Mark, read_journal
+from bisector.measure.measurement import Measurement
 from bisector.search.base import Found
 from bisector.search.decide import ConfirmRule, DecisionRule
 

@@ -13,8 +13,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from bisector.errors import BisectorError
-from bisector.measure.evaluation import Measurement
 from bisector.measure.evaluator import Evaluator
+from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
 from bisector.search.base import Job, Search, SearchRange
 from bisector.search.decide import DecisionRule, calibrate_threshold

@@ -12,9 +12,9 @@ from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Mark as MarkRecord
 from bisector.measure.journal import TeardownFailed
+from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
 from bisector.report.model import (
     Culprit,

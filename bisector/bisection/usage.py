@@ -25,7 +25,7 @@ from pathlib import Path
 
 from bisector import proclog
 from bisector.bisection.plan import Estimate
-from bisector.measure.evaluation import Measurement
+from bisector.measure.measurement import Measurement
 from bisector.report.model import CostSummary, MeasuredCost, ModelCost, ModelPhases
 
 LAUNCH_LOG = "launch.log"

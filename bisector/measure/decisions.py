@@ -10,8 +10,8 @@ from typing import TypeVar
 
 from bisector.gitrepo import GitRepo
 from bisector.measure.early import EarlyPolicy
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Journal, Mark, read_journal
+from bisector.measure.measurement import Measurement
 from bisector.numbers import format_value
 from bisector.search.base import Job
 from bisector.search.decide import Decision, DecisionRule, SameTree

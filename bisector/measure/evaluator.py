@@ -39,24 +39,26 @@ from bisector.measure.early import (
     Scorer,
     rescoring,
 )
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import (
     Begin,
     Cleaned,
     EarlyGoodWithdrawn,
     Journal,
 )
+from bisector.measure.measurement import Measurement
 from bisector.measure.parallel import (
     CancellableBackend,
     Interrupted,
     run_concurrently,
 )
 from bisector.measure.prefetch import Prefetcher
+from bisector.measure.provenance import WindowRule
 from bisector.measure.teardown import Teardowns
 from bisector.numbers import NO_VALUE, format_value
 from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
-from bisector.search.progress import Phase, PhaseStarted, Progress
+from bisector.search.progress import Phase, PhaseStarted, Progress, Reading
 from bisector.signals import interrupt_pending
 
 T = TypeVar("T")
@@ -98,7 +100,7 @@ class MeasureSettings:
     real_time_logs: bool = False  # the backend's logs carry wall-clock time
     check_every_s: float | None = None  # look at the log this often during the warmup
     prefetch_builds: int = 0  # builds of possible next candidates meanwhile (0: off)
-    early_good: bool = False  # search runs may end early as good (see bisector.measure.evaluation)
+    early_good: bool = False  # search runs may end early as good (see bisector.measure.early)
 
 
 class Evaluator(Deciding):
@@ -241,7 +243,7 @@ class Evaluator(Deciding):
             self.journal.write(EarlyGoodWithdrawn(why))
 
     def window_rule(self) -> WindowRule:
-        """What a log must cover and show (bisector.measure.evaluation.WindowRule): a run that
+        """What a log must cover and show (bisector.measure.provenance.WindowRule): a run that
         took time of its own is held to that; the endpoints' logs are the fallback."""
         span, real_time = self.reference_span_s or 0.0, self.settings.real_time_logs
         return WindowRule(span, real_time, earlier=self.journal.logs_seen)
@@ -268,16 +270,16 @@ class Evaluator(Deciding):
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._runs_left(), eta)
             self._started_since_expect += 1
         early = self.early_stop(early_threshold, job.phase)
-        nothing_up = threading.Event()
+        hooks = _SlotHooks(self, candidate, job.phase)
         try:
-            m = self._evaluate(candidate, job, tree, early, nothing_up.set)
+            m = self._evaluate(candidate, job, tree, early, hooks)
             m.logs = gzip_logs(m.logs)  # scored: kept gzipped at rest (bisector.runfiles)
             self.prefetch.finish()
         except BaseException:
             self.progress.evaluated(slot)
             # An interrupt (Ctrl-C, SIGTERM) that reached here after the teardown: said
             # in the journal, so `cleanup` and the next run do not tear down again.
-            if nothing_up.is_set():
+            if hooks.nothing_left_up.is_set():
                 with self.lock:
                     self.teardowns.in_flight.pop(slot, None)
                     self.journal.write(Cleaned(str(eval_dir)))
@@ -322,34 +324,21 @@ class Evaluator(Deciding):
         job: Job,
         tree: str,
         early: EarlyStop | None,
-        on_nothing_up: Callable[[], None],
+        hooks: EvaluationHooks,
     ) -> Measurement:
-        return evaluate_candidate(
-            CancellableBackend(self.backend, self.cancelled),
-            candidate,
-            metric=self.settings.metric,
-            tree=tree,
+        settings = EvaluationSettings(
+            self.settings.metric,
             phase=job.phase,
+            tree=tree,
+            why=job.why,
             launch_attempts=self.settings.launch_attempts,
             retry_wait_s=self.settings.retry_wait_s,
             scorer=self.scorer,
             window=self.window_rule(),
-            why=job.why,
-            teardown=self.teardowns.run,
             early=early,
-            partial=capability(self.backend, PartialLogs),
-            on_build=self.prefetch.use,
-            on_launch=self.prefetch.start,
-            on_step=self._check_cancelled,
-            on_nothing_up=on_nothing_up,
-            on_phase=functools.partial(self._phase_began, candidate, job.phase),
-            on_reading=functools.partial(self.progress.reading, candidate.slot),
         )
-
-    def _phase_began(self, candidate: Candidate, kind: str, phase: Phase) -> None:
-        """A phase of `candidate`'s evaluation begins: shown with its expected time."""
-        expected = self.phase_times.expected(phase, search=kind == "bisect")
-        self.progress.phase(PhaseStarted(candidate.slot, candidate.commit, phase, expected))
+        backend = CancellableBackend(self.teardowns.finishing(), self.cancelled)
+        return evaluate_candidate(backend, candidate, settings, hooks)
 
     def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:
         """One fresh run per job, `slots` at a time (one round per `slots` jobs).
@@ -413,7 +402,8 @@ class Evaluator(Deciding):
         if medians:
             self.reference_span_s = min(medians)
 
-    def _check_cancelled(self) -> None:
+    def check_cancelled(self) -> None:
+        """Raise Interrupted once the run was cancelled (between a watched warmup's steps)."""
         if self.cancelled.is_set():
             raise Interrupted("the run was interrupted")
 
@@ -441,3 +431,36 @@ class Evaluator(Deciding):
             self.repo.add_worktree(worktree, begun.commit)
             candidate = Candidate(begun.commit, worktree, Path(begun.eval_dir), begun.slot)
             self.teardowns.now(candidate)
+
+
+class _SlotHooks(EvaluationHooks):
+    """The evaluator's part in one evaluation of a slot: builds ahead, a cancelled run,
+    the progress line, and whether anything of it can still be up."""
+
+    def __init__(self, evaluator: Evaluator, candidate: Candidate, phase: str) -> None:
+        self.evaluator = evaluator
+        self.candidate = candidate
+        self.phase = phase
+        self.nothing_left_up = threading.Event()
+
+    def before_build(self, m: Measurement) -> None:
+        self.evaluator.prefetch.use(m)
+
+    def after_build(self) -> None:
+        self.evaluator.prefetch.start()
+
+    def between_looks(self) -> None:
+        self.evaluator.check_cancelled()
+
+    def phase_begins(self, phase: Phase) -> None:
+        evaluator = self.evaluator
+        expected = evaluator.phase_times.expected(phase, search=self.phase == "bisect")
+        evaluator.progress.phase(
+            PhaseStarted(self.candidate.slot, self.candidate.commit, phase, expected)
+        )
+
+    def reading(self, reading: Reading) -> None:
+        self.evaluator.progress.reading(self.candidate.slot, reading)
+
+    def nothing_up(self) -> None:
+        self.nothing_left_up.set()

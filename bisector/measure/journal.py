@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from bisector.errors import LaunchError
-from bisector.measure.evaluation import LogSeen, Measurement, seen_log
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import LogSeen, seen_log
 
 # Earlier sessions in which a commit's every launch attempt failed (in one of them beside
 # another commit that launched and was measured) before its launch skip is kept.
@@ -351,7 +352,7 @@ class Journal:
 
     def logs_seen(self) -> tuple[LogSeen, ...]:
         """The logs of every measurement known (this run's, skips too, and the cache's):
-        a later log that is one of them is stale (bisector.measure.evaluation)."""
+        a later log that is one of them is stale (bisector.measure.provenance)."""
         cached = [m for ms in self.by_tree.values() for m in ms if m.id in self.cached_ids]
         return tuple(seen_log(m) for m in [*self.own, *cached] if m.window or m.head)
 

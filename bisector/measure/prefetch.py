@@ -19,8 +19,8 @@ from pathlib import Path
 from bisector.backends.base import Backend, PrefetchBuilds, capability
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Journal, Prefetch
+from bisector.measure.measurement import Measurement
 from bisector.measure.parallel import Interrupted, kill_running_commands
 from bisector.search.progress import Progress
 

@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.base import Backend, Candidate
+from bisector.backends.base import Backend, Candidate, ForwardingBackend
 from bisector.errors import InfraError
 from bisector.measure.journal import Cleaned, Journal, TeardownFailed
 from bisector.search.progress import Progress
@@ -68,6 +68,10 @@ class Teardowns:
             with self.lock:
                 self._tearing_down.discard(candidate.slot)
 
+    def finishing(self) -> Backend:
+        """The backend as an evaluation drives it: its teardown is `run`'s."""
+        return _FinishingTeardown(self.backend, self)
+
     def failed(self, candidate: Candidate, error: str) -> None:
         record = TeardownFailed(candidate.commit, str(candidate.eval_dir), error)
         self.journal.write(record)
@@ -93,3 +97,14 @@ class Teardowns:
             candidate = self.in_flight.pop(slot, None)
         if candidate is not None:
             self.now(candidate)
+
+
+class _FinishingTeardown(ForwardingBackend):
+    """A backend whose teardown runs to its end whatever signal arrives (Teardowns.run)."""
+
+    def __init__(self, inner: Backend, teardowns: Teardowns) -> None:
+        super().__init__(inner)
+        self.teardowns = teardowns
+
+    def teardown(self, candidate: Candidate) -> None:
+        self.teardowns.run(candidate)

@@ -38,7 +38,7 @@ class Reading:
     # Wall time (epoch s) the measured process started (/metrics' process_start_time_seconds),
     # its measurement began (processes.json `start`) or the CL2 summary was written: never
     # before the launch, an evaluation holds it to its launch as it holds the log
-    # (bisector.measure.evaluation). None: the files do not say.
+    # (bisector.measure.provenance). None: the files do not say.
     started: float | None = None
 
     def to_dict(self) -> dict[str, object]:

@@ -1,7 +1,7 @@
 """An evaluation's scores when its metric comes from beside the log.
 
 The log is still scored (its span and timestamps say whether the run covered its
-window, was stale or restarted: bisector.measure.evaluation judges that as for any
+window, was stale or restarted: bisector.measure.provenance judges that as for any
 metric); the metric's value then comes from the files `collect` left in the
 evaluation's own log directory. A scorer that needs that directory says so with
 `in_log_dir` (the `ReadsLogDir` capability): the evaluation binds it to its own

@@ -28,8 +28,8 @@ import math
 
 from bisector.errors import BisectorError
 from bisector.gitrepo import BisectSession
-from bisector.measure.evaluation import Measurement
 from bisector.measure.evaluator import Evaluator
+from bisector.measure.measurement import Measurement
 from bisector.report.model import LikelyRange, SearchSummary
 from bisector.search.base import Found, Job, SearchRange
 from bisector.search.decide import SameTree

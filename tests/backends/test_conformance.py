@@ -30,7 +30,7 @@ from bisector.backends.gce.backend import SERVER_TARBALL
 from bisector.backends.registry import BACKENDS, create_backend
 from bisector.config import Section
 from bisector.demo_repo import PROFILE_PATH
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.parallel import CancellableBackend
 from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
@@ -185,9 +185,10 @@ def test_a_failed_launch_is_torn_down_exactly_once_and_is_a_skip(
     LAUNCH_FAILS[backend.name](fake)
     unbuilt = _Unbuilt(backend)
     m = evaluate_candidate(
-        unbuilt, _candidate(tmp_path), metric="conflicts", tree="t", phase="bisect",
-        launch_attempts=1,
-    )  # fmt: skip
+        unbuilt,
+        _candidate(tmp_path),
+        EvaluationSettings("conflicts", phase="bisect", tree="t", launch_attempts=1),
+    )
     assert unbuilt.teardowns == 1
     assert m.value is None and m.skipped_at == "launch", m.reason
     assert m.teardown_error is None

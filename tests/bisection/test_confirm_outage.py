@@ -19,8 +19,8 @@ import pytest
 from bisector.bisection.confirm import confirm
 from bisector.bisection.start import Bisection
 from bisector.gitrepo import CommitInfo
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Mark, append_line
+from bisector.measure.measurement import Measurement
 from bisector.search.base import Found
 from bisector.search.decide import Decision, DecisionRule, MajorityRule
 

@@ -17,8 +17,8 @@ from bisector.bisection.usage import busy_s, cluster_time, cost_summary, launch_
 from bisector.cost import KUBEMARK_2017, SearchShape, cost, expected_search
 from bisector.demo_repo import create_demo_repo, demo_config
 from bisector.gitrepo import GitRepo
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Journal, Measured, read_journal
+from bisector.measure.measurement import Measurement
 from bisector.report.model import Report
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings

@@ -17,7 +17,7 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.report_builder import _verdict
 from bisector.ci.changepoint import find_step
 from bisector.errors import LaunchError
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import Journal, ThresholdSet
 from bisector.report import Report
 from bisector.search.decide import MajorityRule
@@ -193,7 +193,7 @@ def test_teardown_runs_after_the_last_failed_launch_attempt(tmp_path: Path) -> N
     worktree.mkdir()
     (worktree / "value").write_text("2\n")
     candidate = Candidate("c" * 40, worktree, tmp_path / "eval")
-    m = evaluate_candidate(backend, candidate, metric="conflicts", launch_attempts=2)
+    m = evaluate_candidate(backend, candidate, EvaluationSettings("conflicts", launch_attempts=2))
     assert m.value is None and m.launch_attempts == 2
     steps = [s for s, _ in backend.steps]
     assert steps == ["build", "launch", "teardown", "launch", "teardown"]

@@ -17,8 +17,8 @@ import pytest
 
 from bisector.bisection.question import QUESTION_PARTS, other_question
 from bisector.exitcodes import RunExit
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Measured, Record, Start, ThresholdSet
+from bisector.measure.measurement import Measurement
 from tests.helpers.faults import FaultDriver, journal, measurements, run_args
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo

@@ -27,7 +27,7 @@ WRITE = (
 )
 
 # The line a launch writes into its apiserver's log to show the log is its own (the
-# helpers' logs are on a 2017 clock, which cannot: bisector.measure.evaluation.WindowRule).
+# helpers' logs are on a 2017 clock, which cannot: bisector.measure.provenance.WindowRule).
 # Unset under a bisector from before launch ids (scripts/bench_noise_cli.py before:REV).
 LAUNCH_LINE = (
     "I0602 05:51:09.000000       7 server.go:105] bisector-launch-id=${BISECTOR_LAUNCH_ID:-}"

@@ -17,7 +17,7 @@ import pytest
 from bisector.backends.base import BackendTraits, Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.gitrepo import GitRepo
-from bisector.measure import evaluation as measure
+from bisector.measure import provenance
 from bisector.search.progress import PlainProgress
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.local_backend import write_local_config
@@ -78,7 +78,7 @@ def test_a_fast_good_tree_is_no_log_cut_short_and_a_restart_still_is(
     # Seconds of workload per tree: the good endpoint's 0.4 s, faster good trees 0.1 s
     # (an optimisation in the range), bad trees 1.6 s. Half the endpoints' median span
     # (about 0.5 s) skipped every good run; half of what each run ran is the measure.
-    monkeypatch.setattr(measure, "MIN_RAN_S", 0.05, raising=False)
+    monkeypatch.setattr(provenance, "MIN_RAN_S", 0.05)
     values = [2, 1, 1, 40, 40, 40, 40, 40, 40, 40]
     built = build_repo(tmp_path / "repo", values)
     # The first commit git measures, bad, past the culprit: cut short, it reads good.

@@ -4,7 +4,7 @@ said as such, typed (`Decision.same_tree`), never recognised later by its words.
 from __future__ import annotations
 
 from bisector.measure.decisions import _same_tree_said
-from bisector.measure.evaluation import Measurement
+from bisector.measure.measurement import Measurement
 from bisector.search.decide import Decision, SameTree
 
 MERGE, BRANCH_TIP = "a" * 40, "b" * 40

@@ -16,8 +16,10 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import CollectError
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyPolicy, EarlyStop, is_monotone, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import Journal, Measured, read_journal
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from bisector.search.progress import PlainProgress, Reading
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.inprocess import bisect_built
@@ -123,10 +125,7 @@ def _evaluate(tmp_path: Path, backend: GrowingBackend, threshold: float = 250) -
     return evaluate_candidate(
         backend,
         cand,
-        metric="conflicts",
-        window=WindowRule(backend.total_s),
-        early=early,
-        partial=backend,
+        EvaluationSettings("conflicts", window=WindowRule(backend.total_s), early=early),
     )
 
 
@@ -153,8 +152,7 @@ def test_a_good_warmup_runs_to_its_end_with_the_same_value(tmp_path: Path) -> No
     whole = evaluate_candidate(
         GrowingBackend(20),
         Candidate("c" * 40, tmp_path, tmp_path / "b"),
-        metric="conflicts",
-        window=WindowRule(120.0),
+        EvaluationSettings("conflicts", window=WindowRule(120.0)),
     )
     assert whole.value == stepped.value
 
@@ -372,14 +370,16 @@ def test_each_look_is_passed_on_as_a_reading(tmp_path: Path) -> None:
     backend = GrowingBackend(100)
     readings: list[Reading] = []
     early = EarlyStop("conflicts", 250, 10.0, backend.total_s, rescoring(score_logs))
+
+    class Readings(EvaluationHooks):
+        def reading(self, reading: Reading) -> None:
+            readings.append(reading)
+
     evaluate_candidate(
         backend,
         Candidate("c" * 40, tmp_path, tmp_path / "eval"),
-        metric="conflicts",
-        window=WindowRule(backend.total_s),
-        early=early,
-        partial=backend,
-        on_reading=readings.append,
+        EvaluationSettings("conflicts", window=WindowRule(backend.total_s), early=early),
+        Readings(),
     )
     assert [(r.elapsed_s, r.value) for r in readings] == [(10, 100), (20, 200), (30, 300)]
     assert readings[-1].describe() == "conflicts 300 >= 250: bad after 30s of 2m00s"

@@ -14,7 +14,9 @@ from pathlib import Path
 from bisector.backends.base import Candidate
 from bisector.logs import Scores, score_logs
 from bisector.measure.early import EarlyEnd, EarlyStop, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, _score, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, _score, evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.measure.test_early import T0, GrowingBackend, _line
 
 
@@ -43,10 +45,7 @@ def test_a_look_its_own_log_contradicts_makes_the_run_a_skip(tmp_path: Path) -> 
     m = evaluate_candidate(
         backend,
         Candidate("c" * 40, tmp_path, tmp_path / "eval"),
-        metric="conflicts",
-        window=WindowRule(120.0),
-        early=early,
-        partial=backend,
+        EvaluationSettings("conflicts", window=WindowRule(120.0), early=early),
     )
     assert backend.steps[-3:] == ["step 80", "collect", "teardown"]  # cut short there
     assert m.value is None, m
@@ -77,10 +76,7 @@ def test_a_look_whose_scorer_fails_only_means_warming_up_on(tmp_path: Path) -> N
     m = evaluate_candidate(
         backend,
         Candidate("c" * 40, tmp_path, tmp_path / "eval"),
-        metric="conflicts",
-        window=WindowRule(backend.total_s),
-        early=early,
-        partial=backend,
+        EvaluationSettings("conflicts", window=WindowRule(backend.total_s), early=early),
     )
     assert m.stopped_early is None and m.value == 1200  # the whole warmup, then scored
     assert "step 120" in backend.steps

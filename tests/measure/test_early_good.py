@@ -15,8 +15,10 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import ConfigError
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, onset, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
 from tests.helpers.inprocess import bisect_built
@@ -83,10 +85,7 @@ def _evaluate(tmp_path: Path, backend: GrowingBackend) -> Measurement:
     return evaluate_candidate(
         backend,
         cand,
-        metric="conflicts",
-        window=WindowRule(backend.total_s),
-        early=_rule(),
-        partial=backend,
+        EvaluationSettings("conflicts", window=WindowRule(backend.total_s), early=_rule()),
     )
 
 
@@ -138,13 +137,6 @@ def test_early_good_needs_check_every(tmp_path: Path) -> None:
             repo=built.path,
             early_good=True,
         )
-
-
-def test_an_old_journal_line_stopped_early_was_a_bad_stop() -> None:
-    m = Measurement.from_dict(
-        {"commit": "c", "tree": "t", "phase": "bisect", "value": 300.0, "stopped_early": "x"}
-    )
-    assert m.early_verdict == "bad"
 
 
 # -- through the run ------------------------------------------------------------------

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Journal, append_line, read_lines
+from bisector.measure.measurement import Measurement
 
 
 def test_torn_last_line_is_ignored_and_not_glued(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Journal, Measured, append_line, read_journal
+from bisector.measure.measurement import Measurement
 
 FINGERPRINT = "f" * 16
 

@@ -1,6 +1,6 @@
 """Each evaluation says its phases as they begin and measures their times (issue 29.1):
 build, launch (every attempt and the teardowns between), ready, warmup, collect,
-teardown; Measurement.phase_s is journaled, and older journals still read."""
+teardown; Measurement.phase_s is journaled (older journals: test_measurement.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.start import open_bisection, prepare_bisection
 from bisector.errors import BuildError, LaunchError
-from bisector.measure.evaluation import Measurement, evaluate_candidate
+from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
+from bisector.measure.measurement import Measurement
 from bisector.search.progress import Phase, PlainProgress
 from tests.helpers.backend import FileValueBackend
 from tests.helpers.inprocess import whole_range
@@ -57,6 +58,16 @@ def _candidate(tmp_path: Path, value: int = 7) -> Candidate:
     return Candidate("c" * 40, worktree, tmp_path / "evals" / "001", 0, "a" * 32)
 
 
+class SaidPhases(EvaluationHooks):
+    """Keeps each phase the evaluation says, in order."""
+
+    def __init__(self, said: list[Phase]) -> None:
+        self.said = said
+
+    def phase_begins(self, phase: Phase) -> None:
+        self.said.append(phase)
+
+
 @pytest.fixture
 def now(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     clock = [1000.0]
@@ -69,9 +80,8 @@ def test_phases_are_said_in_order_and_timed(tmp_path: Path, now: list[float]) ->
     m = evaluate_candidate(
         Clocked(now, failed_launches=1),
         _candidate(tmp_path),
-        metric="conflicts",
-        launch_attempts=2,
-        on_phase=said.append,
+        EvaluationSettings("conflicts", launch_attempts=2),
+        SaidPhases(said),
     )
     assert m.value == 7
     assert said == ["build", "launch", "ready", "warmup", "collect", "teardown"]
@@ -88,17 +98,11 @@ def test_a_failed_build_measures_only_the_build(tmp_path: Path, now: list[float]
 
     said: list[Phase] = []
     m = evaluate_candidate(
-        Broken(now), _candidate(tmp_path), metric="conflicts", on_phase=said.append
+        Broken(now), _candidate(tmp_path), EvaluationSettings("conflicts"), SaidPhases(said)
     )
     assert m.value is None and m.skipped_at == "build"
     assert said == ["build"]  # nothing launched: no teardown phase
     assert m.phase_s == {"build": 10}
-
-
-def test_a_journal_line_from_before_phase_times_still_reads() -> None:
-    old = {"commit": "c" * 40, "tree": "t", "phase": "bisect", "value": 3.0, "duration_s": 9.0}
-    m = Measurement.from_dict(old)
-    assert m.phase_s == {} and m.value == 3.0
 
 
 def test_a_resumed_run_predicts_from_the_phases_its_earlier_session_measured(

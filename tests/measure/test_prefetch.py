@@ -14,8 +14,8 @@ from bisector.backends.base import Backend, Candidate, PrefetchBuilds
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BuildError
 from bisector.gitrepo import GitFailure, GitRepo
-from bisector.measure.evaluation import Measurement
 from bisector.measure.journal import Journal, Measured, Prefetch, read_journal
+from bisector.measure.measurement import Measurement
 from bisector.measure.parallel import CancellableBackend
 from bisector.measure.prefetch import Prefetcher
 from bisector.nightly.budget import BudgetedBackend

@@ -14,10 +14,11 @@ from bisector.errors import LaunchError
 from bisector.logs import score_logs
 from bisector.measure import evaluation
 from bisector.measure.early import EarlyStop, rescoring
-from bisector.measure.evaluation import WindowRule, _launch_ids, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.provenance import WindowRule, launch_ids
 from tests.helpers.local_backend import CONFLICT, WRITE
 from tests.measure.test_early import T0, GrowingBackend, _line
-from tests.measure.test_measure import LAUNCH, FakeBackend, ReplayBackend
+from tests.measure.test_evaluation import LAUNCH, FakeBackend, ReplayBackend
 
 GARBLED = "\x8f\x01\x02 torn bytes \x00 of a damaged file"
 
@@ -41,8 +42,9 @@ def test_a_log_with_more_garbled_lines_than_a_cut_one_is_not_scored(
     value."""
     lines = (CONFLICT + "\n") * 900 + (WRITE + "\n") * 100 + (GARBLED + "\n") * garbled
     backend = FakeBackend(lines=lines)
-    m = evaluate_candidate(backend, Candidate("a" * 40, tmp_path, tmp_path / "eval"),
-                           metric="conflicts")  # fmt: skip
+    m = evaluate_candidate(
+        backend, Candidate("a" * 40, tmp_path, tmp_path / "eval"), EvaluationSettings("conflicts")
+    )
     if scored:
         assert m.value == 900 and m.reason is None, m.reason
     else:
@@ -110,8 +112,9 @@ def test_a_failed_launch_attempts_log_is_stale_for_the_attempt_that_followed(
     monkeypatch.setattr(evaluation, "time", clock)
     backend = FirstAttemptLogBackend(clock)
     candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
-    m = evaluate_candidate(backend, candidate, metric="conflicts",
-                           window=WindowRule(real_time=True))  # fmt: skip
+    m = evaluate_candidate(
+        backend, candidate, EvaluationSettings("conflicts", window=WindowRule(real_time=True))
+    )
     assert m.launch_attempts == 2
     assert m.value is None, m
     assert m.reason is not None and m.reason.startswith("stale log: it starts 59"), m.reason
@@ -136,9 +139,11 @@ def test_a_run_ended_early_as_bad_whose_log_is_then_a_skip_keeps_no_early_verdic
 
     backend = Damaged(100)
     early = EarlyStop("conflicts", 250.0, 10.0, backend.total_s, rescoring(score_logs))
-    m = evaluate_candidate(backend, Candidate("c" * 40, tmp_path, tmp_path / "eval"),
-                           metric="conflicts", window=WindowRule(120.0), early=early,
-                           partial=backend)  # fmt: skip
+    m = evaluate_candidate(
+        backend,
+        Candidate("c" * 40, tmp_path, tmp_path / "eval"),
+        EvaluationSettings("conflicts", window=WindowRule(120.0), early=early),
+    )
     assert "step 30" in backend.steps and "step 120" not in backend.steps  # it ended early
     assert m.value is None and m.reason is not None and "garbled" in m.reason, m
     assert m.early_verdict is None and m.stopped_early is None
@@ -162,7 +167,7 @@ def test_a_launch_id_split_across_read_chunks_is_found_whole(tmp_path: Path, gz:
             path.write_bytes(gzip.compress(text.encode()))
         else:
             path.write_text(text)
-        assert _launch_ids([str(path)], chunk=chunk) == {launch}, cut
+        assert launch_ids([str(path)], chunk=chunk) == {launch}, cut
 
 
 # -- boundaries ----------------------------------------------------------------------------
@@ -181,8 +186,11 @@ def test_a_log_shorter_than_half_the_endpoints_logs_is_cut_short(
     or a log cut short: no value."""
     lines = _line(T0, 200) + _line(T0 + span / 2, 409) * 5 + _line(T0 + span, 200)
     backend = FakeBackend(lines=lines)
-    m = evaluate_candidate(backend, Candidate("a" * 40, tmp_path, tmp_path / "eval"),
-                           metric="conflicts", window=WindowRule(600.0))  # fmt: skip
+    m = evaluate_candidate(
+        backend,
+        Candidate("a" * 40, tmp_path, tmp_path / "eval"),
+        EvaluationSettings("conflicts", window=WindowRule(600.0)),
+    )
     if scored:
         assert m.value == 5 and m.reason is None, m.reason
     else:

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.measure.evaluation import evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics.cl2 import summary_time
 from tests.helpers.evidence import cl2_summaries, summary_name
 from tests.helpers.local_backend import CONFLICT, WRITE
-from tests.measure.test_measure import LAUNCH, ReplayBackend, _named
+from tests.measure.test_evaluation import LAUNCH, ReplayBackend, _named
 
 
 class Cl2ReportBackend(ReplayBackend):
@@ -50,8 +50,9 @@ def test_a_cl2_summary_written_before_the_launch_is_stale(offset: float, ok: boo
     metric = "scheduling_throughput"
     backend = Cl2ReportBackend(time.time() + offset)
     candidate = Candidate("a" * 40, tmp_path, tmp_path / "eval", 0, LAUNCH)
-    m = evaluate_candidate(backend, candidate, metric=metric,
-                           scorer=MetricRegistry().scorer(metric))  # fmt: skip
+    m = evaluate_candidate(
+        backend, candidate, EvaluationSettings(metric, scorer=MetricRegistry().scorer(metric))
+    )
     assert (m.value is not None) is ok, m.reason
     if not ok:
         assert m.reason is not None and m.reason.startswith("stale metrics"), m.reason

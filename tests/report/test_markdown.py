@@ -80,7 +80,7 @@ def test_each_evaluation_row_says_the_share_of_the_load_that_ran(tmp_path: Path)
     # Issue 30, item 5: the delivered load's share is stated for every evaluation that
     # counted it, from the measurement (journal) through the report's row.
     from bisector.bisection.report_builder import evaluation_of
-    from bisector.measure.evaluation import Measurement
+    from bisector.measure.measurement import Measurement
 
     said = "290 of the ~300 watch events (node status writes) offered (97%); at least 50% needed"
     m = Measurement(MAINLINE[1], "", "bisect", value=3.0, load_fraction=0.97, load=said)

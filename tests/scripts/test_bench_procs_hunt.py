@@ -11,7 +11,7 @@ from types import ModuleType
 
 import pytest
 
-from bisector.measure.evaluation import Measurement
+from bisector.measure.measurement import Measurement
 
 ROOT = Path(__file__).resolve().parents[2]
 

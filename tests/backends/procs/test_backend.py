@@ -20,16 +20,19 @@ from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, read_proc
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
 from bisector.errors import BuildError
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.helpers.processes import listed
 from tests.helpers.procs_backend import ProcsWorld, port_open
 
 
 def _evaluate(backend: ProcsBackend, candidate: Candidate) -> Measurement:
     return evaluate_candidate(
-        backend, candidate, metric="conflicts", window=WindowRule(real_time=True),
-        launch_attempts=1,
-    )  # fmt: skip
+        backend,
+        candidate,
+        EvaluationSettings("conflicts", launch_attempts=1, window=WindowRule(real_time=True)),
+    )
 
 
 def test_an_evaluation_measures_the_candidates_own_apiserver_and_leaves_nothing(
@@ -326,7 +329,7 @@ def test_a_retried_launch_keeps_the_failed_attempt_and_reads_nothing_of_it(
 
     backend.launch = launch  # type: ignore[method-assign,assignment]
     candidate = world.candidate(2)
-    m = evaluate_candidate(backend, candidate, metric="conflicts", launch_attempts=2)
+    m = evaluate_candidate(backend, candidate, EvaluationSettings("conflicts", launch_attempts=2))
     assert m.value == 9 and m.launch_attempts == 2
     failed = candidate.eval_dir / "cluster.failed-1"
     # Every hollow node of the first attempt exits; which one the launch sees first is a

@@ -16,7 +16,9 @@ from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
 from bisector.errors import ConfigError
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.helpers.procs_backend import ProcsWorld
 
 BOTH = ["kube-controller-manager", "kube-scheduler"]
@@ -24,9 +26,10 @@ BOTH = ["kube-controller-manager", "kube-scheduler"]
 
 def _evaluate(backend: ProcsBackend, candidate: Candidate) -> Measurement:
     return evaluate_candidate(
-        backend, candidate, metric="conflicts", window=WindowRule(real_time=True),
-        launch_attempts=1,
-    )  # fmt: skip
+        backend,
+        candidate,
+        EvaluationSettings("conflicts", launch_attempts=1, window=WindowRule(real_time=True)),
+    )
 
 
 def test_components_are_built_from_the_candidate_and_run_beside_its_apiserver(

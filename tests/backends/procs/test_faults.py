@@ -33,7 +33,9 @@ from bisector.errors import CollectError, InfraError
 from bisector.gitrepo import GitRepo
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, rescoring
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from tests.helpers.processes import gone
 from tests.helpers.procs_backend import ProcsWorld
 
@@ -139,9 +141,12 @@ def _evaluate(
     backend: ProcsBackend, candidate: Candidate, early: EarlyStop | None = None
 ) -> Measurement:
     return evaluate_candidate(
-        backend, candidate, metric="conflicts", window=WindowRule(real_time=True),
-        launch_attempts=1, early=early, partial=backend if early else None,
-    )  # fmt: skip
+        backend,
+        candidate,
+        EvaluationSettings(
+            "conflicts", launch_attempts=1, window=WindowRule(real_time=True), early=early
+        ),
+    )
 
 
 def test_a_commit_whose_tree_another_commit_built_launches_from_the_cache(

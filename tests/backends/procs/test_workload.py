@@ -27,7 +27,9 @@ from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
 from bisector.config import Section
 from bisector.errors import ConfigError
-from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
+from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
 from bisector.orphans import start_time
 from tests.helpers.procs_backend import ProcsWorld
@@ -60,9 +62,15 @@ def _python(code: str, world: ProcsWorld, name: str) -> str:
 def _evaluate(backend: ProcsBackend, candidate: Candidate, metric: str) -> Measurement:
     registry = MetricRegistry()
     return evaluate_candidate(
-        backend, candidate, metric=metric, window=WindowRule(real_time=True),
-        launch_attempts=1, scorer=registry.scorer(metric),
-    )  # fmt: skip
+        backend,
+        candidate,
+        EvaluationSettings(
+            metric,
+            launch_attempts=1,
+            scorer=registry.scorer(metric),
+            window=WindowRule(real_time=True),
+        ),
+    )
 
 
 @pytest.mark.parametrize("serving", ERAS)

@@ -11,13 +11,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from bisector.measure.evaluation import (
-    LogSeen,
-    Measurement,
-    WindowRule,
-    _window_problem,
-    log_head,
-)
+from bisector.measure.measurement import Measurement
+from bisector.measure.provenance import LogSeen, WindowRule, log_head, window_problem
 from tests.helpers.local_backend import CONFLICT, WRITE, bisector_argv, quote, toml
 from tests.helpers.repo import build_repo
 
@@ -110,8 +105,8 @@ def test_a_log_begun_inside_an_ended_evaluations_log_is_stale() -> None:
     now = 1_800_000_000.0
     previous = LogSeen(ended_at=now - 1, start=now - 5, end=now - 2, head="other")
     m = _measured(now, now - 5, now - 2)
-    assert "stale log" in (_window_problem(m, _rule(previous)) or "")
-    assert _window_problem(m, _rule()) is None  # the allowance alone let it through
+    assert "stale log" in (window_problem(m, _rule(previous)) or "")
+    assert window_problem(m, _rule()) is None  # the allowance alone let it through
 
 
 def test_an_evaluation_alongside_this_one_does_not_make_its_log_stale() -> None:
@@ -120,7 +115,7 @@ def test_an_evaluation_alongside_this_one_does_not_make_its_log_stale() -> None:
     now = 1_800_000_000.0
     alongside = LogSeen(ended_at=now + 30, start=now - 5, end=now + 20, head="other")
     m = _measured(now, now + 1, now + 40)
-    assert _window_problem(m, _rule(alongside)) is None
+    assert window_problem(m, _rule(alongside)) is None
 
 
 def test_a_log_that_begins_as_an_earlier_ones_did_is_stale() -> None:
@@ -128,10 +123,10 @@ def test_a_log_that_begins_as_an_earlier_ones_did_is_stale() -> None:
     now = 1_800_000_000.0
     previous = LogSeen(ended_at=now - 30, head="abc")
     m = _measured(now, now + 1, now + 40, head="abc")
-    assert "same lines" in (_window_problem(m, _rule(previous)) or "")
+    assert "same lines" in (window_problem(m, _rule(previous)) or "")
     # Ended within a stamp's resolution of this launch: whole-second stamps may match.
     just_before = LogSeen(ended_at=now - 0.2, head="abc")
-    assert _window_problem(m, _rule(just_before)) is None
+    assert window_problem(m, _rule(just_before)) is None
 
 
 def test_log_head_is_the_same_for_the_same_first_bytes_only(tmp_path: Path) -> None:
@@ -150,4 +145,4 @@ def test_a_replayed_earlier_log_reaching_past_its_evaluation_does_not_make_this_
     now = 1_800_000_000.0
     previous = LogSeen(ended_at=now - 0.5, start=now - 1, end=now + 1799, head="other")
     m = _measured(now, now, now + 1800)
-    assert _window_problem(m, _rule(previous)) is None
+    assert window_problem(m, _rule(previous)) is None
