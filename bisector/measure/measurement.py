@@ -16,9 +16,12 @@ from bisector.errors import BuildError
 from bisector.logs import Scores
 
 # A build that failed says the tree does not build, unless its output says the machine
-# was the trouble (a full disk, memory, a timeout, a kill, the network).
+# was the trouble (a full disk, memory, a timeout, a kill, the network), or the tool itself
+# could not do an OS call (an `[Errno N]` of an OSError the build step let out: a missing
+# Go, a directory it may not write): none of those is the tree's, so none is final.
 _MACHINE_TROUBLE = re.compile(
     r"no space left on device|disk quota exceeded|cannot allocate memory|out of memory"
+    r"|\[Errno \d+\]"
     r"|\btimed out\b|\btimeout\b|\bkilled\b|\bsignal \d+|connection (?:refused|reset)"
     r"|temporary failure in name resolution|network is unreachable|could not resolve host",
     re.IGNORECASE,

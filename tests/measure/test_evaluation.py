@@ -533,3 +533,18 @@ def test_a_run_goes_on_past_a_backend_whose_collect_raised(tmp_path: Path) -> No
     assert skipped and all(e.verdict == "skip" for e in skipped)
     assert all("Input/output error" in (e.reason or "") for e in skipped)
     assert report.culprit is not None and report.culprit.commit == built.mainline[8]
+
+
+def test_a_builds_oserror_is_the_machines_not_the_trees(tmp_path: Path) -> None:
+    """An OSError out of the build step (a missing Go, a directory it may not write) is the
+    machine's trouble: a skip measured again later, never "this tree does not build"."""
+    missing = FileNotFoundError(2, "No such file or directory", "/usr/lib/go-1.19/bin/go")
+    m = evaluate_candidate(
+        RaisingBackend("build", missing), _candidate(tmp_path), EvaluationSettings("conflicts")
+    )
+    assert m.skipped_at == "build" and m.infra_skip, m.reason
+    denied = PermissionError(13, "Permission denied", "/src/_output")
+    m = evaluate_candidate(
+        RaisingBackend("build", denied), _candidate(tmp_path), EvaluationSettings("conflicts")
+    )
+    assert m.skipped_at == "build" and m.infra_skip, m.reason
