@@ -714,8 +714,8 @@ def test_a_failed_peek_is_a_collect_error(fake: FakeProc, tmp_path: Path, base: 
 def test_doctor_says_each_quota_shortfall_in_one_line_with_the_numbers_and_the_fix(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bisector.backends.gce.twin import TwinConfig, install
     from bisector.commands.doctor import doctor
+    from bisector.twin import TwinConfig, install
     from tests.helpers.doctor import gce_home
 
     gce_home(monkeypatch, tmp_path / "home")

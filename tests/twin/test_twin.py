@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.gce.twin import UNMODELLED_EXIT, TwinConfig, install
-from bisector.backends.gce.twin.state import Home
+from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
+from bisector.twin.state import Home
 
 P = ("--project", "twin-project")
 

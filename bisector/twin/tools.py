@@ -32,9 +32,9 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from bisector.backends.gce.twin import faults, master
-from bisector.backends.gce.twin.gcloud import which_real
-from bisector.backends.gce.twin.state import Home, Refused, Unmodelled
+from bisector.twin import faults, master
+from bisector.twin.gcloud import which_real
+from bisector.twin.state import Home, Refused, Unmodelled
 
 BIN = "_output/dockerized/bin/linux/amd64"
 RELEASE_TARS = "_output/release-tars"
@@ -237,7 +237,7 @@ def curl(home: Home, argv: list[str]) -> int:
 def shim_text(home: Home, tool: str) -> str:
     return (
         "#!/bin/sh\n# bisector GCE twin\n"
-        f'exec "{sys.executable}" -m bisector.backends.gce.twin '
+        f'exec "{sys.executable}" -m bisector.twin '
         f'--home "{home.path}" shim {tool} "$@"\n'
     )
 

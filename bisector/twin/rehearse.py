@@ -23,10 +23,10 @@ from typing import Any
 from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce.backend import GceBackend
-from bisector.backends.gce.twin import UNMODELLED_EXIT, TwinConfig, install
-from bisector.backends.gce.twin.state import Home
 from bisector.config import Section
 from bisector.errors import InfraError
+from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
+from bisector.twin.state import Home
 
 
 @dataclass
