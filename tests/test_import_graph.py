@@ -8,7 +8,10 @@ they are counted too, except the CLI's lazy command imports, which nothing impor
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
+
+from bisector.backends.registry import BACKENDS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bisector"
 
@@ -34,12 +37,14 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, entry_points: bool = False) -> dict[str, set[str]]:
+    """Each module's imports of bisector's modules; `entry_points`: the CLI and the
+    `__main__` modules too (they import every command, and nothing imports them back)."""
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        if name == "bisector.cli" or name.endswith("__main__"):
-            continue  # the entry point imports every command; nothing imports it back
+        if not entry_points and (name == "bisector.cli" or name.endswith("__main__")):
+            continue
         graph[name] = {m for m in _imports(path) if m in modules and m != name}
     return graph
 
@@ -97,7 +102,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bisector.search": ENTRY + ORCHESTRATION,
     "bisector.bisection": ENTRY,
     "bisector.nightly": ENTRY,
+    "bisector.twin": ENTRY,
 }
+
+# The GCE twin stands beside the entry, above everything else: it imports the gce backend
+# (to rehearse it) and the sim (the log its master serves); nothing in the product imports
+# it, so no run loads it. `doctor --rehearse` reaches it only through the registry's
+# "module:function" string.
+TWIN = ("bisector.twin",)
 
 
 # Measurement speaks the searches' vocabulary (Job, Decision, Progress), not their strategies.
@@ -110,11 +122,14 @@ def _within(module: str, parts: tuple[str, ...]) -> bool:
 
 def _layer_breaches(graph: dict[str, set[str]]) -> list[str]:
     """`module imports target` for every import that reaches above its layer; a module in
-    no listed part (config.py, proc.py, ...) may import anything but the entry layer."""
+    no listed part (config.py, proc.py, ...) may import anything but the entry layer, and
+    nothing outside the twin imports the twin."""
     breaches = []
     for module, imported in sorted(graph.items()):
         part = next((p for p in FORBIDDEN if _within(module, (p,))), None)
         forbidden = FORBIDDEN[part] if part else () if _within(module, ENTRY) else ENTRY
+        if not _within(module, TWIN):
+            forbidden += TWIN
         allowed = ALLOWED.get(part or "", ())
         breaches += [
             f"{module} imports {target}"
@@ -126,6 +141,42 @@ def _layer_breaches(graph: dict[str, set[str]]) -> list[str]:
 
 def test_each_part_imports_only_the_layers_below_it() -> None:
     assert _layer_breaches(_graph()) == []
+
+
+def test_nothing_in_the_product_imports_the_twin() -> None:
+    """Not the CLI nor a `__main__` either: the layer test leaves those out."""
+    graph = _graph(entry_points=True)
+    assert any(_within(m, TWIN) for m in graph)  # the twin is where this test looks
+    importers = [
+        f"{module} imports {target}"
+        for module, imported in sorted(graph.items())
+        if not _within(module, TWIN)
+        for target in sorted(imported)
+        if _within(target, TWIN)
+    ]
+    assert importers == []
+
+
+def test_doctor_reaches_the_twins_rehearsal_through_the_registry_string() -> None:
+    drivers = [b.rehearsal for b in BACKENDS.values() if b.rehearsal is not None]
+    assert drivers == ["bisector.twin.doctor_rehearsal:run_rehearsal"]
+    for driver in drivers:
+        module, function = driver.split(":")
+        assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_the_layer_check_finds_the_product_importing_the_twin() -> None:
+    graph = {
+        "bisector.twin.rehearse": {"bisector.backends.gce.backend", "bisector.sim"},
+        "bisector.twin.doctor_rehearsal": {"bisector.commands.doctor"},
+        "bisector.backends.gce.backend": {"bisector.twin.state"},
+        "bisector.proc": {"bisector.twin"},
+    }
+    assert _layer_breaches(graph) == [
+        "bisector.backends.gce.backend imports bisector.twin.state",
+        "bisector.proc imports bisector.twin",
+        "bisector.twin.doctor_rehearsal imports bisector.commands.doctor",
+    ]
 
 
 def test_the_layer_check_finds_a_backend_importing_measurement() -> None:
