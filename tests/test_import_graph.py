@@ -195,3 +195,44 @@ def test_the_layer_check_finds_a_backend_importing_measurement() -> None:
         "bisector.measure.other imports bisector.search.plain",
         "bisector.settings imports bisector.cli",
     ]
+
+
+# -- the one door to programs (bisector/proc.py) -------------------------------------------
+
+DOOR = "bisector.proc"
+_OS_STARTS = ("system", "popen", "exec", "spawn", "posix_spawn")
+
+
+def _programs_started(source: str) -> list[str]:
+    """What in `source` starts a program: an import of subprocess, an os.system/popen/
+    exec*/spawn* call."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "subprocess"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("subprocess"):
+            found.append(f"from {node.module}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+            and node.attr.startswith(_OS_STARTS)
+        ):
+            found.append(f"os.{node.attr}")
+    return found
+
+
+def test_only_the_process_door_starts_programs() -> None:
+    """The twin's shims too: their real make and git go through `proc.run`."""
+    starts = {
+        _module_name(path): found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (found := _programs_started(path.read_text(encoding="utf-8")))
+    }
+    assert set(starts) == {DOOR}, starts
+
+
+def test_the_door_check_finds_a_program_started_beside_it() -> None:
+    source = "import os, subprocess\nfrom subprocess import run\nos.execvp('make', [])\n"
+    assert _programs_started(source) == ["subprocess", "from subprocess", "os.execvp"]
+    assert _programs_started("import os\nos.environ.get('PATH')\n") == []
