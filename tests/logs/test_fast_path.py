@@ -25,7 +25,7 @@ from bisector.logs import Scores, score_logs
 from bisector.logs.metrics import build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.reader import _scan_range
-from tests.logs.lines import UA_OLD, header
+from tests.helpers.log_lines import UA_OLD, header
 
 _REF_HEADER = re.compile(rb"[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.\d{6} +\d+ [^\]]*\] ")
 _REF_WRITE = re.compile(

@@ -15,7 +15,7 @@ import pytest
 from bisector.logs import LogError, metric_value, score_logs
 from bisector.logs.chunks import iter_chunks, range_chunks
 from bisector.logs.records import OVERLONG_MARK
-from tests.logs.lines import cri, header, request, text
+from tests.helpers.log_lines import cri, header, request, text
 
 CONFLICT = request("wrap42", 0, "PATCH", "/api/v1/nodes/n1/status", 409)
 TAIL = "wrap.go:42] PATCH /api/v1/nodes/n2/status: (3.1ms) 409 [[kubelet] 10.0.0.1:1]"

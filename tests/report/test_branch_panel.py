@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bisector.report.model import Culprit, Evaluation, MergeRef, ParentResult, Report
 from bisector.report.plot import range_svg
-from tests.report.sample import MAINLINE, evaluation, sample_report, sha
+from tests.helpers.sample_report import MAINLINE, evaluation, sample_report, sha
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -17,7 +17,7 @@ from bisector.report.plot import (
     points,
     range_svg,
 )
-from tests.report.sample import BRANCH, MAINLINE, RANGE, sample_report, sha
+from tests.helpers.sample_report import BRANCH, MAINLINE, RANGE, sample_report, sha
 from tests.report.test_branch_panel import _axes_texts
 
 

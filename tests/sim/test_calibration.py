@@ -22,7 +22,7 @@ import pytest
 from bisector.sim import SimProfile, SimSummary, simulate
 from bisector.sim.calibration import PROCS_BUSY_SLOWDOWN, PROCS_QUIET_SLOWDOWN, procs_params
 from bisector.sim.kubelet import PROCS_NODE_LOOKUP, Lookup, check_lookup, lookup_table
-from tests.sim.helpers import read_log
+from tests.helpers.sim_log import read_log
 from tests.sim.test_model import MAX_OVERLAP_S
 
 GOOD, BAD = SimProfile(), SimProfile(trigger_index=False)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bisector.sim import RunParams, SimProfile, SimSummary, simulate
-from tests.sim.helpers import read_log
+from tests.helpers.sim_log import read_log
 
 # 500 nodes with 100x the per-watcher cost behave like 5000 nodes without the index:
 # ~505 watchers x 160us per event: ~12 events/s, below the ~17/s the node-problem

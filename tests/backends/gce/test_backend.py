@@ -852,7 +852,7 @@ def test_the_report_lists_the_adaptations(tmp_path: Path) -> None:
     from bisector.backends.adaptation import Adaptation
     from bisector.report.model import Report
     from bisector.report.render import render_markdown
-    from tests.report.sample import sample_report
+    from tests.helpers.sample_report import sample_report
 
     report = sample_report(tmp_path)
     adapted = Report.from_json(
