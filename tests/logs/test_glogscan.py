@@ -24,9 +24,8 @@ from bisector.logs.nodewrites import cacher_lines, messages, node_writes
 from bisector.logs.partial import ScanSettings
 from bisector.logs.records import classify
 from tests.helpers.both_scanners import both_ways
-from tests.helpers.log_lines import FORMATS, START, cri, header, request
-from tests.logs.test_fast_path import fuzz_log
-from tests.logs.test_nodewrites import CACHER_MESSAGES, fuzz_chunk
+from tests.helpers.log_fuzz import fuzz_chunk, fuzz_log
+from tests.helpers.log_lines import CACHER_MESSAGES, FORMATS, START, cri, header, request
 
 REFERENCE = date(2017, 6, 3)
 LEADS = (b"cacher (", b"Forcing ", b"dispatch", b"AAA: ", b"bisector")  # nodewrites
