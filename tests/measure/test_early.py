@@ -19,7 +19,7 @@ from bisector.measure.early import EarlyPolicy, EarlyStop, is_monotone, rescorin
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.search.progress import PlainProgress, Reading
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo

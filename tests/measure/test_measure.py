@@ -149,7 +149,7 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     from bisector import proc
     from bisector.backends.base import Candidate
     from bisector.measure.evaluation import evaluate_candidate
-    from tests.helpers.backend import FileValueBackend
+    from tests.helpers.fake_backends import FileValueBackend
 
     class Shell(FileValueBackend):
         def build(self, candidate: Candidate) -> None:

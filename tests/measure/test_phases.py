@@ -16,7 +16,7 @@ from bisector.bisection.start import open_bisection, prepare_bisection
 from bisector.errors import BuildError, LaunchError
 from bisector.measure.evaluation import Measurement, evaluate_candidate
 from bisector.search.progress import Phase, PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
 

@@ -22,7 +22,7 @@ from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import bisect_built, whole_range
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 

@@ -836,7 +836,7 @@ def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> No
     from bisector.measure.parallel import CancellableBackend
     from bisector.nightly.budget import BudgetedBackend
     from bisector.nightly.config import Budget
-    from tests.helpers.backend import FileValueBackend
+    from tests.helpers.fake_backends import FileValueBackend
 
     class Inner(FileValueBackend):
         def adaptations(self) -> list[Adaptation]:
