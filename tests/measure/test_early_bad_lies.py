@@ -15,7 +15,8 @@ from bisector.backends.base import Candidate
 from bisector.logs import Scores, score_logs
 from bisector.measure.early import EarlyEnd, EarlyStop, rescoring
 from bisector.measure.evaluation import Measurement, WindowRule, _score, evaluate_candidate
-from tests.measure.test_early import T0, GrowingBackend, _line
+from tests.helpers.fake_backends import T0, GrowingBackend
+from tests.helpers.fake_backends import patch_line as _line
 
 
 class OtherFileAtLook(GrowingBackend):

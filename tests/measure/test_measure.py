@@ -5,59 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import BackendTraits, Candidate
-from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from bisector.backends.base import Candidate
 from bisector.logs import Scores
 from bisector.measure.evaluation import Measurement, evaluate_candidate
+from tests.helpers.fake_backends import LAUNCH, FakeBackend, ReplayBackend
+from tests.helpers.fake_backends import launch_line as _named
 from tests.helpers.local_backend import CONFLICT, WRITE
-
-
-class FakeBackend:
-    """Records each step; fails the ways a test asks for."""
-
-    name = "fake"
-    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
-
-    def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
-        self.launch_failures = launch_failures
-        self.fail = fail
-        self.lines = lines or (CONFLICT + "\n") * 5 + WRITE + "\n"
-        self.steps: list[str] = []
-
-    def setup(self) -> None: ...
-    def close(self) -> None: ...
-    def plan(self, candidate: Candidate) -> list[str]:
-        return []
-
-    def build(self, candidate: Candidate) -> None:
-        self.steps.append("build")
-        if self.fail == "build":
-            raise BuildError("make failed")
-
-    def launch(self, candidate: Candidate) -> None:
-        self.steps.append("launch")
-        if self.launch_failures:
-            self.launch_failures -= 1
-            raise LaunchError("no cluster")
-
-    def warmup(self, candidate: Candidate) -> None:
-        self.steps.append("warmup")
-        if self.fail == "interrupt":
-            raise KeyboardInterrupt
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        self.steps.append("collect")
-        if self.fail == "collect":
-            raise CollectError("scp failed")
-        candidate.log_dir.mkdir(parents=True, exist_ok=True)
-        log = candidate.log_dir / "apiserver.log"
-        log.write_text(self.lines)
-        return [log]
-
-    def teardown(self, candidate: Candidate) -> None:
-        self.steps.append("teardown")
-        if self.fail == "teardown":
-            raise InfraError("delete failed")
 
 
 def _candidate(tmp_path: Path) -> Candidate:
@@ -218,18 +171,6 @@ def test_a_failed_build_is_journaled_with_its_step(tmp_path: Path) -> None:
 
 
 # -- whose log is it (issue 20, class 2): WindowRule, backend by backend ---------------
-
-LAUNCH = "0123456789abcdef0123456789abcdef"
-
-
-def _named(launch: str, when: str = "0602 05:51:09") -> str:
-    return f"I{when}.000000       7 server.go:105] bisector-launch-id={launch}\n"
-
-
-class ReplayBackend(FakeBackend):
-    """A local cluster replaying a recorded 2017 log: its clock is not this machine's."""
-
-    traits = BackendTraits()
 
 
 @pytest.mark.parametrize(
