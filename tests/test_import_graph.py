@@ -236,3 +236,74 @@ def test_the_door_check_finds_a_program_started_beside_it() -> None:
     source = "import os, subprocess\nfrom subprocess import run\nos.execvp('make', [])\n"
     assert _programs_started(source) == ["subprocess", "from subprocess", "os.execvp"]
     assert _programs_started("import os\nos.environ.get('PATH')\n") == []
+
+
+# -- the tests: a test module imports tests/helpers/, never another test module ------------
+
+TESTS = PACKAGE.parent / "tests"
+HELPERS = "tests.helpers"
+# Owned by the procs split under way beside this change (INDEX, the PyPI answer its
+# doctor test fakes, goes to tests/helpers/ with it); nothing may be added here.
+KNOWN_TEST_IMPORTS = {
+    "tests.backends.procs.test_modern imports tests.backends.procs.test_toolchain"
+}
+
+
+def _test_imports(module: str, source: str) -> list[str]:
+    """`module imports target` for each import in `source` (function-level ones too) of a
+    module of tests/ that is not tests/helpers/; relative imports resolved."""
+    package = module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            # from a package (`from tests import helpers`, `from . import x`): its modules
+            package_dir = (TESTS.parent / base.replace(".", "/")).is_dir()
+            targets = [f"{base}.{a.name}" for a in node.names] if package_dir else [base]
+        else:
+            continue
+        found += [
+            f"{module} imports {target}"
+            for target in targets
+            if _within(target, ("tests",)) and not _within(target, (HELPERS,))
+        ]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """What two test modules share lives in tests/helpers/ (its modules may import each
+    other, never a test module either)."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = path.relative_to(TESTS.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        found += _test_imports(module, path.read_text(encoding="utf-8"))
+    assert sorted(set(found) - KNOWN_TEST_IMPORTS) == []
+
+
+def test_the_test_import_check_finds_a_test_importing_a_test() -> None:
+    source = (
+        "from tests.helpers.repo import build_repo\n"
+        "from tests import helpers\n"
+        "from tests.measure.test_early import T0\n"
+        "from .sample import sample_report\n"
+        "from . import test_links\n"
+        "import tests.logs.lines\n"
+        "def later() -> None:\n"
+        "    from tests.sim.test_model import MAX_OVERLAP_S\n"
+    )
+    assert _test_imports("tests.report.test_html", source) == [
+        "tests.report.test_html imports tests.measure.test_early",
+        "tests.report.test_html imports tests.report.sample",
+        "tests.report.test_html imports tests.report.test_links",
+        "tests.report.test_html imports tests.logs.lines",
+        "tests.report.test_html imports tests.sim.test_model",
+    ]
+    assert _test_imports("tests.helpers.x", "from tests.report.test_html import y\n") == [
+        "tests.helpers.x imports tests.report.test_html"
+    ]
