@@ -10,6 +10,8 @@
 * `FakeBackend`: one evaluation's steps, failing the ways a test asks for;
   `ReplayBackend` is it with a recorded log's clock (a log that names its launch, or not).
 * `GrowingBackend`: a cluster whose log grows during the warmup, looked at as it grows.
+* `SourceBackend`: a log and, beside it, the files a source metric reads (Prometheus
+  snapshots, a CL2 report, processes.json), whole or garbled.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector.backends.base import BackendTraits, Candidate, sleep_steps
+from bisector.backends.collected import ProcessUsage, write_processes
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
+from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
 from tests.helpers.local_backend import CONFLICT, WRITE
 
 Tamper = Callable[[str, int, int], int | None]
@@ -106,7 +110,7 @@ class PrefetchingBackend(FileValueBackend):
         super().build(candidate)
 
 
-# -- one evaluation's steps ----------------------------------------------------------
+# -- one evaluation's steps ----------------------------------------------------------------
 
 
 class FakeBackend:
@@ -171,7 +175,7 @@ class ReplayBackend(FakeBackend):
     traits = BackendTraits()
 
 
-# -- logs that grow during the warmup (early verdicts) --------------------------------
+# -- logs that grow during the warmup (early verdicts) -------------------------------------
 
 
 T0 = 1_496_382_660.0  # 2017-06-02 05:51:00 UTC
@@ -321,3 +325,45 @@ class ShapedFileValue(GrowingFileValue):
         if value == LATE:
             return 2 if minute <= 7 else 150
         return value // 10
+
+
+# -- the files of source metrics -----------------------------------------------------------
+
+
+class SourceBackend:
+    """Writes a log and, into the candidate's log dir, what `files` says."""
+
+    name = "source"
+    # Each evaluation's log is written fresh by collect (2017 times, another clock): its
+    # own, as the sim's (WindowRule.own_logs); the log-belonging rule is not tested here.
+    traits = BackendTraits(own_logs=True)
+
+    def __init__(self, files: str) -> None:
+        self.files = files
+
+    def setup(self) -> None: ...
+    def close(self) -> None: ...
+    def build(self, candidate: Candidate) -> None: ...
+    def launch(self, candidate: Candidate) -> None: ...
+    def warmup(self, candidate: Candidate) -> None: ...
+    def teardown(self, candidate: Candidate) -> None: ...
+    def plan(self, candidate: Candidate) -> list[str]:
+        return []
+
+    def collect(self, candidate: Candidate) -> list[Path]:
+        d = candidate.log_dir
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "kube-apiserver.log").write_text((CONFLICT + "\n") * 3 + WRITE + "\n")
+        if "prom" in self.files:
+            before = snapshot(
+                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 1)])
+            )
+            after = snapshot(
+                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 8)])
+            )
+            write_snapshots(d, before, after if "garbled" not in self.files else after[:-40] + "{{")
+        if "cl2" in self.files:
+            write_cl2_report(d / "cl2", throughput=77.0)
+        if "procs" in self.files:
+            write_processes(d, [ProcessUsage("kube-apiserver", 33.0, 1 << 30, 0.0, 60.0)])
+        return [d / "kube-apiserver.log"]

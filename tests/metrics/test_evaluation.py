@@ -5,51 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bisector.backends.base import BackendTraits, Candidate
-from bisector.backends.collected import ProcessUsage, write_processes
+from bisector.backends.base import Candidate
 from bisector.measure.evaluation import WindowRule, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
-from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
-from tests.helpers.local_backend import CONFLICT, WRITE
-
-
-class SourceBackend:
-    """Writes a log and, into the candidate's log dir, what `files` says."""
-
-    name = "source"
-    # Each evaluation's log is written fresh by collect (2017 times, another clock): its
-    # own, as the sim's (WindowRule.own_logs); the log-belonging rule is not tested here.
-    traits = BackendTraits(own_logs=True)
-
-    def __init__(self, files: str) -> None:
-        self.files = files
-
-    def setup(self) -> None: ...
-    def close(self) -> None: ...
-    def build(self, candidate: Candidate) -> None: ...
-    def launch(self, candidate: Candidate) -> None: ...
-    def warmup(self, candidate: Candidate) -> None: ...
-    def teardown(self, candidate: Candidate) -> None: ...
-    def plan(self, candidate: Candidate) -> list[str]:
-        return []
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        d = candidate.log_dir
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "kube-apiserver.log").write_text((CONFLICT + "\n") * 3 + WRITE + "\n")
-        if "prom" in self.files:
-            before = snapshot(
-                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 1)])
-            )
-            after = snapshot(
-                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 8)])
-            )
-            write_snapshots(d, before, after if "garbled" not in self.files else after[:-40] + "{{")
-        if "cl2" in self.files:
-            write_cl2_report(d / "cl2", throughput=77.0)
-        if "procs" in self.files:
-            write_processes(d, [ProcessUsage("kube-apiserver", 33.0, 1 << 30, 0.0, 60.0)])
-        return [d / "kube-apiserver.log"]
+from tests.helpers.fake_backends import SourceBackend
 
 
 def _evaluate(tmp_path: Path, files: str, metric: str):  # type: ignore[no-untyped-def]
