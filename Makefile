@@ -41,7 +41,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # The gce backend with the REAL 2017 scripts of a kubernetes checkout, on the GCE twin
-# (bisector/backends/gce/twin): make contract KUBE=/path/to/kubernetes. Without KUBE the tests skip,
+# (bisector/twin): make contract KUBE=/path/to/kubernetes. Without KUBE the tests skip,
 # saying how to run them. CONTRACT_OUT=DIR keeps the twin's call list of each run.
 .PHONY: contract
 contract: setup

@@ -8,7 +8,10 @@ they are counted too, except the CLI's lazy command imports, which nothing impor
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
+
+from bisector.backends.registry import BACKENDS
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bisector"
 
@@ -34,12 +37,14 @@ def _imports(path: Path) -> set[str]:
     return found
 
 
-def _graph() -> dict[str, set[str]]:
+def _graph(*, entry_points: bool = False) -> dict[str, set[str]]:
+    """Each module's imports of bisector's modules; `entry_points`: the CLI and the
+    `__main__` modules too (they import every command, and nothing imports them back)."""
     modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        if name == "bisector.cli" or name.endswith("__main__"):
-            continue  # the entry point imports every command; nothing imports it back
+        if not entry_points and (name == "bisector.cli" or name.endswith("__main__")):
+            continue
         graph[name] = {m for m in _imports(path) if m in modules and m != name}
     return graph
 
@@ -97,7 +102,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bisector.search": ENTRY + ORCHESTRATION,
     "bisector.bisection": ENTRY,
     "bisector.nightly": ENTRY,
+    "bisector.twin": ENTRY,
 }
+
+# The GCE twin stands beside the entry, above everything else: it imports the gce backend
+# (to rehearse it) and the sim (the log its master serves); nothing in the product imports
+# it, so no run loads it. `doctor --rehearse` reaches it only through the registry's
+# "module:function" string.
+TWIN = ("bisector.twin",)
 
 
 # Measurement speaks the searches' vocabulary (Job, Decision, Progress), not their strategies.
@@ -110,11 +122,14 @@ def _within(module: str, parts: tuple[str, ...]) -> bool:
 
 def _layer_breaches(graph: dict[str, set[str]]) -> list[str]:
     """`module imports target` for every import that reaches above its layer; a module in
-    no listed part (config.py, proc.py, ...) may import anything but the entry layer."""
+    no listed part (config.py, proc.py, ...) may import anything but the entry layer, and
+    nothing outside the twin imports the twin."""
     breaches = []
     for module, imported in sorted(graph.items()):
         part = next((p for p in FORBIDDEN if _within(module, (p,))), None)
         forbidden = FORBIDDEN[part] if part else () if _within(module, ENTRY) else ENTRY
+        if not _within(module, TWIN):
+            forbidden += TWIN
         allowed = ALLOWED.get(part or "", ())
         breaches += [
             f"{module} imports {target}"
@@ -126,6 +141,42 @@ def _layer_breaches(graph: dict[str, set[str]]) -> list[str]:
 
 def test_each_part_imports_only_the_layers_below_it() -> None:
     assert _layer_breaches(_graph()) == []
+
+
+def test_nothing_in_the_product_imports_the_twin() -> None:
+    """Not the CLI nor a `__main__` either: the layer test leaves those out."""
+    graph = _graph(entry_points=True)
+    assert any(_within(m, TWIN) for m in graph)  # the twin is where this test looks
+    importers = [
+        f"{module} imports {target}"
+        for module, imported in sorted(graph.items())
+        if not _within(module, TWIN)
+        for target in sorted(imported)
+        if _within(target, TWIN)
+    ]
+    assert importers == []
+
+
+def test_doctor_reaches_the_twins_rehearsal_through_the_registry_string() -> None:
+    drivers = [b.rehearsal for b in BACKENDS.values() if b.rehearsal is not None]
+    assert drivers == ["bisector.twin.doctor_rehearsal:run_rehearsal"]
+    for driver in drivers:
+        module, function = driver.split(":")
+        assert callable(getattr(importlib.import_module(module), function))
+
+
+def test_the_layer_check_finds_the_product_importing_the_twin() -> None:
+    graph = {
+        "bisector.twin.rehearse": {"bisector.backends.gce.backend", "bisector.sim"},
+        "bisector.twin.doctor_rehearsal": {"bisector.commands.doctor"},
+        "bisector.backends.gce.backend": {"bisector.twin.state"},
+        "bisector.proc": {"bisector.twin"},
+    }
+    assert _layer_breaches(graph) == [
+        "bisector.backends.gce.backend imports bisector.twin.state",
+        "bisector.proc imports bisector.twin",
+        "bisector.twin.doctor_rehearsal imports bisector.commands.doctor",
+    ]
 
 
 def test_the_layer_check_finds_a_backend_importing_measurement() -> None:
@@ -143,4 +194,116 @@ def test_the_layer_check_finds_a_backend_importing_measurement() -> None:
         "bisector.logs.y imports bisector.commands.run",
         "bisector.measure.other imports bisector.search.plain",
         "bisector.settings imports bisector.cli",
+    ]
+
+
+# -- the one door to programs (bisector/proc.py) -------------------------------------------
+
+DOOR = "bisector.proc"
+_OS_STARTS = ("system", "popen", "exec", "spawn", "posix_spawn")
+
+
+def _programs_started(source: str) -> list[str]:
+    """What in `source` starts a program: an import of subprocess, an os.system/popen/
+    exec*/spawn* call."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "subprocess"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("subprocess"):
+            found.append(f"from {node.module}")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+            and node.attr.startswith(_OS_STARTS)
+        ):
+            found.append(f"os.{node.attr}")
+    return found
+
+
+def test_only_the_process_door_starts_programs() -> None:
+    """The twin's shims too: their real make and git go through `proc.run`."""
+    starts = {
+        _module_name(path): found
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (found := _programs_started(path.read_text(encoding="utf-8")))
+    }
+    assert set(starts) == {DOOR}, starts
+
+
+def test_the_door_check_finds_a_program_started_beside_it() -> None:
+    source = "import os, subprocess\nfrom subprocess import run\nos.execvp('make', [])\n"
+    assert _programs_started(source) == ["subprocess", "from subprocess", "os.execvp"]
+    assert _programs_started("import os\nos.environ.get('PATH')\n") == []
+
+
+# -- the tests: a test module imports tests/helpers/, never another test module ------------
+
+TESTS = PACKAGE.parent / "tests"
+HELPERS = "tests.helpers"
+# Owned by the procs split under way beside this change (INDEX, the PyPI answer its
+# doctor test fakes, goes to tests/helpers/ with it); nothing may be added here.
+KNOWN_TEST_IMPORTS = {
+    "tests.backends.procs.test_modern imports tests.backends.procs.test_toolchain"
+}
+
+
+def _test_imports(module: str, source: str) -> list[str]:
+    """`module imports target` for each import in `source` (function-level ones too) of a
+    module of tests/ that is not tests/helpers/; relative imports resolved."""
+    package = module.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            # from a package (`from tests import helpers`, `from . import x`): its modules
+            package_dir = (TESTS.parent / base.replace(".", "/")).is_dir()
+            targets = [f"{base}.{a.name}" for a in node.names] if package_dir else [base]
+        else:
+            continue
+        found += [
+            f"{module} imports {target}"
+            for target in targets
+            if _within(target, ("tests",)) and not _within(target, (HELPERS,))
+        ]
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """What two test modules share lives in tests/helpers/ (its modules may import each
+    other, never a test module either)."""
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        rel = path.relative_to(TESTS.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        found += _test_imports(module, path.read_text(encoding="utf-8"))
+    assert sorted(set(found) - KNOWN_TEST_IMPORTS) == []
+
+
+def test_the_test_import_check_finds_a_test_importing_a_test() -> None:
+    source = (
+        "from tests.helpers.repo import build_repo\n"
+        "from tests import helpers\n"
+        "from tests.measure.test_early import T0\n"
+        "from .sample import sample_report\n"
+        "from . import test_links\n"
+        "import tests.logs.lines\n"
+        "def later() -> None:\n"
+        "    from tests.sim.test_model import MAX_OVERLAP_S\n"
+    )
+    assert _test_imports("tests.report.test_html", source) == [
+        "tests.report.test_html imports tests.measure.test_early",
+        "tests.report.test_html imports tests.report.sample",
+        "tests.report.test_html imports tests.report.test_links",
+        "tests.report.test_html imports tests.logs.lines",
+        "tests.report.test_html imports tests.sim.test_model",
+    ]
+    assert _test_imports("tests.helpers.x", "from tests.report.test_html import y\n") == [
+        "tests.helpers.x imports tests.report.test_html"
     ]

@@ -186,7 +186,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "bisector.backends.gce.doctor:check",
             phases=PhaseModel.KUBEMARK_2017,
             doctor_without_config=True,
-            rehearsal="bisector.backends.gce.rehearsal:run_rehearsal",
+            rehearsal="bisector.twin.doctor_rehearsal:run_rehearsal",
         ),
         BackendInfo(
             "procs",

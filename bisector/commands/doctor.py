@@ -9,7 +9,7 @@ they would check, not as problems: every backend describes itself once in
 bisector.backends.registry, so a new one appears here with nothing added to this file.
 Exit 0 when everything the backend needs is there, 1 otherwise. With `--rehearse` (gce
 only) it then runs one whole evaluation of the config on the GCE twin with a kubernetes
-checkout's real scripts (bisector.backends.gce.rehearsal); 3 when that rehearsal does
+checkout's real scripts (bisector.twin.doctor_rehearsal); 3 when that rehearsal does
 not pass. `--json` prints `DoctorResult` (docs/json.md) instead of lines.
 """
 

@@ -12,7 +12,7 @@ from bisector.backends.sim import SimBackend
 from bisector.config import Section, load_config
 from bisector.errors import BuildError, CollectError, ConfigError
 from bisector.sim import SimProfile, render_profile
-from tests.sim.helpers import read_log
+from tests.helpers.sim_log import read_log
 
 COMMIT = "f93a270edcefc3780247ae89eea02cd13b81237b"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bisector.bisection.pipeline import run_bisection
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import PR, build_repo
 

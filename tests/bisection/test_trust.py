@@ -22,7 +22,7 @@ from bisector.measure.journal import Journal, ThresholdSet
 from bisector.report import Report
 from bisector.search.decide import MajorityRule
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo, build_repo
 from tests.helpers.settings import settings_for

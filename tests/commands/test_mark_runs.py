@@ -10,7 +10,7 @@ import pytest
 from bisector.bisection.pipeline import run_bisection
 from bisector.cli import main
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for

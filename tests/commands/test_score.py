@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bisector.cli import main
-from tests.logs.lines import header, mix_log, request, text
+from tests.helpers.log_lines import header, mix_log, request, text
 
 LINE = (
     "I0602 05:51:10.000001       7 wrap.go:42] PATCH /api/v1/nodes/hollow-node-1/status: "

@@ -1,7 +1,7 @@
 """The failures a real run meets, injected into the twin, under the REAL 2017 scripts.
 
 Runs only with `make contract KUBE=/path/to/kubernetes` (each case is one rehearsal,
-one to two minutes). For each fault (bisector.backends.gce.twin.faults): what the backend does with
+one to two minutes). For each fault (bisector.twin.faults): what the backend does with
 it (retried, skipped with the reason, or refused before anything is created) and that
 the twin's project holds nothing billable afterwards. The same faults through the fake
 proc, fast, are in tests/backends/test_gce_faults.py.
@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from bisector.backends.gce.rehearsal import scratch_clone
-from bisector.backends.gce.twin import TwinConfig
-from bisector.backends.gce.twin.rehearse import Rehearsal, rehearse
-from bisector.backends.gce.twin.state import Home
 from bisector.config import Section, load_config
 from bisector.errors import ConfigError
+from bisector.twin import TwinConfig
+from bisector.twin.doctor_rehearsal import scratch_clone
+from bisector.twin.rehearse import Rehearsal, rehearse
+from bisector.twin.state import Home
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = os.environ.get("KUBE")

@@ -34,12 +34,12 @@ import pytest
 from bisector.backends.base import BackendContext
 from bisector.backends.gce import steps as gce_steps
 from bisector.backends.gce.backend import GceBackend
-from bisector.backends.gce.rehearsal import scratch_clone
-from bisector.backends.gce.twin import TwinConfig, install
-from bisector.backends.gce.twin.rehearse import rehearse
-from bisector.backends.gce.twin.state import Home
 from bisector.config import Section, load_config
 from bisector.report.model import Report
+from bisector.twin import TwinConfig, install
+from bisector.twin.doctor_rehearsal import scratch_clone
+from bisector.twin.rehearse import rehearse
+from bisector.twin.state import Home
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBE = os.environ.get("KUBE")

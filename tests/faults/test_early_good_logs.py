@@ -1,7 +1,7 @@
 """A search run ended early as good, whose collected log cannot back it: a skip with its
 reason, never good, never cached; the run still names the true culprit, confirmed.
 
-Through `bisector run` with a `local` backend that can `peek` (tests/faults/
+Through `bisector run` with a `local` backend that can `peek` (tests/helpers/
 shaped_local.py). Its log keeps its own clock, a minute per look, while the warmup
 looks every 0.03 s: what a log must cover is read on the log's clock (the endpoints'
 logs say how long a whole run's log is), never the warmup's alone. The first bisect
@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from bisector.exitcodes import RunExit
-from tests.faults.shaped_local import BAD, write_shaped_config
 from tests.helpers.faults import cached_ids, report, run_args, struck_measurements
 from tests.helpers.repo import build_repo
+from tests.helpers.shaped_local import BAD, write_shaped_config
 
 VALUES = [20] * 6 + [BAD] * 2
 CULPRIT = 6

@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 from bisector.exitcodes import RunExit
-from tests.faults.shaped_local import BAD, LATE, write_shaped_config
 from tests.helpers.faults import (
     FaultDriver,
     bisector_argv,
@@ -35,6 +34,7 @@ from tests.helpers.faults import (
     wait_for,
 )
 from tests.helpers.repo import BuiltRepo, build_repo
+from tests.helpers.shaped_local import BAD, LATE, write_shaped_config
 
 VALUES = [20] * 2 + [LATE] * 3 + [BAD] * 3
 CULPRIT = 2

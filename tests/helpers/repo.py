@@ -10,6 +10,7 @@ subject names the PR number, like GitHub's. Built with `git fast-import`, so a
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
@@ -161,3 +162,18 @@ def build_repo(
     built.mainline = [mark_to_sha[m] for m in main_marks]
     built.pr_commits = {n: [mark_to_sha[m] for m in ms] for n, ms in pr_marks.items()}
     return built
+
+
+def run_git(repo: Path, *args: str) -> str:
+    """`git ARGS` in `repo`; its output, stripped."""
+    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def commit_value(repo: Path, value: int, serial: str, subject: str) -> str:
+    """A commit on `repo`'s branch carrying `value` and `serial` as build_repo's do."""
+    (repo / "value").write_text(f"{value}\n")
+    (repo / "serial").write_text(f"{serial}\n")
+    run_git(repo, "add", "value", "serial")
+    run_git(repo, "commit", "-q", "-m", subject)
+    return run_git(repo, "rev-parse", "HEAD")

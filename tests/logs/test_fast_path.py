@@ -25,22 +25,13 @@ from bisector.logs import Scores, score_logs
 from bisector.logs.metrics import build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.reader import _scan_range
-from tests.logs.lines import UA_OLD, header
+from tests.helpers.log_fuzz import fuzz_log
 
 _REF_HEADER = re.compile(rb"[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.\d{6} +\d+ [^\]]*\] ")
 _REF_WRITE = re.compile(
     rb"(PATCH|POST|PUT) /api/v1/nodes(?:/[^/?\s:]+(?:/status)?)?(?:\?\S*)?: \([^)]*\) (\d+)\s"
 )
 _BINARY = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-URIS = [
-    "/api/v1/nodes/hollow-node-7/status",
-    "/api/v1/nodes/hollow-node-7",
-    "/api/v1/nodes",
-    "/api/v1/nodes/hollow-node-7/status?timeout=10s",
-    "/api/v1/nodes/hollow-node-7/proxy/logs",
-    "/api/v1/nodesfoo/x",
-    "/api/v1/namespaces/kubemark/pods/p-1/status",
-]
 
 
 def _valid_time(match: re.Match[bytes]) -> bool:
@@ -85,47 +76,6 @@ def _utf8(line: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def fuzz_log(rng: random.Random, n: int) -> bytes:
-    out: list[bytes] = []
-    t = 0.0
-    for _ in range(n):
-        t += rng.random()
-        pick = rng.random()
-        if pick < 0.75:
-            verb = rng.choice(["PATCH", "PATCH", "GET", "POST", "PUT"])
-            status = rng.choice([200, 200, 201, 409, 409, 429, 404, 500])
-            where = rng.choice(["wrap.go:42", "handlers.go:162"])
-            out.append(
-                (
-                    header(t, where=where)
-                    + f"{verb} {rng.choice(URIS)}: ({rng.randrange(1, 900)}.1µs) {status} "
-                    f"[[{UA_OLD}] 10.240.0.5:34862]"
-                ).encode()
-            )
-        elif pick < 0.85:  # a 5xx trace quoting a node PATCH 409
-            quoted = header(t) + "PATCH /api/v1/nodes/n9/status: (1.0ms) 409 [[kubelet] 1:1]"
-            out += [
-                (header(t) + "PATCH /api/v1/nodes/n9/status: (30s) 504").encode(),
-                b"goroutine 1 [running]:",
-                b"\tPATCH /api/v1/nodes/n9/status: (1.0ms) 409 [[kubelet] 10.0.0.1:1]",
-                f'logging error output: "{quoted}\\n"'.encode(),
-            ]
-        elif pick < 0.92:  # an impossible time on a real-looking conflict
-            stamp = rng.choice(["1302 05:51:10", "0230 05:51:10", "0602 25:00:00", "0602 05:60:00"])
-            out.append(
-                f"I{stamp}.000001       7 wrap.go:42] PATCH /api/v1/nodes/x/status: "
-                f"(1ms) 409 [[k] 1:1]".encode()
-            )
-        elif pick < 0.98:
-            out.append(
-                bytes(rng.randrange(256) for _ in range(rng.randrange(80))).replace(b"\n", b"")
-            )
-        else:
-            out.append(b"w" * ((1 << 20) + rng.randrange(1, 5)))
-    data = b"\n".join(out)
-    return data + b"\n" if rng.random() < 0.7 else data
 
 
 @pytest.mark.parametrize("seed", range(12))

@@ -8,7 +8,7 @@ import pytest
 
 from bisector.logs import metric_value, score_logs
 from bisector.logs import reader as reader_mod
-from tests.logs.lines import FORMATS, MIX_CONFLICTS, MIX_WRITES, cri, header, mix_log, text
+from tests.helpers.log_lines import FORMATS, MIX_CONFLICTS, MIX_WRITES, cri, header, mix_log, text
 
 
 def _write(tmp_path: Path, data: bytes, name: str = "kube-apiserver.log") -> Path:

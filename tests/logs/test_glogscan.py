@@ -7,7 +7,7 @@ second) and compares every count, on the fuzz of the node-write matcher
 (tests/logs/test_nodewrites.py: near misses of each field, pid fields glog never writes,
 names and latencies longer than the windows, truncated lines), the line-by-line fuzz of
 test_fast_path.py (stack traces, impossible times, binary noise, over-long lines), every
-log generation of tests/logs/lines.py, cacher messages behind every header shape, and
+log generation of tests/helpers/log_lines.py, cacher messages behind every header shape, and
 random bytes.
 """
 
@@ -24,9 +24,8 @@ from bisector.logs.nodewrites import cacher_lines, messages, node_writes
 from bisector.logs.partial import ScanSettings
 from bisector.logs.records import classify
 from tests.helpers.both_scanners import both_ways
-from tests.logs.lines import FORMATS, START, cri, header, request
-from tests.logs.test_fast_path import fuzz_log
-from tests.logs.test_nodewrites import CACHER_MESSAGES, fuzz_chunk
+from tests.helpers.log_fuzz import fuzz_chunk, fuzz_log
+from tests.helpers.log_lines import CACHER_MESSAGES, FORMATS, START, cri, header, request
 
 REFERENCE = date(2017, 6, 3)
 LEADS = (b"cacher (", b"Forcing ", b"dispatch", b"AAA: ", b"bisector")  # nodewrites
@@ -53,7 +52,7 @@ def _epoch(when: datetime) -> float:
 
 
 # Undated (counts only), every write dated (dispatch lag), a window of minutes inside
-# fuzz_log's (from tests/logs/lines.START) and one that cuts fuzz_chunk's days (0602 05:51
+# fuzz_log's (from tests/helpers/log_lines.START) and one that cuts fuzz_chunk's days (0602 05:51
 # and 23:59 of 2017, 1231 of 2016): the compiled pass gives each write's time for the last
 # three.
 SETTINGS = [

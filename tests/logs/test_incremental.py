@@ -15,8 +15,8 @@ from bisector.logs import IncrementalScore, LogError, LogRestarted, Scores, scan
 from bisector.logs import incremental as incremental_module
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.records import MAX_LINE
-from tests.logs.lines import FORMATS, cri, header, mix_log, request, text
-from tests.logs.test_garbled import GARBLED
+from tests.helpers.garbled_lines import GARBLED
+from tests.helpers.log_lines import FORMATS, cri, header, mix_log, request, text
 
 REFERENCE = date(2017, 6, 3)
 MTIME = datetime(2017, 6, 3, 12, tzinfo=UTC).timestamp()

@@ -11,7 +11,7 @@ import pytest
 from bisector.config import Section
 from bisector.errors import BisectorError, ConfigError
 from bisector.logs import METRIC_NAMES, load_metric_definitions, metric_value, score_logs
-from tests.logs.lines import cri, header, mix_log, request, text
+from tests.helpers.log_lines import cri, header, mix_log, request, text
 
 
 def _score(tmp_path: Path, lines: list[str], **kwargs: object) -> object:

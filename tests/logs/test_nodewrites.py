@@ -21,8 +21,6 @@ import pytest
 from bisector.logs import patterns as p
 from bisector.logs.nodewrites import (
     HEAD_SPAN,
-    TAIL_SPAN,
-    URI_SPAN,
     VERBS,
     cacher_lines,
     messages,
@@ -31,81 +29,11 @@ from bisector.logs.nodewrites import (
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.records import classify
 from bisector.logs.scanner import scan_chunk
+from tests.helpers.log_fuzz import fuzz_chunk
+from tests.helpers.log_lines import CACHER_MESSAGES
 
 _REGEX = re.compile(b"\n" + p.OLD_NODE_WRITE)
 REFERENCE = date(2017, 6, 3)
-
-
-def _pick(rng: random.Random, options: list[bytes]) -> bytes:
-    """The first option (the pattern's own piece) most of the time, else any other."""
-    return options[0] if rng.random() < 0.8 else rng.choice(options[1:])
-
-
-def _name(rng: random.Random) -> bytes:
-    longest = URI_SPAN - 15  # `/api/v1/nodes/`, the name, the byte after it
-    length = rng.choice([0, 1, 5, 13, 16, longest - 1, longest, longest + 1, longest + 9])
-    alphabet = b"abcdefghijklmnopqrstuvwxyz0123456789-._~!%"
-    return bytes(rng.choice(alphabet) for _ in range(length))
-
-
-def _header(rng: random.Random) -> bytes:
-    time = rng.choice([b"0602 05:51:10.000001", b"0602 23:59:59.999999", b"1231 00:00:00.000000"])
-    pid = _pick(
-        rng,
-        [
-            *(b"      7", b"  12345", b"1234567", b"12345678", b"7", b"", b"   7 ", b" 7  7"),
-            *(b"   x7", b"       "),  # the last: seven spaces, no digit
-        ],
-    )
-    where = _pick(
-        rng,
-        [
-            b"wrap.go:42",
-            b"handlers.go:162",
-            b"x" * (HEAD_SPAN - 10),
-            b"y" * (HEAD_SPAN + 5),
-            b"z" * (HEAD_SPAN - 10),  # behind a seven-column pid: `]` the window's last byte
-            b"z" * (HEAD_SPAN - 9),  # and the first byte past it
-            b"a]b",
-            b"",
-        ],
-    )
-    close = _pick(rng, [b"] ", b"]", b"]x ", b"]] "])
-    return rng.choice([b"I", b"W", b"E", b"F"]) + time + b" " + pid + b" " + where + close
-
-
-def _uri(rng: random.Random) -> bytes:
-    base = _pick(rng, [b"/api/v1/nodes", b"/api/v1/node", b"/api/v1/nodesfoo"])
-    named = b"/" + _name(rng) if rng.random() < 0.8 else b""
-    tail = rng.choice([b"", b"/status", b"/status", b"/statusx", b"/proxy/logs", b"/"])
-    query = _pick(rng, [b"", b"?timeout=10s", b"?a=b:c", b"?", b"?x y", b"?" + b"q" * 120])
-    return base + named + tail + query
-
-
-def _request(rng: random.Random) -> bytes:
-    verb = rng.choice([b"PATCH", b"PATCH", b"POST", b"PUT", b"APPLY", b"GET", b"PATCHX", b"A"])
-    sep = _pick(rng, [b": (", b":(", b" (", b": "])
-    longest = TAIL_SPAN - 11  # after `/status: (`, before the `)` that must be in the window
-    latency = _pick(
-        rng,
-        [b"3.1ms", b"350.127\xc2\xb5s", b"", b"30s", *(b"1" * n for n in (longest, longest + 1))],
-    )
-    close = _pick(rng, [b") ", b")", b" "])
-    status = rng.choice([b"200", b"201", b"409", b"409", b"429", b"500", b"4", b"40", b"4090",
-                         b"20000", b"0409", b"hijacked", b""])  # fmt: skip
-    after = _pick(rng, [b" [[kubelet] 1:1]", b" ", b"\t", b"\r", b"\x0b", b"\x0c", b"", b"x", b"0"])
-    return verb + b" " + _uri(rng) + sep + latency + close + status + after
-
-
-def fuzz_chunk(rng: random.Random, n: int) -> bytes:
-    lines = []
-    for _ in range(n):
-        line = _header(rng) + _request(rng)
-        if rng.random() < 0.05:
-            line = line[: rng.randrange(len(line) + 1)]  # cut anywhere
-        lines.append(line)
-    body = b"\n".join(lines)
-    return b"\n" + (body + b"\n" if rng.random() < 0.5 else body)
 
 
 def _by_regex(
@@ -162,16 +90,6 @@ def test_fast_counts_equal_the_dated_regex_path(seed: int) -> None:
     scan_chunk(bytearray(chunk), ScanSettings(REFERENCE, need_times=True), dated)
     assert (fast.conflicts, fast.node_writes) == (dated.conflicts, dated.node_writes)
     assert fast.conflicts and fast.node_writes
-
-
-CACHER_MESSAGES = [
-    b"cacher (*api.Node): 100 objects queued in incoming channel.",
-    b"Forcing watcher close due to unresponsiveness: *api.Node",
-    b"AAA: dispatching event nr 7",
-    b"cacher (*api.Node): dispatched event nr 7",
-    b"bisector: dispatched node event nr 7",
-    b"dispatching event nr 7",
-]
 
 
 @pytest.mark.parametrize("message", CACHER_MESSAGES)

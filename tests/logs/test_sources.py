@@ -19,7 +19,7 @@ import pytest
 from bisector.errors import BisectorError
 from bisector.logs import score_logs
 from tests.helpers.gcs import ensure_bucket, upload_gzip_encoded
-from tests.logs.lines import MIX_CONFLICTS, MIX_WRITES, header, mix_log, request, text
+from tests.helpers.log_lines import MIX_CONFLICTS, MIX_WRITES, header, mix_log, request, text
 
 LOG = text(mix_log("wrap42"))
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bisector.backends.base import BackendTraits, Candidate, PartialLogs, sleep_steps
+from bisector.backends.base import Candidate, PartialLogs
 from bisector.bisection.pipeline import run_bisection
-from bisector.errors import CollectError
 from bisector.logs import score_logs
 from bisector.measure.early import EarlyPolicy, EarlyStop, is_monotone, rescoring
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
@@ -21,101 +18,11 @@ from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from bisector.search.progress import PlainProgress, Reading
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import GrowingBackend, GrowingFileValue
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
-
-T0 = 1_496_382_660.0  # 2017-06-02 05:51:00 UTC
-
-
-def _line(when: float, status: int) -> str:
-    stamp = time.strftime("%m%d %H:%M:%S", time.gmtime(when))
-    return (
-        f"I{stamp}.000001       7 wrap.go:42] PATCH /api/v1/nodes/hollow-node-1/status: "
-        f"(3.1ms) {status} [[kubelet/v1.7.0 (linux/amd64) kubernetes/7043372] 10.0.0.5:3]\n"
-    )
-
-
-class GrowingBackend:
-    """A cluster whose log gains `per_step` conflicts every `step_s` of a `total_s` warmup.
-
-    `collect` returns the log as it is when called (the warmup may have stopped early);
-    `collect_fails`: the copy fails; `collect_stale`: an old, short file arrives instead.
-    """
-
-    name = "growing"
-    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
-
-    def __init__(
-        self,
-        per_step: int,
-        *,
-        total_s: float = 120.0,
-        step_s: float = 10.0,
-        collect_fails: bool = False,
-        collect_stale: bool = False,
-        peek_fails: bool = False,
-    ) -> None:
-        self.per_step = per_step
-        self.total_s = total_s
-        self.step_s = step_s
-        self.collect_fails = collect_fails
-        self.collect_stale = collect_stale
-        self.peek_fails = peek_fails
-        self.steps: list[str] = []
-        self.elapsed = 0.0
-
-    def setup(self) -> None: ...
-    def close(self) -> None: ...
-    def plan(self, candidate: Candidate) -> list[str]:
-        return []
-
-    def build(self, candidate: Candidate) -> None:
-        self.steps.append("build")
-
-    def launch(self, candidate: Candidate) -> None:
-        self.steps.append("launch")
-        self._log(candidate).parent.mkdir(parents=True, exist_ok=True)
-        self._log(candidate).write_text(_line(T0, 200))
-
-    def _log(self, candidate: Candidate) -> Path:
-        return candidate.eval_dir / "master" / "kube-apiserver.log"
-
-    def _grow(self, candidate: Candidate, until: float) -> None:
-        with self._log(candidate).open("a") as f:
-            while self.elapsed < until:
-                self.elapsed += self.step_s
-                f.writelines(_line(T0 + self.elapsed, 409) for _ in range(self.per_step))
-                f.write(_line(T0 + self.elapsed, 200))
-
-    def warmup(self, candidate: Candidate) -> None:
-        self.steps.append("warmup")
-        self._grow(candidate, self.total_s)
-
-    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
-        def grow(seconds: float) -> None:
-            self.steps.append(f"step {self.elapsed + seconds:g}")
-            self._grow(candidate, self.elapsed + seconds)
-
-        return sleep_steps(grow, self.total_s, every_s)
-
-    def peek(self, candidate: Candidate) -> list[Path]:
-        if self.peek_fails:
-            raise CollectError("ssh refused")
-        return [self._log(candidate)]
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        self.steps.append("collect")
-        if self.collect_fails:
-            raise CollectError("scp failed")
-        if self.collect_stale:
-            self._log(candidate).write_text(_line(T0, 409) + _line(T0 + 5, 200))
-        return [self._log(candidate)]
-
-    def teardown(self, candidate: Candidate) -> None:
-        self.steps.append("teardown")
 
 
 def _evaluate(tmp_path: Path, backend: GrowingBackend, threshold: float = 250) -> Measurement:
@@ -210,48 +117,6 @@ def test_a_run_stopped_early_is_journaled_but_never_cached(tmp_path: Path) -> No
 
 
 # -- through the run: endpoints full length, early stops after, journal and report ------
-
-
-class GrowingFileValue(FileValueBackend):
-    """FileValueBackend whose log grows in 10 steps; `value` conflicts by the end."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.steps_run: dict[str, int] = {}
-        self._count: dict[Path, int] = {}
-
-    def _write(self, candidate: Candidate, count: int) -> Path:
-        candidate.log_dir.mkdir(parents=True, exist_ok=True)
-        log = candidate.log_dir / "kube-apiserver.log"
-        value = int((candidate.worktree / "value").read_text())
-        lines = [_line(T0, 200)]
-        for k in range(1, count + 1):
-            lines += [_line(T0 + 60 * k, 409)] * self.per_minute(value, k)
-            lines += [_line(T0 + 60 * k, 200)]
-        log.write_text("".join(lines))
-        return log
-
-    @staticmethod
-    def per_minute(value: int, minute: int) -> int:
-        """Conflicts written in `minute` of the run of a commit with this `value`."""
-        return value // 10
-
-    def warmup(self, candidate: Candidate) -> None:
-        self._count[candidate.eval_dir] = 10
-
-    def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
-        for k in range(1, 11):
-            self._count[candidate.eval_dir] = k
-            self.steps_run[candidate.commit] = k
-            self._write(candidate, k)
-            yield 60.0 * k
-
-    def peek(self, candidate: Candidate) -> list[Path]:
-        return [candidate.log_dir / "kube-apiserver.log"]
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        self.steps.append(("collect", candidate.commit))
-        return [self._write(candidate, self._count.pop(candidate.eval_dir, 10))]
 
 
 @pytest.mark.slow

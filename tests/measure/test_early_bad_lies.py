@@ -17,7 +17,8 @@ from bisector.measure.early import EarlyEnd, EarlyStop, rescoring
 from bisector.measure.evaluation import EvaluationSettings, _score, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
-from tests.measure.test_early import T0, GrowingBackend, _line
+from tests.helpers.fake_backends import T0, GrowingBackend
+from tests.helpers.fake_backends import patch_line as _line
 
 
 class OtherFileAtLook(GrowingBackend):

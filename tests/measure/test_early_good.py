@@ -21,11 +21,12 @@ from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
+from tests.helpers.fake_backends import LATE, T0, GrowingBackend, ShapedFileValue
+from tests.helpers.fake_backends import patch_line as _line
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
-from tests.measure.test_early import T0, GrowingBackend, GrowingFileValue, _line
 
 # -- the rule ------------------------------------------------------------------------
 
@@ -140,20 +141,6 @@ def test_early_good_needs_check_every(tmp_path: Path) -> None:
 
 
 # -- through the run ------------------------------------------------------------------
-
-LATE = 300  # a `value` meaning: a regression that shows only after 8 of 10 minutes
-
-
-class ShapedFileValue(GrowingFileValue):
-    """A log growing in 10 one-minute steps, shaped by the commit's `value`:
-    n < 100: n/10 conflicts a minute (good); 400: 40 a minute (bad from the start, past
-    100 after 3 minutes); LATE: 2 a minute for 7 minutes, then 150 a minute (bad)."""
-
-    @staticmethod
-    def per_minute(value: int, minute: int) -> int:
-        if value == LATE:
-            return 2 if minute <= 7 else 150
-        return value // 10
 
 
 def _run(tmp_path: Path, values: list[int]) -> tuple[Report, ShapedFileValue, str, list[str]]:

@@ -11,32 +11,20 @@ first parent, the commit the first-parent search called good, is the one to chec
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.report import Report
+from tests.helpers.fake_backends import LATE, ShapedFileValue
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.repo import BuiltRepo, build_repo
-from tests.measure.test_early_good import LATE, ShapedFileValue
+from tests.helpers.repo import commit_value as _commit
+from tests.helpers.repo import run_git as _git
 
 GOOD, BAD = 20, 400  # see ShapedFileValue: BAD passes the threshold (100) after 3 minutes
 FORK, FIRST_LATE, MERGE = 3, 5, 9
-
-
-def _git(repo: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
-    return done.stdout.strip()
-
-
-def _commit(repo: Path, value: int, serial: str, subject: str) -> str:
-    (repo / "value").write_text(f"{value}\n")
-    (repo / "serial").write_text(f"{serial}\n")
-    _git(repo, "add", "value", "serial")
-    _git(repo, "commit", "-q", "-m", subject)
-    return _git(repo, "rev-parse", "HEAD")
 
 
 def _history(path: Path, mainline: list[int] | None = None) -> tuple[BuiltRepo, list[str]]:

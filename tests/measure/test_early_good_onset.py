@@ -23,11 +23,11 @@ from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
+from tests.helpers.fake_backends import T0, ShapedFileValue
+from tests.helpers.fake_backends import patch_line as _line
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo, build_repo
 from tests.helpers.settings import settings_for
-from tests.measure.test_early import T0, _line
-from tests.measure.test_early_good import ShapedFileValue
 
 SLOW = 500  # 5 conflicts a minute for 3 minutes, then 100: past 100 at minute 4
 

@@ -12,67 +12,24 @@ from pathlib import Path
 import pytest
 
 from bisector import proc
-from bisector.backends.base import BackendTraits, Candidate
+from bisector.backends.base import Candidate
 from bisector.backends.collected import ProcessUsage, write_processes
-from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import Scores
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
-from tests.helpers.backend import FileValueBackend
-from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
+from tests.helpers.fake_backends import (
+    LAUNCH,
+    FakeBackend,
+    FileValueBackend,
+    ReplayBackend,
+    SourceBackend,
+)
+from tests.helpers.fake_backends import launch_line as _named
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import CONFLICT, WRITE
 from tests.helpers.repo import build_repo
-
-
-class FakeBackend:
-    """Records each step; fails the ways a test asks for."""
-
-    name = "fake"
-    traits = BackendTraits(own_logs=True)  # writes each evaluation's log itself, like the sim
-
-    def __init__(self, *, launch_failures: int = 0, fail: str = "", lines: str = "") -> None:
-        self.launch_failures = launch_failures
-        self.fail = fail
-        self.lines = lines or (CONFLICT + "\n") * 5 + WRITE + "\n"
-        self.steps: list[str] = []
-
-    def setup(self) -> None: ...
-    def close(self) -> None: ...
-    def plan(self, candidate: Candidate) -> list[str]:
-        return []
-
-    def build(self, candidate: Candidate) -> None:
-        self.steps.append("build")
-        if self.fail == "build":
-            raise BuildError("make failed")
-
-    def launch(self, candidate: Candidate) -> None:
-        self.steps.append("launch")
-        if self.launch_failures:
-            self.launch_failures -= 1
-            raise LaunchError("no cluster")
-
-    def warmup(self, candidate: Candidate) -> None:
-        self.steps.append("warmup")
-        if self.fail == "interrupt":
-            raise KeyboardInterrupt
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        self.steps.append("collect")
-        if self.fail == "collect":
-            raise CollectError("scp failed")
-        candidate.log_dir.mkdir(parents=True, exist_ok=True)
-        log = candidate.log_dir / "apiserver.log"
-        log.write_text(self.lines)
-        return [log]
-
-    def teardown(self, candidate: Candidate) -> None:
-        self.steps.append("teardown")
-        if self.fail == "teardown":
-            raise InfraError("delete failed")
 
 
 def _candidate(tmp_path: Path) -> Candidate:
@@ -170,7 +127,6 @@ def test_every_phase_keeps_the_output_of_the_commands_any_backend_runs(tmp_path:
     from bisector import proc
     from bisector.backends.base import Candidate
     from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
-    from tests.helpers.backend import FileValueBackend
 
     class Shell(FileValueBackend):
         def build(self, candidate: Candidate) -> None:
@@ -205,18 +161,6 @@ def test_a_failed_build_is_journaled_with_its_step(tmp_path: Path) -> None:
 
 
 # -- whose log is it (issue 20, class 2): WindowRule, backend by backend ---------------
-
-LAUNCH = "0123456789abcdef0123456789abcdef"
-
-
-def _named(launch: str, when: str = "0602 05:51:09") -> str:
-    return f"I{when}.000000       7 server.go:105] bisector-launch-id={launch}\n"
-
-
-class ReplayBackend(FakeBackend):
-    """A local cluster replaying a recorded 2017 log: its clock is not this machine's."""
-
-    traits = BackendTraits()
 
 
 @pytest.mark.parametrize(
@@ -277,7 +221,6 @@ class StaleApiserverBackend(ReplayBackend):
         self.started = started
 
     def collect(self, candidate: Candidate) -> list[Path]:
-        from bisector.backends.collected import ProcessUsage, write_processes
         from tests.helpers.evidence import counter, snapshot, write_snapshots
 
         logs = super().collect(candidate)
@@ -309,45 +252,6 @@ def test_source_metric_files_of_a_process_older_than_the_launch_are_stale(
 # -- a metric read from beside the log: the evaluation's own log directory ---------------
 # An evaluation scores a source metric from its own log directory; a missing or garbled
 # file there is a skip with the reason, never a value.
-
-
-class SourceBackend:
-    """Writes a log and, into the candidate's log dir, what `files` says."""
-
-    name = "source"
-    # Each evaluation's log is written fresh by collect (2017 times, another clock): its
-    # own, as the sim's (WindowRule.own_logs); the log-belonging rule is not tested here.
-    traits = BackendTraits(own_logs=True)
-
-    def __init__(self, files: str) -> None:
-        self.files = files
-
-    def setup(self) -> None: ...
-    def close(self) -> None: ...
-    def build(self, candidate: Candidate) -> None: ...
-    def launch(self, candidate: Candidate) -> None: ...
-    def warmup(self, candidate: Candidate) -> None: ...
-    def teardown(self, candidate: Candidate) -> None: ...
-    def plan(self, candidate: Candidate) -> list[str]:
-        return []
-
-    def collect(self, candidate: Candidate) -> list[Path]:
-        d = candidate.log_dir
-        d.mkdir(parents=True, exist_ok=True)
-        (d / "kube-apiserver.log").write_text((CONFLICT + "\n") * 3 + WRITE + "\n")
-        if "prom" in self.files:
-            before = snapshot(
-                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 1)])
-            )
-            after = snapshot(
-                counter("apiserver_terminated_watchers_total", [({"resource": "nodes"}, 8)])
-            )
-            write_snapshots(d, before, after if "garbled" not in self.files else after[:-40] + "{{")
-        if "cl2" in self.files:
-            write_cl2_report(d / "cl2", throughput=77.0)
-        if "procs" in self.files:
-            write_processes(d, [ProcessUsage("kube-apiserver", 33.0, 1 << 30, 0.0, 60.0)])
-        return [d / "kube-apiserver.log"]
 
 
 def _evaluate(tmp_path: Path, files: str, metric: str) -> Measurement:

@@ -24,11 +24,11 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.measure.parallel import run_concurrently
 from bisector.search.progress import PlainProgress
 from bisector.signals import sigterm_as_interrupt
+from tests.helpers.fake_backends import PrefetchingBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.processes import gone, kill_listed, listed
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
-from tests.measure.test_prefetch import PrefetchingBackend
 
 TEARDOWN_S = 0.8  # slot 0's teardown, much longer than slot 1's
 

@@ -17,7 +17,7 @@ from bisector.errors import BuildError, LaunchError
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from bisector.search.progress import Phase, PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
 

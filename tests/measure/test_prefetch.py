@@ -12,7 +12,6 @@ import pytest
 
 from bisector.backends.base import Backend, Candidate, PrefetchBuilds
 from bisector.bisection.pipeline import run_bisection
-from bisector.errors import BuildError
 from bisector.gitrepo import GitFailure, GitRepo
 from bisector.measure.journal import Journal, Measured, Prefetch, read_journal
 from bisector.measure.measurement import Measurement
@@ -22,43 +21,9 @@ from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend, PrefetchingBackend
 from tests.helpers.inprocess import bisect_built, whole_range
 from tests.helpers.repo import PR, BuiltRepo, build_repo
-
-
-class PrefetchingBackend(FileValueBackend):
-    """Builds ahead into a 'cache' (a set); `build` takes a cached commit without building."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.cache: set[str] = set()
-        self.prefetch_calls: list[tuple[str, Path]] = []
-        self.built_by_build: list[str] = []
-        self.cache_hits: list[str] = []
-        self.lock = threading.Lock()
-
-    def prefetch_build(self, commit: str, worktree: Path) -> None:
-        with self.lock:
-            self.prefetch_calls.append((commit, worktree))
-        if (worktree / "BROKEN").exists():
-            raise BuildError("BROKEN file present")
-        assert worktree.is_dir() and (worktree / "value").is_file()  # its own checkout
-        with self.lock:
-            self.cache.add(commit)
-
-    def prefetched(self, commit: str) -> bool:
-        with self.lock:
-            return commit in self.cache
-
-    def build(self, candidate: Candidate) -> None:
-        with self.lock:
-            if candidate.commit in self.cache:
-                self.cache.discard(candidate.commit)
-                self.cache_hits.append(candidate.commit)
-                return
-            self.built_by_build.append(candidate.commit)
-        super().build(candidate)
 
 
 def _run(

@@ -18,12 +18,12 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import LaunchError
 from bisector.measure.journal import Measured, Prefetch, read_journal
 from bisector.search.progress import PlainProgress
+from tests.helpers.fake_backends import PrefetchingBackend
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.processes import gone, kill_listed, listed
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
-from tests.measure.test_prefetch import PrefetchingBackend
 
 MISSING = range(2, 7)  # mainline commits whose checkout fails: objects missing
 

@@ -16,9 +16,9 @@ from bisector.measure import evaluation
 from bisector.measure.early import EarlyStop, rescoring
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.provenance import WindowRule, launch_ids
+from tests.helpers.fake_backends import LAUNCH, T0, FakeBackend, GrowingBackend, ReplayBackend
+from tests.helpers.fake_backends import patch_line as _line
 from tests.helpers.local_backend import CONFLICT, WRITE
-from tests.measure.test_early import T0, GrowingBackend, _line
-from tests.measure.test_evaluation import LAUNCH, FakeBackend, ReplayBackend
 
 GARBLED = "\x8f\x01\x02 torn bytes \x00 of a damaged file"
 

@@ -18,7 +18,7 @@ from bisector.errors import InfraError
 from bisector.measure.journal import Cleaned, Journal, TeardownFailed, read_journal
 from bisector.measure.teardown import Teardowns
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.processes import gone
 
 

@@ -21,15 +21,15 @@ from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics.cl2 import summary_time
 from tests.helpers.evidence import cl2_summaries, summary_name
+from tests.helpers.fake_backends import LAUNCH, ReplayBackend, launch_line
 from tests.helpers.local_backend import CONFLICT, WRITE
-from tests.measure.test_evaluation import LAUNCH, ReplayBackend, _named
 
 
 class Cl2ReportBackend(ReplayBackend):
     """The log names this launch; the CL2 report dir holds summaries dated `written`."""
 
     def __init__(self, written: float) -> None:
-        super().__init__(lines=_named(LAUNCH) + (CONFLICT + "\n") * 5 + WRITE + "\n")
+        super().__init__(lines=launch_line(LAUNCH) + (CONFLICT + "\n") * 5 + WRITE + "\n")
         self.written = datetime.fromtimestamp(written, UTC)
 
     def collect(self, candidate: Candidate) -> list[Path]:

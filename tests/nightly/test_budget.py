@@ -9,7 +9,7 @@ import pytest
 from bisector.backends.base import Candidate
 from bisector.nightly.budget import BudgetedBackend, BudgetExceeded
 from bisector.nightly.config import Budget
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 
 
 class Clock:

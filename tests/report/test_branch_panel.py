@@ -9,30 +9,18 @@ The drawn SVG is read back: text stays text in it (bisector.report.svg, svg.font
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import replace
 from pathlib import Path
 
 from bisector.report.model import Culprit, Evaluation, MergeRef, ParentResult, Report
 from bisector.report.plot import range_svg
-from tests.report.sample import MAINLINE, evaluation, sample_report, sha
-
-SVG = "{http://www.w3.org/2000/svg}"
-
-
-def _axes_texts(svg: str) -> list[list[str]]:
-    """Every text of each axes group (`axes_1`, `axes_2`, ...), in drawing order."""
-    root = ET.fromstring(svg)
-    groups = [g for g in root.iter(f"{SVG}g") if re.fullmatch(r"axes_\d+", g.get("id", ""))]
-    return [
-        ["".join(t.itertext()).strip() for t in g.iter(f"{SVG}text") if "".join(t.itertext())]
-        for g in groups
-    ]
+from tests.helpers.plot_svg import axes_texts
+from tests.helpers.sample_report import MAINLINE, evaluation, sample_report, sha
 
 
 def _branch_panel(svg: str) -> tuple[str, list[str]]:
     """The branch panel's title and its x tick labels, as drawn."""
-    axes = _axes_texts(svg)
+    axes = axes_texts(svg)
     assert len(axes) == 2, axes
     texts = axes[1]
     title = next(t for t in texts if "merge" in t)

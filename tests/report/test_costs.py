@@ -11,7 +11,7 @@ from pathlib import Path
 from bisector.report.model import Report
 from bisector.report.render import render_html, render_markdown
 from bisector.report.summary import summary_lines
-from tests.report.sample import SAMPLE_COST, sample_report
+from tests.helpers.sample_report import SAMPLE_COST, sample_report
 
 
 def _no_estimate(report: Report) -> Report:

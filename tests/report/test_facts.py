@@ -6,7 +6,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bisector.report.facts import runs_text, split_reason, why_culprit
-from tests.report.sample import BRANCH, MAINLINE, sample_report
+from tests.helpers.sample_report import BRANCH, MAINLINE, sample_report
 
 
 def test_reason_keeps_the_quoted_command_whole_and_splits_its_output() -> None:

@@ -12,7 +12,7 @@ from bisector.report.model import Report
 from bisector.report.render import render_html
 from bisector.report.summary import summary_lines
 from bisector.report.timeline import rows as timeline_rows
-from tests.report.sample import BRANCH, MAINLINE, sample_report
+from tests.helpers.sample_report import BRANCH, MAINLINE, sample_report
 
 
 @pytest.fixture(scope="module")

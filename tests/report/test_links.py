@@ -8,7 +8,7 @@ import pytest
 
 from bisector.report.links import commit_url, github_base, pr_url
 from bisector.report.render import render_both
-from tests.report.sample import BRANCH, sample_report
+from tests.helpers.sample_report import BRANCH, sample_report
 
 GITHUB = "https://github.com/kubernetes/kubernetes"
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from bisector.report.render import render_markdown
-from tests.report.sample import BRANCH, MAINLINE, SKIP_REASON, sample_report
+from tests.helpers.sample_report import BRANCH, MAINLINE, SKIP_REASON, sample_report
 
 TAG = re.compile(r"</?[A-Za-z][^>\s]*[^>]*>")
 

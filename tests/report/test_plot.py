@@ -17,8 +17,8 @@ from bisector.report.plot import (
     points,
     range_svg,
 )
-from tests.report.sample import BRANCH, MAINLINE, RANGE, sample_report, sha
-from tests.report.test_branch_panel import _axes_texts
+from tests.helpers.plot_svg import axes_texts
+from tests.helpers.sample_report import BRANCH, MAINLINE, RANGE, sample_report, sha
 
 
 def test_main_axis_is_the_first_parent_chain_and_the_branch_gets_its_own_panel(
@@ -135,7 +135,7 @@ def test_the_2017_shape_draws_no_label_over_another(tmp_path: Path) -> None:
         evaluations=[*fp_runs, *(e for e in report.evaluations if e.commit in BRANCH)],
     )
     svg = range_svg(report)
-    drawn = [t for t in _axes_texts(svg)[0] if re.fullmatch(r"[0-9a-f]{7}( \(\w+\))?", t)]
+    drawn = [t for t in axes_texts(svg)[0] if re.fullmatch(r"[0-9a-f]{7}( \(\w+\))?", t)]
     at = sorted(mainline.index(next(c for c in mainline if c.startswith(t[:7]))) for t in drawn)
     assert 21 in at and at[0] == 0 and at[-1] == 94
     assert len(at) < len({e.commit for e in fp_runs})  # some were left unlabelled

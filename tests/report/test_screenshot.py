@@ -112,7 +112,7 @@ def test_the_report_fits_a_phone_screen(tmp_path: Path) -> None:
     screen: wide tables scroll inside themselves (the evidence table of the real 2017
     hunt's report ran 1,088 px wide in a 500 px window, its verdicts off the page)."""
     from bisector.report.render import render_html
-    from tests.report.sample import sample_report
+    from tests.helpers.sample_report import sample_report
 
     script = _script()
     chromium = script.find_chromium()

@@ -10,7 +10,7 @@ import pytest
 from bisector.logs import score_logs
 from bisector.logs.sources import open_source
 from bisector.report.series import read_series
-from tests.report.sample import write_log
+from tests.helpers.sample_report import write_log
 
 
 def test_counts_per_second_match_the_scorer(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bisector.report.smoking_gun import comparison, gun_svg, pick_run, smoking_gun
-from tests.report.sample import BRANCH, sample_report
+from tests.helpers.sample_report import BRANCH, sample_report
 
 
 def test_confirmation_runs_are_drawn_culprit_first(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bisector.report.summary import summary_lines
-from tests.report.sample import BRANCH, MAINLINE, sample_report
+from tests.helpers.sample_report import BRANCH, MAINLINE, sample_report
 
 
 def test_summary_carries_the_evidence(tmp_path: Path) -> None:

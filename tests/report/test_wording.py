@@ -8,7 +8,7 @@ from pathlib import Path
 from bisector.report.facts import why_culprit
 from bisector.report.summary import summary_lines
 from bisector.report.wording import counted_whole_plain, same_tree_plain
-from tests.report.sample import BRANCH, sample_report
+from tests.helpers.sample_report import BRANCH, sample_report
 
 # The reason bisector.measure.evaluator._twin_said records, as the demo's run printed it.
 SAME_TREE = "same tree as 45a9d215875d, measured there: 3,927"

@@ -20,6 +20,7 @@ from bisector.bisection.confirm import Claim, claims
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import GitRepo
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
+from tests.helpers.fake_backends import LATE, ShapedFileValue
 from tests.helpers.faults import (
     FaultDriver,
     measurements,
@@ -28,9 +29,7 @@ from tests.helpers.faults import (
     write_fault_config,
 )
 from tests.helpers.inprocess import bisect_built
-from tests.helpers.repo import PR, BuiltRepo, build_repo
-from tests.measure.test_early_good import LATE, ShapedFileValue
-from tests.measure.test_early_good_merges import _commit, _git
+from tests.helpers.repo import PR, BuiltRepo, build_repo, commit_value, run_git
 
 GOOD, BAD = 20, 400  # ShapedFileValue: BAD passes the threshold (100) after 3 minutes
 FORK, MERGE = 3, 4
@@ -42,20 +41,20 @@ def _slow_branch_fast_merge(path: Path) -> tuple[BuiltRepo, list[str]]:
     from the start (a conflict resolved badly); then bad to the end."""
     built = build_repo(path, [GOOD] * MERGE)
     repo = built.path
-    _git(repo, "checkout", "-q", "-b", "pr-5", built.mainline[FORK])
+    run_git(repo, "checkout", "-q", "-b", "pr-5", built.mainline[FORK])
     pr = [
-        _commit(repo, GOOD, "pr.1", f"PR 5 part 1: value {GOOD}"),
-        _commit(repo, LATE, "pr.2", f"PR 5 part 2: value {LATE}"),
-        _commit(repo, LATE, "pr.3", f"PR 5 part 3: value {LATE}"),
+        commit_value(repo, GOOD, "pr.1", f"PR 5 part 1: value {GOOD}"),
+        commit_value(repo, LATE, "pr.2", f"PR 5 part 2: value {LATE}"),
+        commit_value(repo, LATE, "pr.3", f"PR 5 part 3: value {LATE}"),
     ]
-    _git(repo, "checkout", "-q", "main")
-    _git(repo, "merge", "-q", "--no-ff", "-s", "ours", "-m", "Merge pull request #5", "pr-5")
+    run_git(repo, "checkout", "-q", "main")
+    run_git(repo, "merge", "-q", "--no-ff", "-s", "ours", "-m", "Merge pull request #5", "pr-5")
     (repo / "value").write_text(f"{BAD}\n")
     (repo / "serial").write_text("merge\n")
-    _git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
-    built.mainline.append(_git(repo, "rev-parse", "HEAD"))
+    run_git(repo, "commit", "-q", "-a", "--amend", "--no-edit")
+    built.mainline.append(run_git(repo, "rev-parse", "HEAD"))
     for k in range(MERGE + 1, MERGE + 6):
-        built.mainline.append(_commit(repo, BAD, str(k), f"Commit {k}: value {BAD}"))
+        built.mainline.append(commit_value(repo, BAD, str(k), f"Commit {k}: value {BAD}"))
     return built, pr
 
 

@@ -15,7 +15,7 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend, Tamper
+from tests.helpers.fake_backends import FileValueBackend, Tamper
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 from tests.helpers.settings import settings_for

@@ -22,7 +22,7 @@ from bisector.search.progress import (
     logged_to,
     make_progress,
 )
-from tests.helpers.backend import FileValueBackend
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
 

@@ -16,8 +16,8 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
 from bisector.report import Report
 from bisector.search.progress import PlainProgress
-from tests.helpers.backend import FileValueBackend
 from tests.helpers.checkout import snapshot
+from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import LocalDriver, write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 from tests.helpers.settings import settings_for

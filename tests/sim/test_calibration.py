@@ -22,8 +22,7 @@ import pytest
 from bisector.sim import SimProfile, SimSummary, simulate
 from bisector.sim.calibration import PROCS_BUSY_SLOWDOWN, PROCS_QUIET_SLOWDOWN, procs_params
 from bisector.sim.kubelet import PROCS_NODE_LOOKUP, Lookup, check_lookup, lookup_table
-from tests.sim.helpers import read_log
-from tests.sim.test_model import MAX_OVERLAP_S
+from tests.helpers.sim_log import MAX_OVERLAP_S, read_log
 
 GOOD, BAD = SimProfile(), SimProfile(trigger_index=False)
 REAL_GOOD_409S = (2, 0, 12, 0, 1, 0)  # hunt: 1444d25, 48d0249, e59fd18; quiet: 1444d25 x2, 48d0249
@@ -93,7 +92,7 @@ def test_an_impossible_lookup_mix_is_refused(lookup: Lookup) -> None:
 
 def test_the_procs_shaped_log_reads_back_as_the_summary_says(tmp_path: Path) -> None:
     # With lookups a try's GET and PATCH are apart by up to 10 s: two events, so the log
-    # stays in time order (up to the usual request overlap, test_model.MAX_OVERLAP_S).
+    # stays in time order (up to the usual request overlap, MAX_OVERLAP_S).
     log = tmp_path / "kube-apiserver.log"
     summary = simulate(BAD, procs_params(minutes=2.0), log)
     counts = read_log(log)

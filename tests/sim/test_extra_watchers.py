@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisector.sim import RunParams, SimProfile, SimSummary, simulate
-from tests.sim.helpers import read_log
+from tests.helpers.sim_log import read_log
 
 
 def run(tmp_path: Path, profile: SimProfile, **params: object) -> SimSummary:

@@ -7,16 +7,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from bisector.sim import RunParams, SimProfile, SimSummary, simulate
-from tests.sim.helpers import read_log
+from tests.helpers.sim_log import MAX_OVERLAP_S, read_log
 
 # 500 nodes with 100x the per-watcher cost behave like 5000 nodes without the index:
 # ~505 watchers x 160us per event: ~12 events/s, below the ~17/s the node-problem
 # detectors alone write, as 5000 x 1.6us is below 5000 nodes' ~167/s.
 SLOW_CACHER = SimProfile(trigger_index=False, dispatch_per_watcher_us=160.0)
-# How far a line may be dated before the one above it, by construction: background lines
-# are dated up to 9.9ms after their tick (bisector/sim/traffic.py), a kubelet's GET up to
-# 1.5ms before the PATCH it precedes (model.py read_gaps).
-MAX_OVERLAP_S = 0.0099 + 0.0015
 
 
 def run(

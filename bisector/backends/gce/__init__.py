@@ -1,1 +1,1 @@
-"""The gce backend: kubemark on GCE with the candidate's own scripts, and its twin."""
+"""The gce backend: kubemark on GCE with the candidate's own scripts (its twin: bisector.twin)."""

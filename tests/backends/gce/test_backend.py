@@ -714,8 +714,8 @@ def test_a_failed_peek_is_a_collect_error(fake: FakeProc, tmp_path: Path, base: 
 def test_doctor_says_each_quota_shortfall_in_one_line_with_the_numbers_and_the_fix(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bisector.backends.gce.twin import TwinConfig, install
     from bisector.commands.doctor import doctor
+    from bisector.twin import TwinConfig, install
     from tests.helpers.doctor import gce_home
 
     gce_home(monkeypatch, tmp_path / "home")
@@ -836,7 +836,7 @@ def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> No
     from bisector.measure.parallel import CancellableBackend
     from bisector.nightly.budget import BudgetedBackend
     from bisector.nightly.config import Budget
-    from tests.helpers.backend import FileValueBackend
+    from tests.helpers.fake_backends import FileValueBackend
 
     class Inner(FileValueBackend):
         def adaptations(self) -> list[Adaptation]:
@@ -852,7 +852,7 @@ def test_the_report_lists_the_adaptations(tmp_path: Path) -> None:
     from bisector.backends.adaptation import Adaptation
     from bisector.report.model import Report
     from bisector.report.render import render_markdown
-    from tests.report.sample import sample_report
+    from tests.helpers.sample_report import sample_report
 
     report = sample_report(tmp_path)
     adapted = Report.from_json(

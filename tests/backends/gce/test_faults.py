@@ -1,4 +1,4 @@
-"""What the gce backend does with each failure a real run meets (bisector.backends.gce.twin.faults).
+"""What the gce backend does with each failure a real run meets (bisector.twin.faults).
 
 Each failure's text is what the twin prints for it (asked of the twin here, not copied),
 and the twin's text is the real tool's (tests/twin/test_strict_twin.py names where each
@@ -21,12 +21,12 @@ import pytest
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce import adapt as gce_adapt
 from bisector.backends.gce.backend import RELEASE_OUTPUTS, SERVER_TARBALL, GceBackend
-from bisector.backends.gce.twin import TwinConfig, install
-from bisector.backends.gce.twin.rehearse import on_path
-from bisector.backends.gce.twin.state import Home
 from bisector.backends.resources import ResourceRecord
 from bisector.config import Section
 from bisector.errors import ConfigError, InfraError, LaunchError
+from bisector.twin import TwinConfig, install
+from bisector.twin.rehearse import on_path
+from bisector.twin.state import Home
 from tests.helpers.fake_proc import Call, FakeProc
 from tests.helpers.loop_driver import evaluate
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.gce.twin import sdk_table
-from bisector.backends.gce.twin.gcloud_args import parse
+from bisector.twin import sdk_table
+from bisector.twin.gcloud_args import parse
 
 SDK = Path("/usr/lib/google-cloud-sdk")
 

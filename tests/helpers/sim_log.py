@@ -17,6 +17,11 @@ HWM = re.compile(r"^cacher \((\S+)\): (\d+) objects queued in incoming channel\.
 DISPATCH = re.compile(r"^AAA: dispatching event nr (\d+)$")
 GO_DURATION = re.compile(r"^\d+(\.\d+)?(µs|ms|s)$")
 
+# How far a line may be dated before the one above it, by construction: background lines
+# are dated up to 9.9ms after their tick (bisector/sim/traffic.py), a kubelet's GET up to
+# 1.5ms before the PATCH it precedes (model.py read_gaps).
+MAX_OVERLAP_S = 0.0099 + 0.0015
+
 
 @dataclass
 class LogCounts:

@@ -1,4 +1,4 @@
-"""`python -m bisector.backends.gce.twin install DIR ...`, `leftovers DIR`, the shims' entry."""
+"""`python -m bisector.twin install DIR ...`, `leftovers DIR`, the shims' entry."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bisector.backends.gce.twin import UNMODELLED_EXIT, TwinConfig, install, leftovers
-from bisector.backends.gce.twin.state import Home, Refused, Unmodelled
+from bisector.twin import UNMODELLED_EXIT, TwinConfig, install, leftovers
+from bisector.twin.state import Home, Refused, Unmodelled
 
 
 def _tools() -> dict[str, Callable[[Home, list[str]], int]]:
-    from bisector.backends.gce.twin import gcloud, kubectl, tools
+    from bisector.twin import gcloud, kubectl, tools
 
     return {
         "gcloud": gcloud.main,
@@ -52,9 +52,7 @@ def shim(home: Home, name: str, argv: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bisector.backends.gce.twin", description=__doc__
-    )
+    parser = argparse.ArgumentParser(prog="python -m bisector.twin", description=__doc__)
     parser.add_argument("--home", type=Path, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
     inst = sub.add_parser("install", help="write the shims into DIR/bin")
@@ -94,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(found, indent=1) if found else "nothing left")
         return 1 if found else 0
     if ns.command == "flag-table":
-        from bisector.backends.gce.twin import sdk_table
+        from bisector.twin import sdk_table
 
         built = sdk_table.build(sdk_table.read_tree(ns.sdk), sdk_table.sdk_release(ns.sdk))
         sys.stdout.write(sdk_table.dumps(built))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.gce.twin import UNMODELLED_EXIT, TwinConfig, install
-from bisector.backends.gce.twin.state import Home
+from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
+from bisector.twin.state import Home
 
 P = ("--project", "twin-project")
 
@@ -130,6 +130,32 @@ def test_quick_release_leaves_the_2017_layout_with_the_candidates_profile(
     assert run(twin, "make", "quick-release", cwd=tree).returncode == 0
     kubemark = json.loads((tree / "_output/dockerized/bin/linux/amd64/kubemark").read_text())
     assert kubemark["bad_because_of"] == [] and kubemark["profile"] == {}
+
+
+def test_the_kubemark_image_targets_run_the_real_make_and_hand_back_what_it_did(
+    twin: Home, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """start-kubemark.sh runs `make gcloudpush` in cluster/images/kubemark (kubernetes
+    7043372): the twin runs the real make there, through bisector.proc, and the script gets
+    make's output and exit code as if it had run make itself."""
+    for name in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS"):  # under `make test`: no "Entering dir"
+        monkeypatch.delenv(name, raising=False)
+    images = tmp_path / "k8s" / "cluster" / "images" / "kubemark"
+    images.mkdir(parents=True)
+    (images / "Makefile").write_text(
+        "build:\n\t@echo built $(REGISTRY)\n\t@echo pulling base >&2\n"
+        "push:\n\t@echo pushing; exit 3\n"
+    )
+    built = run(twin, "make", "build", "REGISTRY=gcr.io/p", cwd=images)
+    assert built.returncode == 0
+    assert built.stdout == "built gcr.io/p\n" and built.stderr == "pulling base\n"
+    pushed = run(twin, "make", "push", cwd=images)
+    assert pushed.returncode == 2  # make's own code for a failed recipe
+    assert pushed.stdout == "pushing\n" and "Error 3" in pushed.stderr
+    assert [(c["tool"], c["argv"], c["code"]) for c in twin.calls()] == [
+        ("make", ["build", "REGISTRY=gcr.io/p"], 0),
+        ("make", ["push"], 2),
+    ]
 
 
 _HOLLOW = """apiVersion: v1

@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bisector.backends.gce.twin.state import Refused, TwinState, Unmodelled
 from bisector.durations import parse_duration
+from bisector.twin.state import Refused, TwinState, Unmodelled
 
 if TYPE_CHECKING:
     from bisector.sim import SimProfile

@@ -10,7 +10,7 @@ read from the SDK's static completion tree
 tree `gcloud <command> --help` documents, without hidden flags); no SDK code is
 copied. Regenerate it for another release with
 
-    python -m bisector.backends.gce.twin flag-table --sdk /usr/lib/google-cloud-sdk > FILE
+    python -m bisector.twin flag-table --sdk /usr/lib/google-cloud-sdk > FILE
 
 and `tests/twin/test_flag_table.py` checks that the committed table is what the
 installed SDK says (skipped where no SDK 528 is installed).
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 RELEASE = "528.0.0"
-TABLE = Path(__file__).resolve().parents[3] / "data" / "twin" / f"gcloud-{RELEASE[:3]}-flags.json"
+TABLE = Path(__file__).resolve().parents[1] / "data" / "twin" / f"gcloud-{RELEASE[:3]}-flags.json"
 
 # Every command path the scripts of kubernetes 1444d25..7043372 (cluster/gce/util.sh,
 # cluster/common.sh, test/kubemark/*), the gce backend and its doctor checks call; each in

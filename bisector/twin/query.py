@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from bisector.backends.gce.twin.state import Unmodelled
+from bisector.twin.state import Unmodelled
 
 _FIELD = re.compile(r"([A-Za-z_][\w-]*)|\[(\d+)\]")
 

@@ -1,11 +1,11 @@
 """The twin's `gcloud`: as strict as Cloud SDK 528, answering from the twin's state.
 
-Every call is first read as gcloud 528 reads it (bisector.backends.gce.twin.gcloud_args: the
+Every call is first read as gcloud 528 reads it (bisector.twin.gcloud_args: the
 flags each command accepts, from the SDK's own command tree; a call real gcloud
 refuses is refused with its message and exit 2). Then the API's side
-(bisector.backends.gce.twin.gce_api): resource names, zones and regions, machine types,
+(bisector.twin.gce_api): resource names, zones and regions, machine types,
 images, disk sizes, metadata sizes, firewall ports, the project's quotas, and
-the injected faults (bisector.backends.gce.twin.faults): each refused with the API's answer
+the injected faults (bisector.twin.faults): each refused with the API's answer
 as gcloud prints it, exit 1.
 
 Each resource kind keeps what the scripts later ask back (an address's IP, an
@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from bisector.backends.gce import capacity as gce_capacity
-from bisector.backends.gce.twin import faults, gce_api, master
-from bisector.backends.gce.twin.gcloud_args import Parsed, UsageError, parse
-from bisector.backends.gce.twin.query import matches, render
-from bisector.backends.gce.twin.state import Home, Refused, TwinState, Unmodelled
+from bisector.twin import faults, gce_api, master
+from bisector.twin.gcloud_args import Parsed, UsageError, parse
+from bisector.twin.query import matches, render
+from bisector.twin.state import Home, Refused, TwinState, Unmodelled
 
 Handler = Callable[[TwinState, Parsed], str]
 

@@ -124,3 +124,14 @@ def cri(lines: list[str], t: float = 0.0) -> list[str]:
 
 def text(lines: list[str], newline: str = "\n") -> bytes:
     return "".join(line + newline for line in lines).encode()
+
+
+# Cacher messages the scanner counts (each behind any glog header shape).
+CACHER_MESSAGES = [
+    b"cacher (*api.Node): 100 objects queued in incoming channel.",
+    b"Forcing watcher close due to unresponsiveness: *api.Node",
+    b"AAA: dispatching event nr 7",
+    b"cacher (*api.Node): dispatched event nr 7",
+    b"bisector: dispatched node event nr 7",
+    b"dispatching event nr 7",
+]

@@ -18,17 +18,17 @@ from typing import Any
 import pytest
 
 import bisector.commands.doctor as doctor_command
-from bisector.backends.gce import rehearsal as doctor_rehearse
 from bisector.backends.gce import steps as gce_steps
-from bisector.backends.gce.twin import UNMODELLED_EXIT
-from bisector.backends.gce.twin.rehearse import Rehearsal
-from bisector.backends.gce.twin.state import Home
 from bisector.backends.registry import BackendInfo
 from bisector.backends.resources import Resource, ResourceRecord
 from bisector.cli import main
 from bisector.commands.doctor import doctor
 from bisector.config import Section
 from bisector.exitcodes import DoctorExit
+from bisector.twin import UNMODELLED_EXIT
+from bisector.twin import doctor_rehearsal as doctor_rehearse
+from bisector.twin.rehearse import Rehearsal
+from bisector.twin.state import Home
 from tests.helpers.checkout import snapshot
 
 GCE = """[run]

@@ -2,7 +2,7 @@
 
 What real gcloud does before it touches credentials or the network (measured
 with the SDK 528 installed here, offline and without an account; every message
-below is compared with the real one in tests/twin/test_gcloud_args.py):
+below is compared with the real one in tests/twin/test_strict_twin.py):
 
 * the command path is read word by word (`gcloud beta compute networks subnets
   create`); a flag before the command is complete is checked against that
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from bisector.backends.gce.twin import sdk_table
+from bisector.twin import sdk_table
 
 EXIT_USAGE = 2
 _HELP_HINT = "To search the help text of gcloud commands, run:\n  gcloud help -- SEARCH_TERMS"

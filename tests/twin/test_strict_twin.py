@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.gce.twin import TwinConfig, install
-from bisector.backends.gce.twin.state import Home
+from bisector.twin import TwinConfig, install
+from bisector.twin.state import Home
 
 P = ("--project", "twin-project")
 Z = ("--zone", "us-central1-b")

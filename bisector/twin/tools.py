@@ -24,19 +24,18 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import subprocess
 import sys
 import tarfile
 from pathlib import Path
 from typing import Any
 
-from bisector.backends.gce.twin import faults, master
-from bisector.backends.gce.twin.gcloud import which_real
-from bisector.backends.gce.twin.state import Home, Refused, Unmodelled
+from bisector.twin import faults, master
+from bisector.twin.gcloud import which_real
+from bisector.twin.state import Home, Refused, Unmodelled
 
 BIN = "_output/dockerized/bin/linux/amd64"
+_GIT_TIMEOUT_S = 600.0  # a rev-parse or merge-base in a local repository
 RELEASE_TARS = "_output/release-tars"
 
 
@@ -237,7 +236,7 @@ def curl(home: Home, argv: list[str]) -> int:
 def shim_text(home: Home, tool: str) -> str:
     return (
         "#!/bin/sh\n# bisector GCE twin\n"
-        f'exec "{sys.executable}" -m bisector.backends.gce.twin '
+        f'exec "{sys.executable}" -m bisector.twin '
         f'--home "{home.path}" shim {tool} "$@"\n'
     )
 
@@ -315,7 +314,14 @@ def make(home: Home, argv: list[str]) -> int:
         real = which_real("make", home.bin)
         if real is None:
             raise Unmodelled("make: no real make on PATH to run cluster/images/kubemark/Makefile")
-        return subprocess.run([real, *argv], check=False).returncode
+        from bisector import proc  # only when a program runs: the other shims start faster
+
+        # Through the one door: a timeout, and the make's group killed on one. The door
+        # keeps what the make printed; the script that called this shim reads it here.
+        done = proc.run([real, *argv], check=False)
+        sys.stdout.write(done.stdout)
+        sys.stderr.write(done.stderr)
+        return done.code
     raise Unmodelled(f"make {' '.join(argv)} in {cwd} (the twin models quick-release and "
                      "the kubemark image targets)")  # fmt: skip
 
@@ -357,22 +363,26 @@ def _tiny_tar(path: Path, name: str) -> None:
 
 
 def _git(root: Path, *args: str) -> str:
+    from bisector import proc
+
     real = which_real("git", Path("/nonexistent"))
     if real is None:
         raise Unmodelled("git is not installed")
-    done = subprocess.run([real, *args], cwd=root, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
+    done = proc.run([real, *args], cwd=root, check=False, timeout=_GIT_TIMEOUT_S)
+    if done.code != 0:
         raise Refused(f"make: git {' '.join(args)} failed in {root}: {done.stderr.strip()}")
     return done.stdout.strip()
 
 
 def _contains(root: Path, commit: str) -> bool:
+    from bisector import proc
+
     real = which_real("git", Path("/nonexistent"))
     assert real is not None
-    done = subprocess.run(
-        [real, "merge-base", "--is-ancestor", commit, "HEAD"], cwd=root, capture_output=True,
-        check=False, env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+    done = proc.run(
+        [real, "merge-base", "--is-ancestor", commit, "HEAD"], cwd=root, check=False,
+        env={"GIT_TERMINAL_PROMPT": "0"}, timeout=_GIT_TIMEOUT_S,
     )  # fmt: skip
-    if done.returncode not in (0, 1):
+    if done.code not in (0, 1):
         raise Refused(f"twin: cannot tell whether {root} contains {commit}: {done.stderr!r}")
-    return done.returncode == 0
+    return done.code == 0

@@ -14,19 +14,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from bisector import proc
 from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.gce.backend import GceBackend
-from bisector.backends.gce.twin import UNMODELLED_EXIT, TwinConfig, install
-from bisector.backends.gce.twin.state import Home
 from bisector.config import Section
 from bisector.errors import InfraError
+from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
+from bisector.twin.state import Home
+
+_GIT_TIMEOUT_S = 600.0  # a rev-parse in a local checkout
 
 
 @dataclass
@@ -69,9 +71,8 @@ def rehearse(
 ) -> Rehearsal:
     """One evaluation of `checkout` with `section` ([backends.gce]) on a twin in `home_dir`."""
     checkout = checkout.absolute()
-    commit = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    head = proc.run(["git", "rev-parse", "HEAD"], cwd=checkout, timeout=_GIT_TIMEOUT_S)
+    commit = head.stdout.strip()
     project = section.get_str("project", "twin-project")
     home = install(home_dir, replace(twin or TwinConfig(), project=project))
     result = Rehearsal(home, commit)

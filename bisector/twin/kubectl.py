@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bisector.backends.gce import capacity as gce_capacity
-from bisector.backends.gce.twin.state import Home, Refused, TwinState, Unmodelled
+from bisector.twin.state import Home, Refused, TwinState, Unmodelled
 
 _JSONPATH_CC = "{.current-context}"
 _JSONPATH = re.compile(

@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from bisector.backends.gce.twin import gce_api
-from bisector.backends.gce.twin.state import Refused, TwinState
+from bisector.twin import gce_api
+from bisector.twin.state import Refused, TwinState
 
 KINDS = ("stockout", "rate-limit", "ssh-refused", "slow-boot", "master-unhealthy", "mig-partial")
 SSH_REFUSED_EXIT = 255  # gcloud compute ssh passes on ssh's exit code

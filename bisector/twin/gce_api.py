@@ -1,6 +1,6 @@
 """What the Compute Engine API refuses, as gcloud 528 reports it: the twin's server side.
 
-gcloud checks only the command line itself (bisector.backends.gce.twin.gcloud_args); names,
+gcloud checks only the command line itself (bisector.twin.gcloud_args); names,
 zones, machine types, images, disk sizes, metadata sizes and firewall ports are
 checked by the API, and gcloud prints its answer as
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bisector.backends.gce import capacity as gce_capacity
-from bisector.backends.gce.twin.state import Refused
+from bisector.twin.state import Refused
 
 # cloud.google.com/compute/docs/naming-resources: 1-63 characters, RFC 1035,
 # `[a-z]([-a-z0-9]*[a-z0-9])?`. The API's message (issues: hashicorp/terraform#20884,

@@ -14,10 +14,16 @@ any `bad_if_contains` commit get `bad_profile`, the rest `good_profile`), so a
 whole `bisector run` on the twin names a culprit. Users can rehearse a config's
 command sequence this way before spending money:
 
-    python -m bisector.backends.gce.twin install /tmp/twin --project my-project \
+    python -m bisector.twin install /tmp/twin --project my-project \
         --bad-if-contains f93a270
     PATH=/tmp/twin/bin:$PATH bisector run --config ... --good G --bad B
-    python -m bisector.backends.gce.twin leftovers /tmp/twin     # what would still be billed
+    python -m bisector.twin leftovers /tmp/twin     # what would still be billed
+
+A layer of its own, above the product: it imports the gce backend (to rehearse it)
+and the sim (the log its master serves); nothing in the product imports it, so none
+of it loads in a real run. `bisector doctor --rehearse` reaches `doctor_rehearsal`
+through the registry's "module:function" string (tests/test_import_graph.py holds
+both sides of that line).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bisector.backends.gce.twin.state import Home
+from bisector.twin.state import Home
 
 SHIMS = ("gcloud", "gsutil", "docker", "curl", "ssh", "scp", "make", "kubectl")
 # cfssl and cfssljson as a machine prepared for the 2017 scripts has them on PATH (their
@@ -93,7 +99,7 @@ def install(path: Path, config: TwinConfig) -> Home:
         shim = home.bin / name
         shim.write_text(
             "#!/bin/sh\n# bisector GCE twin\n"
-            f'exec "{sys.executable}" -m bisector.backends.gce.twin '
+            f'exec "{sys.executable}" -m bisector.twin '
             f'--home "{home.path}" shim {name} "$@"\n',
             encoding="utf-8",
         )

@@ -1,6 +1,6 @@
 """`bisector doctor --rehearse`: one whole gce evaluation on the GCE twin, before money is spent.
 
-Runs `bisector.backends.gce.twin.rehearse.rehearse` (the checkout's real kube-up.sh,
+Runs `bisector.twin.rehearse.rehearse` (the checkout's real kube-up.sh,
 start-kubemark.sh, stop-kubemark.sh, kube-down.sh against the twin's fake
 gcloud/gsutil/docker/kubectl/curl) and says, in a few lines, which stages got
 through, the first one that failed with the last lines it printed, every call
@@ -46,12 +46,12 @@ import typer
 
 from bisector import proc
 from bisector.backends.gce import steps as gce_steps
-from bisector.backends.gce.twin.rehearse import Rehearsal, rehearse
-from bisector.backends.gce.twin.state import Home
 from bisector.backends.resources import ResourceRecord
 from bisector.config import Section
 from bisector.durations import format_duration
 from bisector.errors import BisectorError
+from bisector.twin.rehearse import Rehearsal, rehearse
+from bisector.twin.state import Home
 
 STAGES = (
     ("setup", "base cluster up (make quick-release, cluster/kube-up.sh)"),
@@ -102,7 +102,7 @@ def guard_env(scratch: Path, environ: Mapping[str, str]) -> dict[str, str | None
         GCE_METADATA_HOST=_CLOSED_PORT,
         GCE_METADATA_IP=_CLOSED_PORT,
         NO_GCE_CHECK="True",
-        # The twin's shims run `python -m bisector.backends.gce.twin`: a bisector installed with
+        # The twin's shims run `python -m bisector.twin`: a bisector installed with
         # `pip install --user` must still import under the new HOME.
         PYTHONUSERBASE=environ.get("PYTHONUSERBASE") or site.getuserbase(),
     )
