@@ -27,7 +27,6 @@ import functools
 import hashlib
 import json
 import logging
-import math
 import shutil
 import threading
 import time
@@ -41,18 +40,15 @@ from bisector.backends.base import BackendContext, BackendTraits, Candidate
 from bisector.backends.collected import (
     APISERVER,
     CL2_REPORT_DIR,
-    METRICS_AFTER,
-    METRICS_BEFORE,
-    DeliveredLoad,
     metrics_file,
     write_load,
     write_processes,
 )
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import load_check as lc
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs import workload as pw
-from bisector.backends.procs.load import REOPEN_AFTER_S, STATUS_EVERY_S
 from bisector.backends.procs.settings import AUTO, KEYS, BuildFix, ProcsSettings, harness_revision
 from bisector.backends.resources import BuildCache, Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, step, tail, tree_step
@@ -62,11 +58,9 @@ from bisector.errors import (
     BisectorError,
     BuildError,
     CollectError,
-    ConfigError,
     InfraError,
     LaunchError,
 )
-from bisector.metrics import prometheus as prom
 from bisector.orphans import process_state
 
 log = logging.getLogger("bisector.procs")
@@ -81,39 +75,6 @@ HOLLOW_BATCH = 25
 ETCD_READY_S = 30.0
 LIVENESS_EVERY_S = 5.0  # how often the warmup checks that every process still runs
 WORKLOAD_EVERY_S = 1.0  # how often, when the workload's end ends the warmup
-# A warmup in which less than this share of the status writes the hollow nodes offer
-# reached the apiserver measured no load (frozen or starved hollow nodes, a stuck load
-# generator): a skip.
-MIN_LOAD_FRACTION = 0.5
-# A short window spans few rounds, and a loop that ran may have made one write less than
-# its share (its phase): each loop that ran made at least its sure rounds, floor(its time
-# / (period x (1 + ROUND_SLACK))). The hollow kubelet waits its period after each
-# status round ends (2017: pkg/kubelet/kubelet.go:1297 wait.Until, sliding; v1.32.0-rc.1:
-# kubelet.go:1751 wait.JitterUntil(syncNodeStatus, period, 0.04, true, ...), up to 4 %
-# more), and takes time of its own to build the status; a pod watch opens again a second
-# after the server closes it (load.py REOPEN_AFTER_S). So a short window needs
-# min(MIN_LOAD_FRACTION of the offer, the sure rounds), judged from one sure round on: a
-# frozen harness in a 15 s early verdict, or a 20 s warmup of RV-less pod watches, made
-# none. Under one sure round a count cannot tell (a kubelet that ran may have made no
-# write): a warmup ended that early is a skip, and a whole warmup that short is judged
-# on its processes (`_not_stopped`).
-ROUND_SLACK = 0.25
-# A workload that ends the warmup must leave this many status periods (`_long_enough`).
-MIN_LOAD_PERIODS = 3.0
-# A harness that does not honour HOLLOW_NODE_STATUS_PERIOD (an unpatched 1.32 kubemark):
-# its heartbeat is the node Lease, renewed every 0.25 x 40 s (pkg/kubelet/kubelet.go:220
-# nodeLeaseRenewIntervalFraction, pkg/kubelet/apis/config/v1beta1/defaults.go:151
-# NodeLeaseDurationSeconds); the status itself is PATCHed only on change or every 5 min.
-LEASE_RENEW_S = 10.0
-# The load generator rewrites its status file every second (load.py STATUS_EVERY_S); a
-# status this old at the warmup's end is a generator that stopped (SIGSTOP, starved):
-# judged whatever the warmup's length, where its figures need one sure round of each.
-LOAD_STATUS_STALE_S = 10.0
-# A warmup that ran much longer than asked (the process stopped or starved meanwhile:
-# a suspended terminal, SIGSTOP, a host out of CPU) measured a longer window, and every
-# counter's increase grows with it: a skip past this much more than asked.
-WARMUP_SLACK = 0.1
-WARMUP_SLACK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -125,22 +86,6 @@ class Built:
     binary: Path
     stamped: str
     components: tuple[tuple[str, Path], ...] = ()  # [backends.procs] components, built alike
-
-
-@dataclass(frozen=True)
-class Round:
-    """One closed loop of the load (a hollow kubelet's status round, a pod watch's cycle)."""
-
-    what: str
-    period_s: float
-
-    @property
-    def sure_s(self) -> float:
-        """A window in which a loop that ran made at least one round (ROUND_SLACK)."""
-        return self.period_s * (1 + ROUND_SLACK)
-
-    def describe(self) -> str:
-        return f"{self.what} ({self.period_s:g}s, {self.sure_s:g}s with its jitter)"
 
 
 @dataclass
@@ -157,7 +102,7 @@ class Running:
     events_at_start: int = 0  # the load generator's event count when the warmup began
     reopened_at_start: int = 0  # and its count of watches opened again
     # How much longer the warmup's sleeps took than they asked (the process stopped or
-    # starved meanwhile): its window grew by as much (`_not_stretched`).
+    # starved meanwhile): its window grew by as much (load_check.not_stretched).
     overslept_s: float = 0.0
     workload: int | None = None  # the workload's pid, while it may run
     # Whose /metrics is snapshotted at the warmup's start and end, by target name
@@ -197,27 +142,14 @@ class ProcsBackend:
         self._mark = pb.ahead_mark(context.run_dir)  # this run's builds ahead, no other's
         self._check_looks()
 
+    def offer(self) -> lc.OfferedLoad:
+        """The load every cluster is set to offer (its heartbeat is known after setup)."""
+        honoured = self.hollow_flags.status_period_env
+        return lc.OfferedLoad.of(self.cfg, status_period_honoured=honoured)
+
     def _check_looks(self) -> None:
-        """`[run] check_every` against what this backend can judge, before anything starts:
-        a window under one round of a load cannot be judged (`_not_ended_too_soon`:
-        `check_every = "1ms"` made every bad commit that crossed the threshold early a
-        skip, each paid for with a cluster), and a look no sooner than the warmup's end is
-        no look at all."""
-        every, warmup = self.context.check_every_s, self.context.warmup_s
-        if every is None:
-            return
-        key = f"{self.context.section.file}: key `run.check_every` = {every:g}s"
-        if warmup > 0 and every >= warmup:
-            raise ConfigError(
-                f"{key} is not shorter than the warmup ({format_duration(warmup)}): no look "
-                "would come before the warmup's end; look more often or remove the key"
-            )
-        for r in self._rounds():
-            if every < r.sure_s:
-                raise ConfigError(
-                    f"{key} is shorter than one {r.describe()}: looks that often cannot tell "
-                    f"a load that ran from one that did not; look every {r.sure_s:g}s or more"
-                )
+        c = self.context
+        lc.check_looks(c.check_every_s, c.warmup_s, self.offer(), c.section.file)
 
     # -- bisection bracket ---------------------------------------------------------------
     def setup(self) -> None:
@@ -753,8 +685,8 @@ class ProcsBackend:
         running = self._running_for(candidate, CollectError)
         total, elapsed, every_s = self.context.warmup_s, 0.0, max(every_s, 1e-3)
         # No look before every load made one sure round: a verdict from an earlier look
-        # could not be judged (`_not_ended_too_soon`) and would only be a skip.
-        first = max(every_s, self._judgeable_after_s())
+        # could not be judged (load_check.not_ended_too_soon) and would only be a skip.
+        first = max(every_s, self.offer().judgeable_after_s())
         while elapsed < total:
             chunk = min(first if elapsed == 0 else every_s, total - elapsed)
             done = self._wait_alive(running, chunk)
@@ -783,7 +715,8 @@ class ProcsBackend:
 
     def _collect(self, running: Running, log_dir: Path) -> list[Path]:
         end = time.time()
-        self._not_stretched(running, end)
+        warmup = lc.Warmup(running.warmup_start, end, self.context.warmup_s, running.overslept_s)
+        lc.not_stretched(warmup)
         log_dir.mkdir(parents=True, exist_ok=True)
         self._workload_done(running)  # one that failed is a skip, whatever else ran
         self._snapshot(running, log_dir, "after", CollectError)
@@ -797,176 +730,39 @@ class ProcsBackend:
         shutil.copyfile(running.layout.files.apiserver_log, log_file)
         if not log_file.stat().st_size:
             raise CollectError("the apiserver log is empty")
-        self._load_generator_ran(running, figures, end)
-        self._long_enough(running, end)
-        self._not_ended_too_soon(running, end)
-        load = self._delivered(running, log_dir, figures, end)
+        self._judge_load(running, warmup, log_dir, figures)
+        return [log_file]
+
+    def _judge_load(
+        self, running: Running, warmup: lc.Warmup, log_dir: Path, figures: dict[str, object]
+    ) -> None:
+        """The load checks, in order, on what was collected; the node load judged is
+        written beside the log (a skip's evidence too)."""
+        offer = self.offer()
+        if "watch-load" in running.pids:
+            updated = figures.get("updated")
+            at = float(updated) if isinstance(updated, int | float) else None
+            lc.generator_ran(at, warmup, running.layout.files.load_log)
+        ended = self.cfg.workload_ends_warmup and pw.ended(running.layout) is not None
+        lc.long_enough(offer, warmup, ended_by_workload=ended)
+        lc.not_ended_too_soon(offer, warmup)
+        events = max(0, _count(figures, "events") - running.events_at_start)
+        load = lc.delivered(offer, warmup, lc.read_metrics(log_dir), events)
         if load is not None:
             write_load(log_dir, load)
             if not load.ran:
                 raise CollectError(f"the load did not run: {load.describe()}")
-        pods = self._pod_watch_load(running, figures, end)
+        reopened = max(0, _count(figures, "reopened") - running.reopened_at_start)
+        pods = lc.pod_watch_load(offer, warmup, reopened)
         if pods is not None and not pods.ran:
             raise CollectError(f"the watch load did not run: {pods.describe()}")
         # What no count judged: whether its processes stood still (a stopped generator's
         # status reads stale only after LOAD_STATUS_STALE_S; its reopen count may judge it).
-        stopped = ["watch-load"] if pods is None else []
+        unjudged = ["watch-load"] if pods is None else []
         if load is None:
-            stopped += [f"{pc.HOLLOW_PREFIX}{i}" for i in range(len(running.hollow))]
-        self._not_stopped(running, stopped, end)
-        return [log_file]
-
-    def _not_stretched(self, running: Running, end: float) -> None:
-        """The warmup counts its own sleeps, so a run stopped in the middle (SIGSTOP, a
-        Ctrl-Z'd terminal) ends it late: on a real cluster a 20 s warmup stopped for 60 s
-        measured a 75 s window, etcd_pod_lists 1,400 where 20 s read 358-400.
-        Counters grow with the window, so one much longer than asked is a skip. Judged on
-        the sleeps' own overrun: reading the log between steps (early verdicts) takes
-        time of its own, asked for."""
-        ran, asked = end - running.warmup_start, self.context.warmup_s
-        if running.overslept_s > asked * WARMUP_SLACK + WARMUP_SLACK_S:
-            raise CollectError(
-                f"the warmup ran {format_duration(ran)}, not the {format_duration(asked)} "
-                "asked: the run was stopped or starved meanwhile (a suspended terminal, "
-                "SIGSTOP, a host out of CPU), and every count over a longer window is larger"
-            )
-
-    def _long_enough(self, running: Running, end: float) -> None:
-        """A workload that ends the warmup may end it before the load can be judged (under
-        MIN_LOAD_PERIODS status periods, where `_delivered` says nothing): on a real
-        cluster `workload = "true"` ended it ~1 s in and a bad commit measured 0, a good
-        verdict. Such a window shows nothing: a skip."""
-        if not self.cfg.workload_ends_warmup or pw.ended(running.layout) is None:
-            return
-        span = end - running.warmup_start
-        need = MIN_LOAD_PERIODS * self._heartbeat().period_s
-        if span < need:
-            raise CollectError(
-                f"the load did not run long enough: the workload ended the warmup after "
-                f"{span:.1f}s, under {MIN_LOAD_PERIODS:g} node status periods ({need:g}s), too "
-                "short to tell a load that ran from one that did not; make the workload run "
-                "longer"
-            )
-
-    def _heartbeat(self) -> Round:
-        """What a hollow node writes each round, and how often."""
-        if self.hollow_flags.status_period_env:
-            return Round("node status period", self.cfg.node_status_period)
-        return Round("node lease renewal period", LEASE_RENEW_S)
-
-    def _rounds(self) -> list[Round]:
-        """The loads the backend judges: the hollow nodes' heartbeat, and the RV-less pod
-        watches' cycle (closed by the server, opened again)."""
-        rounds = [self._heartbeat()]
-        cfg = self.cfg
-        if cfg.watch_load == "pods-without-rv" and cfg.watchers > 0 and cfg.watch_timeout > 0:
-            rounds.append(Round("pod watch cycle", cfg.watch_timeout + REOPEN_AFTER_S))
-        return rounds
-
-    def _judgeable_after_s(self) -> float:
-        """The shortest window whose load a count can judge: one sure round of each load."""
-        return max(r.sure_s for r in self._rounds())
-
-    def _not_ended_too_soon(self, running: Running, end: float) -> None:
-        """A warmup that ended before its time (an early verdict at `check_every`, the
-        workload's end) under one sure round of a load: nothing in it can tell frozen
-        hollow nodes from running ones, and their frozen load reads as a good build (fewer
-        409s, fewer lists). A skip, saying how long a window must be."""
-        span = end - running.warmup_start
-        if span >= self.context.warmup_s:
-            return  # the whole warmup: `_not_stopped` judges what no count can
-        for r in self._rounds():
-            if span < r.sure_s:
-                raise CollectError(
-                    f"the load cannot be judged: the warmup ended after {span:.1f}s of "
-                    f"{format_duration(self.context.warmup_s)} (an early verdict, or the "
-                    f"workload's end), under one {r.describe()}: a load that ran may have "
-                    f"written nothing yet; look at the log no sooner than {r.sure_s:g}s "
-                    "([run] check_every)"
-                )
-
-    def _not_stopped(self, running: Running, names: list[str], end: float) -> None:
-        """Processes whose load no count judged (a window under one sure round, a harness
-        without the counters): one stopped (SIGSTOP, a debugger: state T or t in
-        /proc/PID/stat) did not run, whatever the window's length."""
+            unjudged += [f"{pc.HOLLOW_PREFIX}{i}" for i in range(len(running.hollow))]
         pids = running.all_pids()
-        stopped = [n for n in names if n in pids and process_state(pids[n]) in ("T", "t")]
-        if stopped:
-            span = end - running.warmup_start
-            raise CollectError(
-                f"the load did not run: {', '.join(stopped)} stopped (state T: SIGSTOP or a "
-                f"debugger) at the end of a {span:.1f}s window its writes could not judge"
-            )
-
-    def _load_generator_ran(self, running: Running, figures: dict[str, object], end: float) -> None:
-        """A load generator whose status stopped changing held its watches but did nothing
-        with them (frozen, starved): its load did not run. Its figures judge a stall only
-        from one sure round of a watch cycle on (then 3 cycles: a short warmup with a frozen
-        generator measured a bad commit as good on a real cluster); the status's age
-        judges any warmup."""
-        if "watch-load" not in running.pids:
-            return
-        updated = figures.get("updated")
-        age = end - updated if isinstance(updated, int | float) else None
-        if age is not None and age <= LOAD_STATUS_STALE_S:
-            return
-        said = "wrote no status" if age is None else f"last wrote its status {age:.0f}s before"
-        raise CollectError(
-            f"the load did not run: the watch load generator {said} the warmup's end (it "
-            f"writes it every {STATUS_EVERY_S:g}s): stopped or starved; its log "
-            f"{running.layout.files.load_log}"
-        )
-
-    def _pod_watch_load(
-        self, running: Running, figures: dict[str, object], end: float
-    ) -> DeliveredLoad | None:
-        """`pods-without-rv`: the metric counts what each opening of such a watch costs,
-        so watches that stopped reopening (a stalled load generator, an apiserver that
-        refuses them) would read as a good build. Each of the W watches should open again
-        every `watch_timeout` + 1 s (the server closes it; the generator waits a second:
-        load.py REOPEN_AFTER_S); under half of that is a skip. None when not judged."""
-        cfg = self.cfg
-        if cfg.watch_load != "pods-without-rv" or cfg.watchers == 0 or cfg.watch_timeout <= 0:
-            return None
-        span = end - running.warmup_start
-        reopened = max(0, _count(figures, "reopened") - running.reopened_at_start)
-        what = "pod watch openings (each RV-less watch, closed by the server, opened again)"
-        cycle = cfg.watch_timeout + REOPEN_AFTER_S
-        return _judged(what, cfg.watchers * span, cycle, cfg.watchers, reopened)
-
-    def _delivered(
-        self, running: Running, log_dir: Path, figures: dict[str, object], end: float
-    ) -> DeliveredLoad | None:
-        """The load that ran over the warmup against what the hollow nodes offer (one
-        status write per node per `node_status_period`). Judged on the node status
-        PATCHes the apiserver counted (its /metrics at the warmup's start and end), every
-        answer included: a regression that answers 409s makes the kubelets try again, so
-        its load reads high, where the watch events (successful writes only) would read
-        low. Without that counter, on the load generator's events (one per write on each
-        of the min(N, W) live names). None when neither was counted, or the warmup spans
-        under one sure round (ROUND_SLACK: a count cannot tell)."""
-        nodes = self.cfg.hollow_nodes
-        warmup = end - running.warmup_start
-        if not self.hollow_flags.status_period_env:
-            # The harness ignores the status period: its heartbeat is the Lease.
-            renewals = _lease_renewals(log_dir)
-            if renewals is None:
-                return None
-            own = _harness_time(nodes, warmup, log_dir, _LEASE_ROUND)
-            what = "node lease renewals (the apiserver's PUT count on leases)"
-            return _judged(what, own, LEASE_RENEW_S, nodes, renewals)
-        period = self.cfg.node_status_period
-        writes = _node_status_writes(log_dir)
-        if writes is not None:
-            own = _harness_time(nodes, warmup, log_dir, _STATUS_ROUND)
-            what = "node status writes (the apiserver's PATCH count)"
-            return _judged(what, own, period, nodes, writes)
-        if self.cfg.watchers > 0 and not self.cfg.watches:  # other watches' events differ
-            live = min(nodes, self.cfg.watchers)
-            events = max(0, _count(figures, "events") - running.events_at_start)
-            what = "watch events (node status writes seen by the node watches)"
-            return _judged(what, live * warmup, period, live, events)
-        return None
+        lc.not_stopped({n: process_state(pids[n]) for n in unjudged if n in pids}, warmup)
 
     def _end_workload(self, running: Running, log_dir: Path) -> None:
         """The warmup is over: a workload still running is stopped (what it had left to do
@@ -1111,106 +907,6 @@ def _launch_failed(layout: pc.Layout, reason: str) -> LaunchError:
     with contextlib.suppress(OSError):
         (layout.files.directory / "launch-error.txt").write_text(reason + "\n")
     return LaunchError(reason)
-
-
-# The apiserver's request counter: `apiserver_request_count` until 1.14 (labels verb,
-# resource, subresource, ...: apiserver/pkg/endpoints/metrics/metrics.go of 2017), then
-# `apiserver_request_total`. prometheus_client's parser names a counter's samples
-# `<family>_total`, so the 2017 one reads as `apiserver_request_count_total`.
-_REQUEST_COUNTERS = (
-    "apiserver_request_count_total",
-    "apiserver_request_count",
-    "apiserver_request_total",
-)
-_NODE_STATUS_WRITE = {"verb": "PATCH", "resource": "nodes", "subresource": "status"}
-
-
-_LEASE_RENEWAL = {"verb": "PUT", "resource": "leases"}
-
-# The apiserver's time answering requests, per family and unit: 1.7's histogram in
-# microseconds (staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go at 7043372:
-# apiserver_request_latencies, "in microseconds"), request_duration_seconds since 1.14 (the
-# same file at v1.32.0-rc.1).
-_REQUEST_TIME_SUMS = (
-    ("apiserver_request_duration_seconds_sum", 1.0),
-    ("apiserver_request_latencies_sum", 1e-6),
-)
-# What a hollow kubelet waits on in one status round (1.7 kubelet_node_status.go
-# tryUpdateNodeStatus: GET the node, PATCH its status, again on a 409) and in one lease
-# renewal (GET and PUT of its Lease).
-_STATUS_ROUND = (
-    {"verb": "GET", "resource": "nodes", "subresource": ""},
-    _NODE_STATUS_WRITE,
-)
-_LEASE_ROUND = ({"verb": "GET", "resource": "leases"}, _LEASE_RENEWAL)
-
-
-def _harness_time(
-    nodes: int, warmup_s: float, log_dir: Path, kinds: tuple[dict[str, str], ...]
-) -> float:
-    """Node-seconds of the warmup the hollow kubelets had to themselves: each writes once a
-    period of its OWN time and waits for the answer before the next (a closed loop), so
-    what an apiserver spent answering them is not load the harness failed to offer. A
-    regression that makes the apiserver slow (PATCH answers of 1.5 s at the 2017 bad
-    endpoint, 4 December 2026: 240 of each node's 300 s spent waiting) cuts the writes
-    made by as much, and must not read as a starved harness; frozen hollow nodes make no
-    requests, so nothing is subtracted for them. Without the apiserver's latency sums,
-    nothing is subtracted (the plain N x warmup)."""
-    whole = nodes * warmup_s
-    try:
-        window = prom.Window(
-            prom.read_snapshot(log_dir / METRICS_BEFORE),
-            prom.read_snapshot(log_dir / METRICS_AFTER),
-        )
-        for name, unit in _REQUEST_TIME_SUMS:
-            if window.after.of(name):
-                waited = sum(
-                    prom.counter_increase(window, name, kind, absent_is_zero=True) for kind in kinds
-                )
-                return max(0.0, whole - waited * unit)
-    except InfraError:
-        return whole
-    return whole
-
-
-def _judged(
-    what: str, own_s: float, period_s: float, loops: int, delivered: int
-) -> DeliveredLoad | None:
-    """`loops` closed loops (a hollow kubelet's status round, a pod watch's cycle), one
-    round each per `period_s` of the `own_s` loop-seconds they had: MIN_LOAD_FRACTION of
-    that offer, or in a short window the rounds each made for sure if less (ROUND_SLACK).
-    None under one sure round: a loop that ran may have made none."""
-    offered = own_s / period_s
-    sure = math.floor(own_s / max(loops, 1) / (period_s * (1 + ROUND_SLACK)))
-    if sure < 1 or offered <= 0:
-        return None
-    needed = min(MIN_LOAD_FRACTION * offered, float(loops * sure))
-    return DeliveredLoad(what, offered, delivered, needed / offered)
-
-
-def _node_status_writes(log_dir: Path) -> int | None:
-    """Node status PATCHes between the two /metrics snapshots; None when they cannot be
-    read or count none of them (the metric sources judge those files themselves)."""
-    return _requests(log_dir, _NODE_STATUS_WRITE)
-
-
-def _lease_renewals(log_dir: Path) -> int | None:
-    """Lease PUTs between the two /metrics snapshots (the kubelets' heartbeats since 1.17)."""
-    return _requests(log_dir, _LEASE_RENEWAL)
-
-
-def _requests(log_dir: Path, selector: dict[str, str]) -> int | None:
-    try:
-        window = prom.Window(
-            prom.read_snapshot(log_dir / METRICS_BEFORE),
-            prom.read_snapshot(log_dir / METRICS_AFTER),
-        )
-        for name in _REQUEST_COUNTERS:
-            if window.after.of(name):
-                return round(prom.counter_increase(window, name, selector))
-    except InfraError:
-        return None
-    return None
 
 
 def _watch_count(cfg: ProcsSettings) -> int:

@@ -21,9 +21,9 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import read_load
-from bisector.backends.procs import backend as procs_backend
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import load_check as lc
 from bisector.backends.procs import stop as procs_stop
 from bisector.backends.procs.backend import ProcsBackend, Running
 from bisector.backends.resources import ResourceRecord
@@ -341,7 +341,7 @@ def test_a_load_generator_stopped_in_a_short_warmup_is_a_skip_not_a_good_verdict
     # cycles is not judged on its figures. The generator rewrites its status every second
     # (load.py STATUS_EVERY_S): one whose status stopped changing did not run, whatever
     # the window's length. Here the node load is not judged either (2 periods of 2 s).
-    monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
+    monkeypatch.setattr(lc, "LOAD_STATUS_STALE_S", 1.5)
     backend = world.backend(warmup_s=4.0, node_status_period="2s")
     backend.setup()
     frozen = _freeze_in_the_warmup(backend, lambda running: [running.pids["watch-load"]])
@@ -356,7 +356,7 @@ def test_a_load_generator_that_runs_passes_the_status_check(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The same check, the generator running: measured (its status is a second old at most).
-    monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
+    monkeypatch.setattr(lc, "LOAD_STATUS_STALE_S", 1.5)
     backend = world.backend(warmup_s=4.0, node_status_period="2s")
     backend.setup()
     m = _evaluate(backend, world.candidate(2))
@@ -372,7 +372,7 @@ def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
     # window as the 20 s asked, etcd_pod_lists 1,400 where 20 s read 358-400: the warmup
     # counts its own sleeps, not the clock, and every counter's increase grows with the
     # window (a good commit's counts can cross the threshold).
-    monkeypatch.setattr(procs_backend, "WARMUP_SLACK_S", 0.5)
+    monkeypatch.setattr(lc, "WARMUP_SLACK_S", 0.5)
     backend = world.backend(warmup_s=2.0)
     backend.setup()
     stopped: list[float] = []
