@@ -17,7 +17,7 @@ from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
-from tests.helpers.procs_backend import ProcsWorld
+from tests.helpers.procs_backend import ProcsWorld, built_of
 
 BOTH = ["kube-controller-manager", "kube-scheduler"]
 
@@ -37,7 +37,7 @@ def test_components_are_built_from_the_candidate_and_run_beside_its_apiserver(
     candidate = world.candidate(2)
     m = _evaluate(backend, candidate)
     assert m.reason is None and m.value == 9
-    built = backend._binaries[candidate.commit]
+    built = built_of(backend, candidate.commit)
     assert [name for name, _ in built.components] == BOTH
     for _, binary in built.components:  # the candidate's build: its commit baked in
         assert f"COMMIT = {candidate.commit!r}" in binary.read_text()
@@ -66,11 +66,11 @@ def test_a_build_without_components_is_not_taken_for_one_with_them(world: ProcsW
     plain.setup()
     candidate = world.candidate(2)
     plain.build(candidate)
-    assert plain._binaries[candidate.commit].components == ()
+    assert built_of(plain, candidate.commit).components == ()
     with_both = world.backend(warmup_s=1.0, components=BOTH)
     with_both.setup()
     with_both.build(candidate)  # the cached apiserver-only entry is another key
-    assert len(with_both._binaries[candidate.commit].components) == 2
+    assert len(built_of(with_both, candidate.commit).components) == 2
 
 
 def test_the_component_flags_bind_loopback_and_use_the_clusters_credentials(

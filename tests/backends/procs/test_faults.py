@@ -25,7 +25,8 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs import stop as procs_stop
-from bisector.backends.procs.backend import ProcsBackend, Running
+from bisector.backends.procs.backend import ProcsBackend
+from bisector.backends.procs.running import Running
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step, step
 from bisector.commands.cleanup import cleanup
@@ -35,7 +36,7 @@ from bisector.logs import score_logs
 from bisector.measure.early import EarlyStop, rescoring
 from bisector.measure.evaluation import Measurement, WindowRule, evaluate_candidate
 from tests.helpers.processes import gone
-from tests.helpers.procs_backend import ProcsWorld
+from tests.helpers.procs_backend import ProcsWorld, cluster_of
 
 
 def _niced_sleeper(mark: str) -> subprocess.Popen[bytes]:
@@ -87,7 +88,7 @@ def test_a_failed_teardowns_record_outlives_the_next_launch_in_its_slot(
     backend = world.backend()
     backend.setup()
     first = _launched(world, backend, 2, "e1")
-    first_root = backend._running[0].layout.root
+    first_root = cluster_of(backend).layout.root
     failing = step(sys.executable, "-c", "import sys; sys.exit('cannot stop (injected)')")
     with monkeypatch.context() as m:
         m.setattr(pc, "stop_step", lambda layout, grace: failing)
@@ -110,7 +111,7 @@ def test_a_teardown_with_no_cluster_in_memory_runs_the_recorded_stop_step(
     backend = world.backend()
     backend.setup()
     candidate = _launched(world, backend, 2, "e1")
-    pids = list(backend._running[0].all_pids().values())
+    pids = list(cluster_of(backend).all_pids().values())
     assert all(pc.cpu_seconds(p) is not None for p in pids)
     world.backend().teardown(candidate)  # a backend object made anew: nothing in memory
     assert all(gone(p) for p in pids)
@@ -199,7 +200,7 @@ def test_with_no_warmup_a_process_gone_before_collect_is_a_skip(world: ProcsWorl
 
     def launch(c: Candidate) -> None:
         real_launch(c)
-        victim = backend._running[c.slot].hollow[1]
+        victim = cluster_of(backend, c.slot).hollow[1]
         os.kill(victim, signal.SIGKILL)
         assert gone(victim)
 
@@ -223,7 +224,7 @@ def test_a_hollow_node_killed_in_the_warmup_is_named_with_its_signal_and_log(
     killed: list[int] = []
 
     def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
+        running = backend.cluster(0)
         if running is not None and running.warmup_start and not killed:
             killed.append(running.hollow[2])
             os.kill(running.hollow[2], signal.SIGKILL)
@@ -378,7 +379,7 @@ def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
     stopped: list[float] = []
 
     def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
+        running = backend.cluster(0)
         if running is not None and running.warmup_start and not stopped:
             stopped.append(seconds)
             time.sleep(3.0)  # the process stood still for 3 s of the 2 s warmup
@@ -430,7 +431,7 @@ def _freeze_in_the_warmup(
     frozen: list[int] = []
 
     def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
+        running = backend.cluster(0)
         if running is not None and running.warmup_start and not frozen:
             frozen.extend(which(running))
             for pid in frozen:
