@@ -104,9 +104,11 @@ class Ports:
         return cls(ports[0], ports[1], ports[2], pairs, tuple(ports[3 + 2 * nodes :]))
 
     @classmethod
-    def placeholder(cls, nodes: int) -> Ports:
+    def placeholder(cls, nodes: int, components: int = 0) -> Ports:
         """Ports for --dry-run: chosen for real only at launch."""
-        return cls(2379, 2380, 8080, tuple((10250 + 2 * i, 10251 + 2 * i) for i in range(nodes)))
+        kubelets = tuple((10250 + 2 * i, 10251 + 2 * i) for i in range(nodes))
+        after = 10250 + 2 * nodes
+        return cls(2379, 2380, 8080, kubelets, tuple(after + i for i in range(components)))
 
 
 @dataclass(frozen=True)
