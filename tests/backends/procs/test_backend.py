@@ -160,7 +160,9 @@ def test_a_tree_that_does_not_build_is_a_skip_that_starts_nothing(world: ProcsWo
         ({"FAKE_ETCD_EXIT": "1"}, "etcd exited while waiting for etcd healthy"),
         ({"FAKE_APISERVER_EXIT_AFTER": "0"}, "kube-apiserver exited"),
         ({"FAKE_APISERVER_COMMIT": "f" * 40}, "reports commit 'ffff"),
-        ({"FAKE_KUBEMARK_EXIT": "1"}, "hollow-node-0 exited"),
+        # Every hollow node exits; which the launch sees first is a race (they start 25
+        # to a bash: under load it saw hollow-node-1).
+        ({"FAKE_KUBEMARK_EXIT": "1"}, r"hollow-node-\d+ exited"),
     ],
     ids=["etcd", "apiserver", "wrong-binary", "hollow-node"],
 )
@@ -173,7 +175,7 @@ def test_a_launch_that_fails_is_a_skip_and_leaves_nothing(
     backend.setup()
     m = _evaluate(backend, world.candidate(2))
     assert m.value is None and m.reason is not None
-    assert m.reason.startswith("launch:") and says in m.reason, m.reason
+    assert m.reason.startswith("launch:") and re.search(says, m.reason), m.reason
     assert world.leftovers() == []
 
 
