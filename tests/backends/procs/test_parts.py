@@ -553,8 +553,8 @@ def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None
 def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal: 24000000 kB\nMemAvailable: 4194304 kB\n")
-    assert procs_doctor._memory(_settings(hollow_nodes=5), meminfo).ok
-    small = procs_doctor._memory(_settings(hollow_nodes=500), meminfo)
+    assert procs_doctor.memory(_settings(hollow_nodes=5), meminfo).ok
+    small = procs_doctor.memory(_settings(hollow_nodes=500), meminfo)
     assert not small.ok and "lower `hollow_nodes`" in small.detail
 
 
