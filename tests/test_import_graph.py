@@ -242,11 +242,6 @@ def test_the_door_check_finds_a_program_started_beside_it() -> None:
 
 TESTS = PACKAGE.parent / "tests"
 HELPERS = "tests.helpers"
-# Owned by the procs split under way beside this change (INDEX, the PyPI answer its
-# doctor test fakes, goes to tests/helpers/ with it); nothing may be added here.
-KNOWN_TEST_IMPORTS = {
-    "tests.backends.procs.test_modern imports tests.backends.procs.test_toolchain"
-}
 
 
 def _test_imports(module: str, source: str) -> list[str]:
@@ -283,7 +278,7 @@ def test_no_test_module_imports_another() -> None:
         rel = path.relative_to(TESTS.parent).with_suffix("")
         module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
         found += _test_imports(module, path.read_text(encoding="utf-8"))
-    assert sorted(set(found) - KNOWN_TEST_IMPORTS) == []
+    assert sorted(found) == []
 
 
 def test_the_test_import_check_finds_a_test_importing_a_test() -> None:

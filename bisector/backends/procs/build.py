@@ -149,6 +149,18 @@ def choose_toolchain(cfg: ProcsSettings, needs: GoNeeds, ask: Callable[[str], st
     return Toolchain(go, shown.strip(), needs.modules)
 
 
+def planned_toolchain(cfg: ProcsSettings, needs: GoNeeds) -> Toolchain:
+    """The Go `choose_toolchain` would pick for a tree of `needs`, found without running or
+    installing anything (for the dry run): the configured one; for `auto`, the one
+    already installed for go.mod's version, else where it would be installed."""
+    go = cfg.go_modules if needs.modules else cfg.go
+    if needs.modules and go == AUTO:
+        found = tc.installed_go(cfg.tools_dir, needs.wanted) if needs.wanted else None
+        wanted = needs.wanted.describe() if needs.wanted else "go from go.mod"
+        go = str(found or tc.go_binary(cfg.tools_dir / "go" / f"<{wanted}>"))
+    return Toolchain(go, "", needs.modules)
+
+
 @dataclass(frozen=True)
 class BuildPlace:
     """Where one tree is built: the directory Go runs in and the environment it gets."""

@@ -227,7 +227,9 @@ def _files(cfg: ProcsSettings) -> Finding:
     return Finding(True, "open files (ulimit -n)", f"soft {soft}, hard {hard} (need {need})")
 
 
-def _memory(cfg: ProcsSettings, meminfo: Path = Path("/proc/meminfo")) -> Finding:
+def memory(cfg: ProcsSettings, meminfo: Path = Path("/proc/meminfo")) -> Finding:
+    """What a cluster of `cfg` needs (the control plane and each hollow node's budget)
+    against the machine's MemAvailable."""
     need = CONTROL_PLANE_BYTES + HOLLOW_NODE_BYTES * cfg.hollow_nodes
     available = None
     try:
@@ -311,7 +313,7 @@ def check(section: Section, tree: Path | None = None) -> list[Finding]:
         _certificates(cfg),
         # Memory before ports and open files: a cluster too big for the machine is refused
         # for what cannot be raised (`bisector run` says the first missing finding).
-        _memory(cfg),
+        memory(cfg),
         _ports(cfg),
         _files(cfg),
         _inotify(cfg),

@@ -33,10 +33,11 @@ from pathlib import Path
 from bisector.backends.base import Candidate
 from bisector.backends.collected import CL2_REPORT_DIR
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import processes as pp
 from bisector.backends.steps import Step
 
 LOG = "workload.log"
-# What of the workload's output is kept: as much as `first_error` reads (cluster.py
+# What of the workload's output is kept: as much as `first_error` reads (processes.py
 # _SCAN_BYTES). A workload that floods its output (`yes`: ~180 MB/s here) filled
 # workload.log for the whole warmup and collect copied it again: gigabytes per evaluation.
 WORKLOAD_LOG_BYTES = 16 << 20
@@ -111,8 +112,8 @@ def failure(layout: pc.Layout, how: Ended) -> str:
     """A skip's reason: how it ended and what its log says went wrong."""
     log = log_of(layout)
     return (
-        f"the workload failed ({pc.describe_status(how.status)}); its log {log}: "
-        f"{pc.first_error(log)}"
+        f"the workload failed ({pp.describe_status(how.status)}); its log {log}: "
+        f"{pp.first_error(log)}"
     )
 
 
@@ -130,7 +131,7 @@ def stop(pid: int, grace_s: float, poll_s: float = 0.1) -> None:
         os.killpg(group, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
-        if pc.cpu_seconds(pid) is None:
+        if pp.cpu_seconds(pid) is None:
             return
         time.sleep(poll_s)
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.procs_backend import HARNESS_PATCH, ProcsWorld, fake_env, make_world
+from tests.helpers.procs_backend import HARNESS_PATCH, ProcsWorld, built_of, fake_env, make_world
 
 
 @pytest.fixture
@@ -47,7 +47,7 @@ def test_another_set_of_build_fixes_builds_the_tree_again(world: ProcsWorld) -> 
     candidate = world.candidate(2, "wt-b")
     backend.build(candidate)
     assert _builds(world, "kube-apiserver") == 2
-    assert "FIXED = True" in backend._binaries[candidate.commit].binary.read_text()
+    assert "FIXED = True" in built_of(backend, candidate.commit).binary.read_text()
 
 
 def test_another_harness_patch_builds_the_harness_again(world: ProcsWorld) -> None:
@@ -57,7 +57,8 @@ def test_another_harness_patch_builds_the_harness_again(world: ProcsWorld) -> No
     second = world.backend()
     second.setup()
     assert _builds(world, "kubemark") == 2
-    assert second.kubemark is not None and "harness-patched-v2" in second.kubemark.read_text()
+    assert (kubemark := second.harness.kubemark) is not None
+    assert "harness-patched-v2" in kubemark.read_text()
 
 
 def test_a_release_tag_names_the_harness_in_any_clone(world: ProcsWorld) -> None:
@@ -74,4 +75,5 @@ def test_a_release_tag_names_the_harness_in_any_clone(world: ProcsWorld) -> None
     by_hash = world.backend()  # harness_commit = mainline[0], the tagged commit
     by_hash.setup()
     assert _builds(world, "kubemark") == 1  # the same tree: built once, by the tag
-    assert by_tag.kubemark is not None and by_tag.kubemark == by_hash.kubemark
+    assert by_tag.harness.kubemark is not None
+    assert by_tag.harness.kubemark == by_hash.harness.kubemark

@@ -1,7 +1,7 @@
 """`[backends.procs] components`: kube-controller-manager and kube-scheduler built from the
 candidate's own tree and run beside its apiserver, with the fakes (tests/helpers/fake_kube.py)
 through the one process door. Their flags are v1.32's (NOTES of the hand run, section 5;
-each flag's source file is named in bisector/backends/procs/cluster.py component_cmd)."""
+each flag's source file is named in bisector/backends/procs/flags.py component_cmd)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from bisector.backends.base import Candidate
 from bisector.backends.collected import read_processes
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import flags as pf
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
@@ -19,7 +20,7 @@ from bisector.errors import ConfigError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
-from tests.helpers.procs_backend import ProcsWorld
+from tests.helpers.procs_backend import ProcsWorld, built_of
 
 BOTH = ["kube-controller-manager", "kube-scheduler"]
 
@@ -40,7 +41,7 @@ def test_components_are_built_from_the_candidate_and_run_beside_its_apiserver(
     candidate = world.candidate(2)
     m = _evaluate(backend, candidate)
     assert m.reason is None and m.value == 9
-    built = backend._binaries[candidate.commit]
+    built = built_of(backend, candidate.commit)
     assert [name for name, _ in built.components] == BOTH
     for _, binary in built.components:  # the candidate's build: its commit baked in
         assert f"COMMIT = {candidate.commit!r}" in binary.read_text()
@@ -69,11 +70,11 @@ def test_a_build_without_components_is_not_taken_for_one_with_them(world: ProcsW
     plain.setup()
     candidate = world.candidate(2)
     plain.build(candidate)
-    assert plain._binaries[candidate.commit].components == ()
+    assert built_of(plain, candidate.commit).components == ()
     with_both = world.backend(warmup_s=1.0, components=BOTH)
     with_both.setup()
     with_both.build(candidate)  # the cached apiserver-only entry is another key
-    assert len(with_both._binaries[candidate.commit].components) == 2
+    assert len(built_of(with_both, candidate.commit).components) == 2
 
 
 def test_the_component_flags_bind_loopback_and_use_the_clusters_credentials(
@@ -81,13 +82,13 @@ def test_the_component_flags_bind_loopback_and_use_the_clusters_credentials(
 ) -> None:
     ports = pc.Ports(1, 2, 3, (), (4, 5))
     layout = pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"), ports, True)
-    kcm = pc.component_cmd("kube-controller-manager", Path("/b/kcm"), layout, 4)
+    kcm = pf.component_cmd("kube-controller-manager", Path("/b/kcm"), layout, 4)
     for flag in ("--bind-address=127.0.0.1", "--secure-port=4", "--leader-elect=false",
                  f"--kubeconfig={layout.files.kubeconfig}",
                  f"--service-account-private-key-file={layout.credentials.sa_key}",
                  f"--root-ca-file={layout.credentials.ca}"):  # fmt: skip
         assert flag in kcm
-    scheduler = pc.component_cmd("kube-scheduler", Path("/b/s"), layout, 5)
+    scheduler = pf.component_cmd("kube-scheduler", Path("/b/s"), layout, 5)
     assert "--secure-port=5" in scheduler and not any("service-account" in a for a in scheduler)
 
 

@@ -21,11 +21,13 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.backends.collected import read_load
-from bisector.backends.procs import backend as procs_backend
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
+from bisector.backends.procs import load_check as lc
+from bisector.backends.procs import processes as pp
 from bisector.backends.procs import stop as procs_stop
-from bisector.backends.procs.backend import ProcsBackend, Running
+from bisector.backends.procs.backend import ProcsBackend
+from bisector.backends.procs.running import Running
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step, step
 from bisector.commands.cleanup import cleanup
@@ -37,7 +39,7 @@ from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from tests.helpers.processes import gone
-from tests.helpers.procs_backend import ProcsWorld
+from tests.helpers.procs_backend import ProcsWorld, cluster_of
 
 
 def _niced_sleeper(mark: str) -> subprocess.Popen[bytes]:
@@ -89,7 +91,7 @@ def test_a_failed_teardowns_record_outlives_the_next_launch_in_its_slot(
     backend = world.backend()
     backend.setup()
     first = _launched(world, backend, 2, "e1")
-    first_root = backend._running[0].layout.root
+    first_root = cluster_of(backend).layout.root
     failing = step(sys.executable, "-c", "import sys; sys.exit('cannot stop (injected)')")
     with monkeypatch.context() as m:
         m.setattr(pc, "stop_step", lambda layout, grace: failing)
@@ -112,8 +114,8 @@ def test_a_teardown_with_no_cluster_in_memory_runs_the_recorded_stop_step(
     backend = world.backend()
     backend.setup()
     candidate = _launched(world, backend, 2, "e1")
-    pids = list(backend._running[0].all_pids().values())
-    assert all(pc.cpu_seconds(p) is not None for p in pids)
+    pids = list(cluster_of(backend).all_pids().values())
+    assert all(pp.cpu_seconds(p) is not None for p in pids)
     world.backend().teardown(candidate)  # a backend object made anew: nothing in memory
     assert all(gone(p) for p in pids)
     assert world.leftovers() == []
@@ -204,7 +206,7 @@ def test_with_no_warmup_a_process_gone_before_collect_is_a_skip(world: ProcsWorl
 
     def launch(c: Candidate) -> None:
         real_launch(c)
-        victim = backend._running[c.slot].hollow[1]
+        victim = cluster_of(backend, c.slot).hollow[1]
         os.kill(victim, signal.SIGKILL)
         assert gone(victim)
 
@@ -228,7 +230,7 @@ def test_a_hollow_node_killed_in_the_warmup_is_named_with_its_signal_and_log(
     killed: list[int] = []
 
     def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
+        running = backend.cluster(0)
         if running is not None and running.warmup_start and not killed:
             killed.append(running.hollow[2])
             os.kill(running.hollow[2], signal.SIGKILL)
@@ -298,15 +300,15 @@ def test_the_first_error_line_is_what_a_log_says_went_wrong(
 ) -> None:
     log = tmp_path / "x.log"
     log.write_text("".join(f"{line}\n" for line in lines))
-    assert says in pc.first_error(log)
-    assert pc.first_error(tmp_path / "none.log") == f"no log at {tmp_path / 'none.log'}"
+    assert says in pp.first_error(log)
+    assert pp.first_error(tmp_path / "none.log") == f"no log at {tmp_path / 'none.log'}"
 
 
 def test_an_exit_status_says_the_signal_or_the_code() -> None:
-    assert pc.describe_status(128 + signal.SIGKILL) == "killed by SIGKILL"
-    assert pc.describe_status(128 + signal.SIGSEGV) == "killed by SIGSEGV"
-    assert pc.describe_status(255) == "exit code 255"  # glog's Fatal: os.Exit(255)
-    assert pc.describe_status(1) == "exit code 1"
+    assert pp.describe_status(128 + signal.SIGKILL) == "killed by SIGKILL"
+    assert pp.describe_status(128 + signal.SIGSEGV) == "killed by SIGSEGV"
+    assert pp.describe_status(255) == "exit code 255"  # glog's Fatal: os.Exit(255)
+    assert pp.describe_status(1) == "exit code 1"
 
 
 # -- a load that stalls (issue 30, item 5) ---------------------------------------------
@@ -346,7 +348,7 @@ def test_a_load_generator_stopped_in_a_short_warmup_is_a_skip_not_a_good_verdict
     # cycles is not judged on its figures. The generator rewrites its status every second
     # (load.py STATUS_EVERY_S): one whose status stopped changing did not run, whatever
     # the window's length. Here the node load is not judged either (2 periods of 2 s).
-    monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
+    monkeypatch.setattr(lc, "LOAD_STATUS_STALE_S", 1.5)
     backend = world.backend(warmup_s=4.0, node_status_period="2s")
     backend.setup()
     frozen = _freeze_in_the_warmup(backend, lambda running: [running.pids["watch-load"]])
@@ -361,7 +363,7 @@ def test_a_load_generator_that_runs_passes_the_status_check(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The same check, the generator running: measured (its status is a second old at most).
-    monkeypatch.setattr(procs_backend, "LOAD_STATUS_STALE_S", 1.5)
+    monkeypatch.setattr(lc, "LOAD_STATUS_STALE_S", 1.5)
     backend = world.backend(warmup_s=4.0, node_status_period="2s")
     backend.setup()
     m = _evaluate(backend, world.candidate(2))
@@ -377,13 +379,13 @@ def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
     # window as the 20 s asked, etcd_pod_lists 1,400 where 20 s read 358-400: the warmup
     # counts its own sleeps, not the clock, and every counter's increase grows with the
     # window (a good commit's counts can cross the threshold).
-    monkeypatch.setattr(procs_backend, "WARMUP_SLACK_S", 0.5)
+    monkeypatch.setattr(lc, "WARMUP_SLACK_S", 0.5)
     backend = world.backend(warmup_s=2.0)
     backend.setup()
     stopped: list[float] = []
 
     def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
+        running = backend.cluster(0)
         if running is not None and running.warmup_start and not stopped:
             stopped.append(seconds)
             time.sleep(3.0)  # the process stood still for 3 s of the 2 s warmup
@@ -435,7 +437,7 @@ def _freeze_in_the_warmup(
     frozen: list[int] = []
 
     def sleep(seconds: float) -> None:
-        running = backend._running.get(0)
+        running = backend.cluster(0)
         if running is not None and running.warmup_start and not frozen:
             frozen.extend(which(running))
             for pid in frozen:

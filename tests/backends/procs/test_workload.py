@@ -32,7 +32,7 @@ from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from bisector.metric_registry import MetricRegistry
 from bisector.orphans import start_time
-from tests.helpers.procs_backend import ProcsWorld
+from tests.helpers.procs_backend import ProcsWorld, cluster_of
 
 ERAS = ["insecure", "secure"]  # 2017's insecure port; a module-era apiserver's TLS + token
 
@@ -144,11 +144,11 @@ def test_a_workload_still_running_at_the_warmups_end_is_stopped(world: ProcsWorl
     real_collect = backend.collect
 
     def collect(c: Candidate) -> list[Path]:
-        pid = backend._running[c.slot].workload
+        pid = cluster_of(backend, c.slot).workload
         assert pid is not None
         pids.append(pid)
         found = real_collect(c)
-        tag = backend._running[c.slot].layout.tag
+        tag = cluster_of(backend, c.slot).layout.tag
         assert all(p.pid != pid for p in tagged(tag)), "the workload outlived the warmup"
         return found
 
