@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.repo import build_repo
 
 

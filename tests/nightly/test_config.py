@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from bisector.errors import ConfigError
 from bisector.nightly.config import load_nightly_config
 

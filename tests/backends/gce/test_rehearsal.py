@@ -25,9 +25,9 @@ from bisector.backends.gce.twin.rehearse import Rehearsal
 from bisector.backends.gce.twin.state import Home
 from bisector.backends.registry import BackendInfo
 from bisector.backends.resources import Resource, ResourceRecord
-from bisector.cli import main
 from bisector.commands.doctor import doctor
 from bisector.config import Section
+from bisector.entry import main
 from bisector.exitcodes import DoctorExit
 from tests.helpers.checkout import snapshot
 
