@@ -4,11 +4,13 @@ the process's entry and exit codes in bisector.entry."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -27,6 +29,7 @@ from bisector.exitcodes import (
     StatusExit,
     describe,
 )
+from bisector.settings import RUN_FLAGS, RunFlag, RunFlags
 
 app = typer.Typer(
     name="bisector",
@@ -236,6 +239,57 @@ def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
     return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep, as_json=as_json)
 
 
+# A declared key's type as its option's: a duration is read from its text, as in the file.
+_OPTION_TYPES: dict[str, Any] = {
+    "str": str,
+    "duration": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str_list": list[str],
+}
+
+
+def _flag_parameter(flag: RunFlag) -> inspect.Parameter:
+    """The typer parameter of a declared key: its name, type and doc as the flag's; None
+    when the flag is not given, so the file's value (or the key's default) holds."""
+    key, declared = flag.key, flag.flag
+    option = "--" + flag.name.replace("_", "-")
+    info: Any
+    if declared.positional:
+        info = typer.Argument(metavar=declared.metavar, help=key.doc, show_default=False)
+    elif key.kind == "bool":
+        info = typer.Option(option, help=key.doc)  # a switch: given, it is true
+    else:
+        info = typer.Option(option, metavar=declared.metavar, help=key.doc)
+    annotation = cast("Any", Annotated)[_OPTION_TYPES[key.kind] | None, info]
+    return inspect.Parameter(
+        flag.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+    )
+
+
+def with_run_flags(command: Callable[..., int]) -> Callable[..., int]:
+    """`command` with one typer parameter per key declared as a flag of `bisector run`
+    (bisector.settings.RUN_FLAGS) in place of its `flags`, which gets them as one RunFlags:
+    a key declared with a flag is an option with nothing written here."""
+    parameters: list[inspect.Parameter] = []
+    for own in inspect.signature(command, eval_str=True).parameters.values():
+        if own.name == "flags":
+            parameters += [_flag_parameter(flag) for flag in RUN_FLAGS.values()]
+        else:
+            parameters.append(own.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+
+    @functools.wraps(command)
+    def with_flags(**values: object) -> int:
+        given = {name: values.pop(name) for name in RUN_FLAGS}
+        return command(**values, flags=RunFlags(**given))
+
+    # What typer reads: the signature, and the annotations it resolves names in.
+    with_flags.__signature__ = inspect.Signature(parameters, return_annotation=int)  # type: ignore[attr-defined]
+    with_flags.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": int}
+    return with_flags
+
+
 @app.command(
     cls=Command,
     name="run",
@@ -249,15 +303,10 @@ def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
         RunExit,
     ),
 )
-def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
+@with_run_flags
+def run_cmd(
     good: Annotated[str, typer.Option(metavar="COMMIT", help="A commit that scores good.")],
     bad: Annotated[str, typer.Option(metavar="COMMIT", help="A later commit that scores bad.")],
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="-- PATH", help="Only commits touching these paths.", show_default=False
-        ),
-    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -271,53 +320,8 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
         Path | None,
         typer.Option(metavar="DIR", help="Journal, logs and report (default: inside .git)."),
     ] = None,
-    backend: Annotated[
-        str | None, typer.Option(metavar="NAME", help=f"Backend: {backend_names()} (default sim).")
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Metric the verdict is about.")
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(metavar="VALUE", help="Bad at or above this (default: calibrated)."),
-    ] = None,
-    warmup: Annotated[
-        str | None, typer.Option(metavar="DURATION", help="Wait after launch, e.g. 5m.")
-    ] = None,
-    repeats: Annotated[
-        int | None, typer.Option(metavar="N", help="Runs per commit (majority vote).")
-    ] = None,
-    first_parent: Annotated[
-        bool | None, typer.Option("--first-parent", help="Follow only merges (PRs).")
-    ] = None,
-    launch_attempts: Annotated[
-        int | None, typer.Option(metavar="N", help="Launch tries before a commit is skipped.")
-    ] = None,
-    error_rate: Annotated[
-        float | None,
-        typer.Option(metavar="P", help="Chance a run's verdict is wrong; > 0: noise-aware search."),
-    ] = None,
-    likelihood: Annotated[
-        str | None,
-        typer.Option(
-            metavar="MODEL",
-            help="verdict (uses --error-rate) or metric (fit to the endpoints' runs).",
-        ),
-    ] = None,
-    parallel: Annotated[
-        int | None,
-        typer.Option(metavar="K", help="Candidates evaluated at once (backend slots)."),
-    ] = None,
-    max_evaluations: Annotated[
-        int | None,
-        typer.Option(metavar="N", help="Budget of a noise-aware search (endpoints included)."),
-    ] = None,
-    upload: Annotated[
-        str | None,
-        typer.Option(
-            metavar="GS_URL", help="gs://bucket/prefix to copy the run's logs and report to."
-        ),
-    ] = None,
+    *,
+    flags: RunFlags,  # one option per declared key (with_run_flags)
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
     fresh: Annotated[
         bool,
@@ -336,23 +340,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     ] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
-    from bisector.settings import RunFlags
 
-    flags = RunFlags(
-        backend=backend,
-        metric=metric,
-        threshold=threshold,
-        warmup=warmup,
-        repeats=repeats,
-        first_parent=first_parent,
-        launch_attempts=launch_attempts,
-        upload=upload,
-        paths=tuple(paths) if paths else None,
-        error_rate=error_rate,
-        likelihood=likelihood,
-        parallel=parallel,
-        max_evaluations=max_evaluations,
-    )
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )

@@ -45,8 +45,8 @@ from bisector.ci.scoring import (
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.metric_registry import MetricRegistry, check_threshold
+from bisector.settings import DEFAULT_METRIC
 
-DEFAULT_METRIC = "conflicts"
 MAX_WORKERS = 64  # runs scored at once (threads, each reading GCS)
 
 

@@ -31,8 +31,8 @@ from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.ci.scoring import ci_source_problem
 from bisector.config import Section, keys_of, load_config, read_settings, setting
 from bisector.errors import ConfigError
-from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
-from bisector.settings import MAX_EVALUATIONS
+from bisector.metric_registry import MetricRegistry, check_threshold
+from bisector.settings import DEFAULT_METRIC, MAX_EVALUATIONS
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
