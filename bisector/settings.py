@@ -8,7 +8,8 @@ default and doc; a key declared with a `Flag` is also a flag of `bisector run`
 `RunSettings`' fields take their defaults from the same declarations. The flags given
 (`RunFlags`) lie on top of the file's tables; a flag left out keeps the file's value.
 Errors name the table where the key really is (`nightly.jobs[0].run.backend` for a
-nightly job), because every `Section` knows its own path.
+nightly job), because every `Section` knows its own path. Every backend of a run is
+built from `RunSettings.backend_context`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bisector.backends.base import BackendContext
 from bisector.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_info, backend_names
 from bisector.config import Flag, Key, Section, key_specs, keys_of, read_settings, setting
 from bisector.errors import ConfigError
@@ -30,6 +32,9 @@ if TYPE_CHECKING:
     from bisector.metrics import Worse
 
 DEFAULT_METRIC = "conflicts"  # what run, history and score are about when none is said
+# The run directory of a backend built only to check its table (doctor, the run's
+# preflight, a nightly job's load): never set up, so nothing is written there.
+CHECK_DIR = Path(".bisector-doctor")
 TABLES = ("run", "search", "metrics", "backends")  # a run's config file
 LIKELIHOODS = ("verdict", "metric")
 # Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
@@ -230,6 +235,27 @@ class RunSettings:
     def worse(self) -> Worse:
         """Which way the metric gets worse: every verdict's comparison follows it."""
         return self.metrics.worse(self.metric)
+
+    @property
+    def looks_every_s(self) -> float | None:
+        """How often the run looks at the growing log during a warmup: `[run] check_every`,
+        for a metric a look can decide (MetricRegistry.watchable); None: it never looks."""
+        return self.check_every_s if self.metrics.watchable(self.metric) else None
+
+    def backend_context(
+        self, run_dir: Path, *, base_worktree: Path | None = None
+    ) -> BackendContext:
+        """The context this run's backend is built from: the run's, and the same for
+        `doctor`, the run's preflight, `cleanup` and a nightly job's check, so a check of
+        the run's settings (procs refuses looks it cannot judge) fires in all of them."""
+        return BackendContext(
+            self.backend_section,
+            run_dir,
+            self.warmup_s,
+            self.seed,
+            base_worktree=base_worktree,
+            check_every_s=self.looks_every_s,
+        )
 
     @classmethod
     def from_config(

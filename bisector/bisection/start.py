@@ -83,16 +83,9 @@ class Bisection:
 
 
 def backend_context(settings: RunSettings, layout: RunLayout) -> BackendContext:
-    """The typed context every backend is built from (the good endpoint's tree as base)."""
-    watched = settings.metrics.watchable(settings.metric)  # only then is the log looked at
-    return BackendContext(
-        settings.backend_section,
-        layout.root,
-        settings.warmup_s,
-        settings.seed,
-        base_worktree=layout.good_worktree,
-        check_every_s=settings.check_every_s if watched else None,
-    )
+    """The context a run's backend is built from, in its run directory (the good
+    endpoint's tree as base)."""
+    return settings.backend_context(layout.root, base_worktree=layout.good_worktree)
 
 
 def prepare_bisection(
@@ -226,7 +219,7 @@ def open_bisection(
                 warmup_s=s.warmup_s if backend.traits.waits_warmup else 0.0,
                 real_time_logs=backend.traits.real_time_logs,
                 # Early verdicts only for a metric a look at the growing log can decide.
-                check_every_s=s.check_every_s if s.metrics.watchable(s.metric) else None,
+                check_every_s=s.looks_every_s,
                 early_good=s.early_good,
                 prefetch_builds=s.prefetch_builds,
             ),
