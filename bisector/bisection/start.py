@@ -114,6 +114,24 @@ def prepare_bisection(
     return PreparedBisection(settings, repo, good, bad, layout, context, backend)
 
 
+def measure_settings(settings: RunSettings, backend: Backend) -> MeasureSettings:
+    """What measuring a commit takes from the settings and the backend, decided here once."""
+    traits = backend.traits
+    return MeasureSettings(
+        metric=settings.metric,
+        launch_attempts=settings.launch_attempts,
+        retry_wait_s=settings.retry_wait_s,
+        # How long a warmup lasts: the backend's own length when it has one (the sim's
+        # simulated duration), else [run]'s when the backend waits it, and none said when
+        # something else ends it (a workload's own run: kind, local).
+        warmup_s=traits.warmup_s or (settings.warmup_s if traits.waits_warmup else 0.0),
+        real_time_logs=traits.real_time_logs,
+        check_every_s=settings.looks_every_s,
+        early_good=settings.early_good,
+        prefetch_builds=settings.prefetch_builds,
+    )
+
+
 def metric_unmeasurable(settings: RunSettings) -> str | None:
     """Why the run's backend cannot give its metric (None: it can), one line."""
     if settings.metrics.source_of(settings.metric) != "cl2":
@@ -212,17 +230,7 @@ def open_bisection(
             journal.write(Resume(s.resume_command))
         session = session_factory(repo, layout.bisect_worktree)
         evaluator = Evaluator(
-            settings=MeasureSettings(
-                metric=s.metric,
-                launch_attempts=s.launch_attempts,
-                retry_wait_s=s.retry_wait_s,
-                warmup_s=s.warmup_s if backend.traits.waits_warmup else 0.0,
-                real_time_logs=backend.traits.real_time_logs,
-                # Early verdicts only for a metric a look at the growing log can decide.
-                check_every_s=s.looks_every_s,
-                early_good=s.early_good,
-                prefetch_builds=s.prefetch_builds,
-            ),
+            settings=measure_settings(s, backend),
             repo=repo,
             journal=journal,
             backend=backend,
