@@ -268,7 +268,7 @@ def _flag_parameter(flag: RunFlag) -> inspect.Parameter:
     )
 
 
-def with_run_flags(command: Callable[..., int]) -> Callable[..., int]:
+def _with_run_flags(command: Callable[..., int]) -> Callable[..., int]:
     """`command` with one typer parameter per key declared as a flag of `bisector run`
     (bisector.settings.RUN_FLAGS) in place of its `flags`, which gets them as one RunFlags:
     a key declared with a flag is an option with nothing written here."""
@@ -303,7 +303,7 @@ def with_run_flags(command: Callable[..., int]) -> Callable[..., int]:
         RunExit,
     ),
 )
-@with_run_flags
+@_with_run_flags
 def run_cmd(
     good: Annotated[str, typer.Option(metavar="COMMIT", help="A commit that scores good.")],
     bad: Annotated[str, typer.Option(metavar="COMMIT", help="A later commit that scores bad.")],
@@ -321,7 +321,7 @@ def run_cmd(
         typer.Option(metavar="DIR", help="Journal, logs and report (default: inside .git)."),
     ] = None,
     *,
-    flags: RunFlags,  # one option per declared key (with_run_flags)
+    flags: RunFlags,  # one option per declared key (_with_run_flags)
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
     fresh: Annotated[
         bool,
