@@ -201,6 +201,8 @@ def _builtin_metrics() -> MetricRegistry:
 # The fields below that are keys take their defaults from the declarations above.
 @dataclass(frozen=True)
 class RunSettings:
+    """One bisection's settings, typed and checked: what the layers below the CLI read."""
+
     good: str
     bad: str
     repo: Path = Path()
