@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from bisector.cli import main
+from bisector.entry import main
 
 main()

@@ -1,23 +1,21 @@
-"""Command-line wiring: typer declarations only; the work lives in bisector.commands.*."""
+"""Command-line wiring: typer declarations only; the work lives in bisector.commands.*,
+the process's entry and exit codes in bisector.entry."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
-import sys
-import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import IntEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
-from typer.exceptions import TyperException
 
-from bisector import output, signals
 from bisector.backends.registry import backend_names
 from bisector.clihelp import CONTEXT_SETTINGS, Command
-from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 from bisector.exitcodes import (
     CleanupExit,
     DemoExit,
@@ -30,10 +28,8 @@ from bisector.exitcodes import (
     ScoreExit,
     StatusExit,
     describe,
-    for_command,
 )
-
-MAX_WORKERS = 64  # history: runs scored at once (threads, each reading GCS)
+from bisector.settings import RUN_FLAGS, RunFlag, RunFlags
 
 app = typer.Typer(
     name="bisector",
@@ -243,6 +239,57 @@ def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
     return doctor(backend, config, rehearse=rehearse, repo=repo, keep=keep, as_json=as_json)
 
 
+# A declared key's type as its option's: a duration is read from its text, as in the file.
+_OPTION_TYPES: dict[str, Any] = {
+    "str": str,
+    "duration": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "str_list": list[str],
+}
+
+
+def _flag_parameter(flag: RunFlag) -> inspect.Parameter:
+    """The typer parameter of a declared key: its name, type and doc as the flag's; None
+    when the flag is not given, so the file's value (or the key's default) holds."""
+    key, declared = flag.key, flag.flag
+    option = "--" + flag.name.replace("_", "-")
+    info: Any
+    if declared.positional:
+        info = typer.Argument(metavar=declared.metavar, help=key.doc, show_default=False)
+    elif key.kind == "bool":
+        info = typer.Option(option, help=key.doc)  # a switch: given, it is true
+    else:
+        info = typer.Option(option, metavar=declared.metavar, help=key.doc)
+    annotation = cast("Any", Annotated)[_OPTION_TYPES[key.kind] | None, info]
+    return inspect.Parameter(
+        flag.name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+    )
+
+
+def _with_run_flags(command: Callable[..., int]) -> Callable[..., int]:
+    """`command` with one typer parameter per key declared as a flag of `bisector run`
+    (bisector.settings.RUN_FLAGS) in place of its `flags`, which gets them as one RunFlags:
+    a key declared with a flag is an option with nothing written here."""
+    parameters: list[inspect.Parameter] = []
+    for own in inspect.signature(command, eval_str=True).parameters.values():
+        if own.name == "flags":
+            parameters += [_flag_parameter(flag) for flag in RUN_FLAGS.values()]
+        else:
+            parameters.append(own.replace(kind=inspect.Parameter.KEYWORD_ONLY))
+
+    @functools.wraps(command)
+    def with_flags(**values: object) -> int:
+        given = {name: values.pop(name) for name in RUN_FLAGS}
+        return command(**values, flags=RunFlags(**given))
+
+    # What typer reads: the signature, and the annotations it resolves names in.
+    with_flags.__signature__ = inspect.Signature(parameters, return_annotation=int)  # type: ignore[attr-defined]
+    with_flags.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": int}
+    return with_flags
+
+
 @app.command(
     cls=Command,
     name="run",
@@ -256,15 +303,10 @@ def doctor_cmd(  # noqa: PLR0917 - typer maps parameters to options
         RunExit,
     ),
 )
-def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
+@_with_run_flags
+def run_cmd(
     good: Annotated[str, typer.Option(metavar="COMMIT", help="A commit that scores good.")],
     bad: Annotated[str, typer.Option(metavar="COMMIT", help="A later commit that scores bad.")],
-    paths: Annotated[
-        list[str] | None,
-        typer.Argument(
-            metavar="-- PATH", help="Only commits touching these paths.", show_default=False
-        ),
-    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -278,53 +320,8 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
         Path | None,
         typer.Option(metavar="DIR", help="Journal, logs and report (default: inside .git)."),
     ] = None,
-    backend: Annotated[
-        str | None, typer.Option(metavar="NAME", help=f"Backend: {backend_names()} (default sim).")
-    ] = None,
-    metric: Annotated[
-        str | None, typer.Option(metavar="NAME", help="Metric the verdict is about.")
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(metavar="VALUE", help="Bad at or above this (default: calibrated)."),
-    ] = None,
-    warmup: Annotated[
-        str | None, typer.Option(metavar="DURATION", help="Wait after launch, e.g. 5m.")
-    ] = None,
-    repeats: Annotated[
-        int | None, typer.Option(metavar="N", help="Runs per commit (majority vote).")
-    ] = None,
-    first_parent: Annotated[
-        bool | None, typer.Option("--first-parent", help="Follow only merges (PRs).")
-    ] = None,
-    launch_attempts: Annotated[
-        int | None, typer.Option(metavar="N", help="Launch tries before a commit is skipped.")
-    ] = None,
-    error_rate: Annotated[
-        float | None,
-        typer.Option(metavar="P", help="Chance a run's verdict is wrong; > 0: noise-aware search."),
-    ] = None,
-    likelihood: Annotated[
-        str | None,
-        typer.Option(
-            metavar="MODEL",
-            help="verdict (uses --error-rate) or metric (fit to the endpoints' runs).",
-        ),
-    ] = None,
-    parallel: Annotated[
-        int | None,
-        typer.Option(metavar="K", help="Candidates evaluated at once (backend slots)."),
-    ] = None,
-    max_evaluations: Annotated[
-        int | None,
-        typer.Option(metavar="N", help="Budget of a noise-aware search (endpoints included)."),
-    ] = None,
-    upload: Annotated[
-        str | None,
-        typer.Option(
-            metavar="GS_URL", help="gs://bucket/prefix to copy the run's logs and report to."
-        ),
-    ] = None,
+    *,
+    flags: RunFlags,  # one option per declared key (_with_run_flags)
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan only.")] = False,
     fresh: Annotated[
         bool,
@@ -343,23 +340,7 @@ def run_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
     ] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
-    from bisector.settings import RunFlags
 
-    flags = RunFlags(
-        backend=backend,
-        metric=metric,
-        threshold=threshold,
-        warmup=warmup,
-        repeats=repeats,
-        first_parent=first_parent,
-        launch_attempts=launch_attempts,
-        upload=upload,
-        paths=tuple(paths) if paths else None,
-        error_rate=error_rate,
-        likelihood=likelihood,
-        parallel=parallel,
-        max_evaluations=max_evaluations,
-    )
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )
@@ -483,17 +464,11 @@ def history_cmd(  # noqa: PLR0917 - typer maps each parameter to a flag
             master=master,
             cache_dir=cache_dir,
             use_cache=not no_cache,
-            workers=_workers(workers),
+            workers=workers,
             config=config,
             repo=repo,
         )
     )
-
-
-def _workers(workers: int) -> int:
-    if not 1 <= workers <= MAX_WORKERS:
-        raise BisectorError(f"--workers must be from 1 to {MAX_WORKERS}, got {workers}")
-    return workers
 
 
 @app.command(
@@ -509,12 +484,6 @@ def nightly_cmd(
     from bisector.commands.nightly import nightly
 
     return nightly(config)
-
-
-def _command(argv: list[str] | None) -> str | None:
-    """The subcommand named on the command line (the first word that is not an option)."""
-    args = sys.argv[1:] if argv is None else argv
-    return next((arg for arg in args if not arg.startswith("-")), None)
 
 
 @app.command(
@@ -566,111 +535,3 @@ def runs_cmd(
     from bisector.commands.runs import runs
 
     return runs(repo, remove=remove, remove_finished=remove_finished, prune=prune, as_json=as_json)
-
-
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: maps every error to one line on stderr and an exit code.
-
-    The codes come from the command's table (bisector.exitcodes): for `score`, run under
-    `git bisect run`, a usage error is 128 and a bug 129, so neither can read as *bad*.
-    Called with no `argv` it is the process's entry: every termination signal tears
-    down and ends in the table's INTERRUPTED code (bisector.signals), and output that
-    cannot be written never changes the code (bisector.output), both until the process
-    exits. With `argv` (in-process: tests) both hold for the call only.
-    """
-    codes = for_command(_command(argv))
-    args = sys.argv[1:] if argv is None else argv
-    # `history --bisect` ends with the bisection's outcome, not with its listing.
-    listing = _command(argv) in ("status", "runs", "history") and "--bisect" not in args
-    if argv is None:
-        output.guard_for_process()
-        signals.install_for_process()
-        try:
-            code = _final(codes, _invoke(argv, codes), listing=listing)
-            signals.ignore_from_now_on()  # the code is decided: no default action on the way out
-        except KeyboardInterrupt:  # the first signal, right as the command ended
-            code = int(codes["INTERRUPTED"])
-            signals.ignore_from_now_on()  # later signals never raise: nothing can land here
-        sys.exit(code)
-    with output.guarded(), signals.handling_termination():
-        code = _final(codes, _invoke(argv, codes), listing=listing)
-    sys.exit(code)
-
-
-def _final(codes: type[IntEnum], code: int, *, listing: bool) -> int:
-    """The code a command ends with, once signals and output are taken into account."""
-    interrupted = int(codes["INTERRUPTED"])
-    left_up = codes.__members__.get("LEFT_UP")
-    if signals.interrupted() and code != interrupted and (left_up is None or code != left_up):
-        # A signal is always 130 (a failed teardown, saying something may still be up,
-        # outranks it): whatever the command made of the interrupt on its way out.
-        code = interrupted
-    failed = codes.__members__.get("OUTPUT_FAILED")
-    if listing and failed is not None and code == 0 and output.stdout_failure():
-        code = int(failed)  # the listing was the product, and it was not written
-    with contextlib.suppress(OSError, ValueError):
-        sys.stdout.flush()
-        sys.stderr.flush()
-    return code
-
-
-def _invoke(argv: list[str] | None, codes: type[IntEnum]) -> int:
-    """Run the command; every way it can end, as the command's exit code."""
-    try:
-        return _call(argv, codes)
-    except KeyboardInterrupt:  # a signal while an error below was being reported
-        return int(codes["INTERRUPTED"])
-
-
-def _call(argv: list[str] | None, codes: type[IntEnum]) -> int:
-    usage = int(codes["USAGE"])
-    try:
-        if "_BISECTOR_COMPLETE" in os.environ:
-            # A shell asking for completions (--install-completion's script): click's own
-            # main() answers it and exits; no run happens on this path.
-            return int(app(args=argv, prog_name="bisector") or 0)
-        # click's own main() is bypassed: it turns EPIPE from anywhere into exit 1, which
-        # `git bisect run` reads as *bad*, and Ctrl-C into a silent 130.
-        command = typer.main.get_command(app)
-        args = sys.argv[1:] if argv is None else list(argv)
-        with command.make_context("bisector", args) as ctx:
-            result = command.invoke(ctx)
-    except BisectorError as exc:
-        print(f"bisector: error: {exc}", file=sys.stderr)
-        # A plain BisectorError is the generic "bad input" (2): the command's own code for
-        # it. So is a code outside the command's table or one of its verdicts: an error is
-        # never `score`'s 1, which git bisect run reads as *bad*.
-        known = {int(m) for m in codes if m.name not in ("GOOD", "BAD") and int(m) != 0}
-        code = exc.exit_code
-        return usage if code == EXIT_USAGE or code not in known else code
-    except typer.Abort:
-        return EXIT_INTERRUPTED
-    except typer.Exit as exc:
-        return exc.exit_code
-    except TyperException as exc:  # usage errors: typer prints them itself with help hints
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
-            print(f"bisector: error: {exc.format_message()}", file=sys.stderr)
-        return usage
-    except KeyboardInterrupt:
-        print("bisector: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except OSError as exc:  # a path the user gave that nothing checked first: still one line
-        where = f": {exc.filename}" if exc.filename else ""
-        print(
-            f"bisector: error: {exc.strerror or exc}{where}; check the path and its permissions",
-            file=sys.stderr,
-        )
-        return usage
-    except Exception as exc:  # a bug: its own code, never one that reads as a verdict
-        if os.environ.get("BISECTOR_DEBUG"):
-            traceback.print_exc()
-        print(
-            f"bisector: internal error (a bug in bisector; BISECTOR_DEBUG=1 shows the "
-            f"traceback): {type(exc).__name__}: {exc}",
-            file=sys.stderr,
-        )
-        return int(codes["INTERNAL"])
-    return result if isinstance(result, int) else 0

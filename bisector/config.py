@@ -288,6 +288,15 @@ S = TypeVar("S")
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A key that a command line can also set (`bisector run`'s flags): `--name-of-key`, or
+    the command's positional arguments; its help is the key's doc."""
+
+    metavar: str = ""  # the value's name in the help (N, DURATION); "" for a switch
+    positional: bool = False  # the command's arguments (`-- PATH...`), not an option
+
+
+@dataclass(frozen=True)
 class Key:
     """One setting: its type, default (in the file's own form: "5m", 100), bounds and doc."""
 
@@ -304,6 +313,7 @@ class Key:
     # function gets the section and the key's name and returns the field's value.
     reader: Callable[[Section, str], object] | None = None
     automatic: int | None = None  # the value that means "bisector decides" (read as None)
+    flag: Flag | None = None  # also a command-line flag (None: the file only)
 
     def read(self, s: Section, name: str) -> object:
         """The key's value from `s` (or its default), checked against its bounds."""
@@ -432,16 +442,18 @@ def setting(
     why: str = "",
     reader: Callable[[Section, str], object] | None = None,
     automatic: int | None = None,
+    flag: Flag | None = None,
 ) -> Any:
     """A dataclass field that is also a config key (see `Key`); `default` may be a function
     of no arguments for a default computed when read (a cache directory)."""
-    key = Key(kind, default, doc, low, high, above, below, choices, why, reader, automatic)
+    key = Key(kind, default, doc, low, high, above, below, choices, why, reader, automatic, flag)
     metadata = {_SPEC: key}
     if default is REQUIRED or reader is not None or callable(default):
         return field(metadata=metadata)
     if automatic is not None and default == automatic:
         return field(default=None, metadata=metadata)
-    if kind == "duration" and isinstance(default, str):
+    if kind == "duration" and isinstance(default, (str, int, float)):
+        # Seconds as a float, as the file's value is read: the default is the same value.
         return field(default=parse_duration(default), metadata=metadata)
     if kind == "str_list":
         return field(default=tuple(cast("Iterable[str]", default)), metadata=metadata)

@@ -7,7 +7,7 @@ cannot read or a bug in bisector stops git bisect instead of marking the commit
 bad. The other commands are not run under git bisect, but keep the same care: a
 code means one thing, and an unexpected exception is never a culprit verdict.
 
-Two rules hold for every command (bisector.cli.main):
+Two rules hold for every command (bisector.entry.main):
 - Every termination signal (SIGINT, SIGTERM, SIGHUP, SIGQUIT, ...; a second or third
   one too) ends in INTERRUPTED, 130: one code whatever the signal, because callers read
   one "stopped before an answer" code (128 + N from the default action would differ per

@@ -38,7 +38,6 @@ from bisector.metrics.direction import Worse
 if TYPE_CHECKING:  # only named in annotations: `score` starts without the run's modules
     from bisector.measure.early import GrowingScorer, GrowingScorerFactory, Scorer
 
-DEFAULT_METRIC = "conflicts"
 _BUILTIN_SOURCES = {m.name: m for m in BUILTIN_SOURCE_METRICS}
 
 

@@ -2,9 +2,14 @@
 
 `RunSettings.from_config` is the only reader of the `[run]` and `[search]` tables; the
 backend's own table travels as its `Section` (the backend reads it), the metrics as
-the registry. Flags arrive typed (`RunFlags`); a flag left out (None) keeps the file's
-value. Errors name the table where the key really is (`nightly.jobs[0].run.backend`
-for a nightly job), because every `Section` knows its own path.
+the registry. Each key is declared once (`RunTable`, `SearchSettings`): its name, type,
+default and doc; a key declared with a `Flag` is also a flag of `bisector run`
+(`RUN_FLAGS`, from which the CLI makes its options, the doc being their help), and
+`RunSettings`' fields take their defaults from the same declarations. The flags given
+(`RunFlags`) lie on top of the file's tables; a flag left out keeps the file's value.
+Errors name the table where the key really is (`nightly.jobs[0].run.backend` for a
+nightly job), because every `Section` knows its own path. Every backend of a run is
+built from `RunSettings.backend_context`.
 """
 
 from __future__ import annotations
@@ -13,13 +18,23 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bisector.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_info
-from bisector.config import Section, keys_of, read_settings, setting
+from bisector.backends.base import BackendContext
+from bisector.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_info, backend_names
+from bisector.config import Flag, Key, Section, key_specs, keys_of, read_settings, setting
 from bisector.errors import ConfigError
-from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
-from bisector.metrics import Worse
 
+if TYPE_CHECKING:
+    # The CLI imports this module for `run`'s flags, and every command starts with the CLI:
+    # the registry loads the log scanner (numpy, ~0.5 s), imported when a run reads it.
+    from bisector.metric_registry import MetricRegistry
+    from bisector.metrics import Worse
+
+DEFAULT_METRIC = "conflicts"  # what run, history and score are about when none is said
+# The run directory of a backend built only to check its table (doctor, the run's
+# preflight, a nightly job's load): never set up, so nothing is written there.
+CHECK_DIR = Path(".bisector-doctor")
 TABLES = ("run", "search", "metrics", "backends")  # a run's config file
 LIKELIHOODS = ("verdict", "metric")
 # Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
@@ -31,72 +46,34 @@ MAX_EVALUATIONS = 100_000
 
 
 @dataclass(frozen=True)
-class RunFlags:
-    """`bisector run`'s flags; None: not given on the command line (the file decides)."""
-
-    backend: str | None = None
-    metric: str | None = None
-    threshold: float | None = None
-    warmup: str | None = None
-    repeats: int | None = None
-    first_parent: bool | None = None
-    launch_attempts: int | None = None
-    upload: str | None = None
-    paths: tuple[str, ...] | None = None
-    error_rate: float | None = None
-    likelihood: str | None = None
-    parallel: int | None = None
-    max_evaluations: int | None = None
-
-    def run_table(self) -> dict[str, object]:
-        return {
-            "backend": self.backend,
-            "metric": self.metric,
-            "threshold": self.threshold,
-            "warmup": self.warmup,
-            "repeats": self.repeats,
-            "first_parent": self.first_parent,
-            "launch_attempts": self.launch_attempts,
-            "upload": self.upload,
-            "paths": list(self.paths) if self.paths else None,
-        }
-
-    def search_table(self) -> dict[str, object]:
-        return {
-            "error_rate": self.error_rate,
-            "likelihood": self.likelihood,
-            "parallel": self.parallel,
-            "max_evaluations": self.max_evaluations,
-        }
-
-
-@dataclass(frozen=True)
 class SearchSettings:
     """`[search]`: every key declared once (bisector.config.setting)."""
 
+    # 0 with likelihood verdict: plain git bisect
     error_rate: float = setting(
         "float",
         0.0,
-        "per-run verdict error; 0 with likelihood verdict: plain git bisect",
+        "Chance a run's verdict is wrong; > 0: noise-aware search.",
         low=0,
         below=0.5,
         why="a run's chance of a wrong verdict",
+        flag=Flag("P"),
     )
     likelihood: str = setting(
-        "str", "verdict", "or metric: evidence from the endpoints' fitted samples",
-        choices=LIKELIHOODS,
+        "str", "verdict", "verdict (uses --error-rate) or metric (fit to the endpoints' runs).",
+        choices=LIKELIHOODS, flag=Flag("MODEL"),
     )  # fmt: skip
     confidence: float = setting(
         "float", 0.99, "posterior mass that ends the search", above=0.5, below=1,
         why="a posterior probability, e.g. 0.99",
     )  # fmt: skip
-    max_evaluations: int | None = setting(
-        "int", 0, "budget for endpoints + search (0: automatic)", low=0,
-        high=MAX_EVALUATIONS, automatic=0,
-    )  # fmt: skip
     parallel: int = setting(
-        "int", 1, "backend slots evaluating candidates at once", low=1, high=MAX_SLOTS,
-        why="each slot is a cluster",
+        "int", 1, "Candidates evaluated at once (backend slots).", low=1, high=MAX_SLOTS,
+        why="each slot is a cluster", flag=Flag("K"),
+    )  # fmt: skip
+    max_evaluations: int | None = setting(
+        "int", 0, "Budget of a noise-aware search (endpoints included).", low=0,
+        high=MAX_EVALUATIONS, automatic=0, flag=Flag("N"),
     )  # fmt: skip
     endpoint_runs: int | None = setting(
         "int", 0, "runs per endpoint (0: repeats, 3 for metric)", low=0, high=MAX_RUNS,
@@ -124,24 +101,40 @@ class RunTable:
     """`[run]` as written (flags on top): every key declared once; `RunSettings` adds
     what depends on other tables (the backend's, the metrics')."""
 
-    backend: str = setting("str", DEFAULT_BACKEND, "which backend evaluates candidates")
-    metric: str = setting("str", DEFAULT_METRIC, "the metric that got worse")
-    threshold: float | None = setting("float", None, "bad from this value on")
-    warmup: float = setting("duration", 0, "how long a cluster runs before collect", low=0)
+    backend: str = setting(
+        "str", DEFAULT_BACKEND, f"Backend: {backend_names()} (default {DEFAULT_BACKEND}).",
+        flag=Flag("NAME"),
+    )  # fmt: skip
+    metric: str = setting("str", DEFAULT_METRIC, "Metric the verdict is about.", flag=Flag("NAME"))
+    threshold: float | None = setting(
+        "float", None, "Bad at or above this (default: calibrated).", flag=Flag("VALUE")
+    )
+    # How long a cluster runs before collect.
+    warmup: float = setting(
+        "duration", 0, "Wait after launch, e.g. 5m.", low=0, flag=Flag("DURATION")
+    )
     repeats: int = setting(
-        "int", 1, "runs per commit", low=1, high=MAX_RUNS, why="each run is a cluster"
-    )
-    first_parent: bool = setting("bool", False, "search the first-parent line")
-    paths: tuple[str, ...] = setting("str_list", (), "only commits touching these paths")
+        "int", 1, "Runs per commit (majority vote).", low=1, high=MAX_RUNS,
+        why="each run is a cluster", flag=Flag("N"),
+    )  # fmt: skip
+    first_parent: bool = setting("bool", False, "Follow only merges (PRs).", flag=Flag())
+    paths: tuple[str, ...] = setting(
+        "str_list", (), "Only commits touching these paths.",
+        flag=Flag("-- PATH", positional=True),
+    )  # fmt: skip
     launch_attempts: int = setting(
-        "int", 3, "launches before a skip", low=1, high=MAX_RUNS, why="each is a cluster"
-    )
+        "int", 3, "Launch tries before a commit is skipped.", low=1, high=MAX_RUNS,
+        why="each is a cluster", flag=Flag("N"),
+    )  # fmt: skip
     retry_wait: float = setting("duration", 0, "wait between launch attempts", low=0)
     estimate: float | None = setting(
         "duration", None, "one evaluation's wall time, for --dry-run and ETAs", above=0
     )
     seed: int = setting("int", 0, "seed of the simulator and the search's tie-breaks")
-    upload: str | None = setting("str", None, "gs://bucket/prefix the run is copied to")
+    upload: str | None = setting(
+        "str", None, "gs://bucket/prefix to copy the run's logs and report to.",
+        flag=Flag("GS_URL"),
+    )  # fmt: skip
     check_every: float | None = setting(
         "duration", None, "read the log this often during the warmup", above=0
     )
@@ -153,30 +146,86 @@ class RunTable:
 
 
 @dataclass(frozen=True)
+class RunFlag:
+    """One flag of `bisector run`: the declared key it sets, and its table."""
+
+    name: str  # the key; the option is `--name-of-key`
+    table: str  # "run" or "search"
+    key: Key  # its type, default and doc (the flag's help)
+    flag: Flag  # its metavar, or positional
+
+
+def _flags(tables: dict[str, type]) -> dict[str, RunFlag]:
+    return {
+        name: RunFlag(name, table, key, key.flag)
+        for table, cls in tables.items()
+        for name, key in key_specs(cls).items()
+        if key.flag is not None
+    }
+
+
+# `bisector run`'s flags, in the order its help lists them.
+RUN_FLAGS = _flags({"run": RunTable, "search": SearchSettings})
+
+
+class RunFlags:
+    """The values `bisector run`'s flags (RUN_FLAGS) gave, by the key each sets; a flag not
+    given (None, or no paths) keeps the file's value. They are read with the file's
+    tables, as declared: a wrong value is said as `--flag`, as the user typed it."""
+
+    __slots__ = ("given",)
+
+    def __init__(self, **given: object) -> None:
+        unknown = sorted(set(given) - set(RUN_FLAGS))
+        if unknown:
+            raise TypeError(f"no flag of bisector run sets {', '.join(unknown)}")
+        self.given = {
+            name: list(value) if isinstance(value, (tuple, list)) else value
+            for name, value in given.items()
+            if value is not None and value not in ((), [])
+        }
+
+    def over(self, table: str, section: Section) -> Section:
+        """`section`, the file's `[run]` or `[search]`, with the flags of that table on top."""
+        return section.with_overrides(
+            {name: v for name, v in self.given.items() if RUN_FLAGS[name].table == table}
+        )
+
+
+def _builtin_metrics() -> MetricRegistry:
+    from bisector.metric_registry import MetricRegistry
+
+    return MetricRegistry()
+
+
+# The fields below that are keys take their defaults from the declarations above.
+@dataclass(frozen=True)
 class RunSettings:
+    """One bisection's settings, typed and checked: what the layers below the CLI read."""
+
     good: str
     bad: str
     repo: Path = Path()
-    backend: str = DEFAULT_BACKEND
+    backend: str = RunTable.backend
     backend_section: Section = field(default_factory=Section)  # `[backends.<backend>]`
-    metrics: MetricRegistry = field(default_factory=MetricRegistry)
-    metric: str = DEFAULT_METRIC
-    threshold: float | None = None
-    warmup_s: float = 0.0
-    repeats: int = 1
-    first_parent: bool = False
-    paths: tuple[str, ...] = ()
-    launch_attempts: int = 3
-    retry_wait_s: float = 0.0
-    estimate_s: float | None = None  # wall time of one evaluation, for --dry-run and ETAs
-    check_every_s: float | None = None  # read the log so far this often during the warmup
-    early_good: bool = False  # search runs may also end early as good (needs check_every)
-    prefetch_builds: int = 0  # builds of likely next candidates while a cluster warms up
-    price_per_cluster_hour: float | None = None  # money in the cost model, when given
-    seed: int = 0
+    metrics: MetricRegistry = field(default_factory=_builtin_metrics)
+    metric: str = RunTable.metric
+    threshold: float | None = RunTable.threshold
+    warmup_s: float = RunTable.warmup
+    repeats: int = RunTable.repeats
+    first_parent: bool = RunTable.first_parent
+    paths: tuple[str, ...] = RunTable.paths
+    launch_attempts: int = RunTable.launch_attempts
+    retry_wait_s: float = RunTable.retry_wait
+    estimate_s: float | None = RunTable.estimate  # one evaluation's wall time: --dry-run, ETAs
+    check_every_s: float | None = RunTable.check_every  # read the log so far this often
+    early_good: bool = RunTable.early_good  # search runs may also end early as good
+    prefetch_builds: int = RunTable.prefetch_builds  # builds ahead while a cluster warms up
+    price_per_cluster_hour: float | None = RunTable.price_per_cluster_hour  # the cost model's
+    seed: int = RunTable.seed
     run_dir: Path | None = None
     resume_command: str = ""
-    upload: str | None = None  # gs://bucket/prefix the run's logs and reports are copied to
+    upload: str | None = RunTable.upload  # gs://bucket/prefix the run is copied to
     search: SearchSettings = field(default_factory=SearchSettings)
     config_file: str = "<defaults>"
 
@@ -188,6 +237,27 @@ class RunSettings:
     def worse(self) -> Worse:
         """Which way the metric gets worse: every verdict's comparison follows it."""
         return self.metrics.worse(self.metric)
+
+    @property
+    def looks_every_s(self) -> float | None:
+        """How often the run looks at the growing log during a warmup: `[run] check_every`,
+        for a metric a look can decide (MetricRegistry.watchable); None: it never looks."""
+        return self.check_every_s if self.metrics.watchable(self.metric) else None
+
+    def backend_context(
+        self, run_dir: Path, *, base_worktree: Path | None = None
+    ) -> BackendContext:
+        """The context this run's backend is built from: the run's, and the same for
+        `doctor`, the run's preflight, `cleanup` and a nightly job's check, so a check of
+        the run's settings (procs refuses looks it cannot judge) fires in all of them."""
+        return BackendContext(
+            self.backend_section,
+            run_dir,
+            self.warmup_s,
+            self.seed,
+            base_worktree=base_worktree,
+            check_every_s=self.looks_every_s,
+        )
 
     @classmethod
     def from_config(
@@ -206,15 +276,15 @@ class RunSettings:
         # A misspelt table ([serch], [backend.sim]) would leave its keys unread.
         config.check_tables(TABLES)
         config.table("backends").check_tables(BACKENDS)
-        run = config.table("run").with_overrides(flags.run_table())
+        run = flags.over("run", config.table("run"))
         table = read_settings(RunTable, run)
-        search = SearchSettings.from_section(
-            config.table("search").with_overrides(flags.search_table())
-        )
+        search = SearchSettings.from_section(flags.over("search", config.table("search")))
         try:
             backend_info(table.backend)
         except ConfigError as exc:
             raise ConfigError(f"{run.where('backend')}: {exc}") from None
+        from bisector.metric_registry import MetricRegistry, check_threshold
+
         metrics = MetricRegistry.from_config(config)
         metric = metrics.check(table.metric, run.where("metric"))
         threshold = check_threshold(table.threshold, run.where("threshold"))

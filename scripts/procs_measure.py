@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import statistics
 import sys
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bisector import proc
-from bisector.backends.base import BackendContext, Candidate, ForwardingBackend
+from bisector.backends.base import Candidate, ForwardingBackend
 from bisector.backends.collected import read_processes
 from bisector.backends.registry import create_backend
 from bisector.config import Section, load_config
@@ -149,7 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     base = run_dir / "worktrees" / "base"
     repo.add_worktree(base, targets[0].commit)
-    context = BackendContext(section, run_dir, warmup_s=settings.warmup_s, base_worktree=base)
+    # The run's own context (bisector.settings), with the --set overrides in its table.
+    context = dataclasses.replace(
+        settings.backend_context(run_dir, base_worktree=base), section=section
+    )
     backend = create_backend(settings.backend, context)
     scorer = settings.metrics.scorer(settings.metric)  # a [metrics.NAME] one too
     rule = WindowRule(expected_s=settings.warmup_s, real_time=True, times_required=True)
@@ -184,7 +188,13 @@ def main(argv: list[str] | None = None) -> int:
                     m = evaluate_candidate(
                         _FinishingTeardown(backend),
                         candidate,
-                        EvaluationSettings(settings.metric, scorer=scorer, window=rule),
+                        EvaluationSettings(
+                            settings.metric,
+                            scorer=scorer,
+                            window=rule,
+                            launch_attempts=settings.launch_attempts,
+                            retry_wait_s=settings.retry_wait_s,
+                        ),
                     )
                     row = _row(t, m, candidate.log_dir)
                     t.runs.append(row)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import bisector.commands.status as status_command
-from bisector.cli import main
+from bisector.entry import main
 from bisector.exitcodes import TABLES
 
 

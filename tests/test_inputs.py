@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from bisector import inputs
-from bisector.cli import main
 from bisector.config import load_config
+from bisector.entry import main
 from bisector.errors import ConfigError
 from bisector.exitcodes import ScoreExit
 

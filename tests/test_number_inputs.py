@@ -4,7 +4,7 @@
 ended in exit 70, "internal error ... ValueError" (nan: `sleep` refuses it) or
 "OverflowError: timestamp out of range" (1e308); `--parallel` or `--repeats`
 100000000000000000000 hung before the first launch. Each row here goes through the
-CLI's own entry point (`bisector.cli.main`) with the fault-injecting local backend,
+CLI's own entry point (`bisector.entry.main`) with the fault-injecting local backend,
 and must end in the command's usage code with one line naming the flag or the file
 and key, and nothing built or launched.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from bisector.exitcodes import DemoExit, HistoryExit, NightlyExit, RunExit, ScoreExit
 from tests.helpers.faults import FaultDriver, write_fault_config
 from tests.helpers.repo import BuiltRepo, build_repo

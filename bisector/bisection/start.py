@@ -83,16 +83,9 @@ class Bisection:
 
 
 def backend_context(settings: RunSettings, layout: RunLayout) -> BackendContext:
-    """The typed context every backend is built from (the good endpoint's tree as base)."""
-    watched = settings.metrics.watchable(settings.metric)  # only then is the log looked at
-    return BackendContext(
-        settings.backend_section,
-        layout.root,
-        settings.warmup_s,
-        settings.seed,
-        base_worktree=layout.good_worktree,
-        check_every_s=settings.check_every_s if watched else None,
-    )
+    """The context a run's backend is built from, in its run directory (the good
+    endpoint's tree as base)."""
+    return settings.backend_context(layout.root, base_worktree=layout.good_worktree)
 
 
 def prepare_bisection(
@@ -119,6 +112,24 @@ def prepare_bisection(
     if wrap_backend is not None:
         backend = wrap_backend(backend)
     return PreparedBisection(settings, repo, good, bad, layout, context, backend)
+
+
+def measure_settings(settings: RunSettings, backend: Backend) -> MeasureSettings:
+    """What measuring a commit takes from the settings and the backend, decided here once."""
+    traits = backend.traits
+    return MeasureSettings(
+        metric=settings.metric,
+        launch_attempts=settings.launch_attempts,
+        retry_wait_s=settings.retry_wait_s,
+        # How long a warmup lasts: the backend's own length when it has one (the sim's
+        # simulated duration), else [run]'s when the backend waits it, and none said when
+        # something else ends it (a workload's own run: kind, local).
+        warmup_s=traits.warmup_s or (settings.warmup_s if traits.waits_warmup else 0.0),
+        real_time_logs=traits.real_time_logs,
+        check_every_s=settings.looks_every_s,
+        early_good=settings.early_good,
+        prefetch_builds=settings.prefetch_builds,
+    )
 
 
 def metric_unmeasurable(settings: RunSettings) -> str | None:
@@ -219,17 +230,7 @@ def open_bisection(
             journal.write(Resume(s.resume_command))
         session = session_factory(repo, layout.bisect_worktree)
         evaluator = Evaluator(
-            settings=MeasureSettings(
-                metric=s.metric,
-                launch_attempts=s.launch_attempts,
-                retry_wait_s=s.retry_wait_s,
-                warmup_s=s.warmup_s if backend.traits.waits_warmup else 0.0,
-                real_time_logs=backend.traits.real_time_logs,
-                # Early verdicts only for a metric a look at the growing log can decide.
-                check_every_s=s.check_every_s if s.metrics.watchable(s.metric) else None,
-                early_good=s.early_good,
-                prefetch_builds=s.prefetch_builds,
-            ),
+            settings=measure_settings(s, backend),
             repo=repo,
             journal=journal,
             backend=backend,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -35,6 +36,10 @@ from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.exitcodes import DoctorExit
 from bisector.gitrepo import GitRepo
+from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+
+if TYPE_CHECKING:
+    from bisector.nightly.config import JobConfig, NightlyConfig
 
 _TIMEOUT_S = 30.0
 
@@ -120,6 +125,7 @@ def doctor(
     if root is not None and "nightly" in root:
         return _doctor_nightly(config, backend, rehearse=rehearse, keep=keep, as_json=as_json)
     chosen_by = "--backend" if backend is not None else "default"
+    flags = RunFlags(backend=backend)  # as `bisector run --backend NAME` would get it
     if backend is None and root is not None and "backend" in root.table("run"):
         backend = root.table("run").get_str("backend")
         chosen_by = "config"
@@ -136,12 +142,11 @@ def doctor(
     for name in info.tools:
         _check_tool(TOOLS[name], report)
     _say_log_scanner(report)
-    if root is not None:
-        _check_run_config(root, report)
+    settings = _check_run_config(root, flags, report) if root is not None else None
     if info.doctor_builds:
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
-            config_ok = _check_backend_config(info, section, report)
+            config_ok = _check_backend_config(info, _context(settings, info, section), report)
         if root is not None or info.doctor_without_config:
             for finding in info.doctor(section, repo):
                 (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
@@ -183,27 +188,36 @@ def _doctor_nightly(
         nightly = load_nightly_config(config)
     except BisectorError as exc:
         report.bad("config", str(exc))
-        nightly = None
-    for job in nightly.jobs if nightly is not None else ():
-        if job.bisect_config is None:
-            report.ok(f"job {job.name}", "reports its regressions (no [nightly.jobs.run]: no hunt)")
-            continue
-        info = backend_info(job.bisect_config.table("run").get_str("backend", DEFAULT_BACKEND))
-        if not as_json:
-            typer.echo(f"job {job.name}: the {info.name} backend, on {job.repo}")
-        _check_checkout(job.name, job.repo, report)
-        for name in info.tools:
-            _check_tool(TOOLS[name], report)
-        if info.doctor_builds:
-            section = job.bisect_config.table("backends").table(info.name)
-            if _check_backend_config(info, section, report):
-                for finding in info.doctor(section, job.repo):
-                    (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
+    else:
+        for job in nightly.jobs:
+            _check_job(nightly, job, report)
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     else:
         typer.echo("ready" if not report.problems else f"{report.problems} problem(s) found")
     return int(DoctorExit.READY if not report.problems else DoctorExit.PROBLEMS)
+
+
+def _check_job(nightly: NightlyConfig, job: JobConfig, report: Report) -> None:
+    """One nightly job: its hunt's backend, checked with the hunt's own settings."""
+    from bisector.nightly.hunt import run_settings
+
+    if job.bisect_config is None:
+        report.ok(f"job {job.name}", "reports its regressions (no [nightly.jobs.run]: no hunt)")
+        return
+    # Read as the hunt reads them (they were read once already, when the config loaded).
+    settings = run_settings(nightly, job, "HEAD", "HEAD", CHECK_DIR)
+    info = backend_info(settings.backend)
+    if not report.as_json:
+        typer.echo(f"job {job.name}: the {info.name} backend, on {job.repo}")
+    _check_checkout(job.name, job.repo, report)
+    for name in info.tools:
+        _check_tool(TOOLS[name], report)
+    if info.doctor_builds and _check_backend_config(
+        info, settings.backend_context(CHECK_DIR), report
+    ):
+        for finding in info.doctor(settings.backend_section, job.repo):
+            (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
 
 
 def _say_log_scanner(report: Report) -> None:
@@ -295,21 +309,28 @@ def _check_tool(tool: Tool, report: Report) -> None:
     report.ok(tool.name, first[0] if first else "present")
 
 
-def _check_run_config(root: Section, report: Report) -> None:
+def _check_run_config(root: Section, flags: RunFlags, report: Report) -> RunSettings | None:
     """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
-    from bisector.settings import RunSettings
-
     try:
-        RunSettings.from_config(root, good="HEAD", bad="HEAD")
+        return RunSettings.from_config(root, good="HEAD", bad="HEAD", flags=flags)
     except BisectorError as exc:
         report.bad("config", str(exc))
+        return None
 
 
-def _check_backend_config(info: BackendInfo, section: Section, report: Report) -> bool:
+def _context(settings: RunSettings | None, info: BackendInfo, section: Section) -> BackendContext:
+    """The context `bisector run` would build the backend from (its warmup, seed and
+    looks); with [run] unreadable (said already), the backend's table on [run]'s defaults."""
+    if settings is None:
+        settings = RunSettings("HEAD", "HEAD", backend=info.name, backend_section=section)
+    return settings.backend_context(CHECK_DIR)
+
+
+def _check_backend_config(info: BackendInfo, context: BackendContext, report: Report) -> bool:
     try:
-        info.create(BackendContext(section, Path(".bisector-doctor")))
+        info.create(context)
     except BisectorError as exc:
         report.bad("config", str(exc))
         return False
-    report.ok("config", f"[backends.{info.name}] in {section.file}")
+    report.ok("config", f"[backends.{info.name}] in {context.section.file}")
     return True

@@ -45,8 +45,9 @@ from bisector.ci.scoring import (
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.metric_registry import MetricRegistry, check_threshold
+from bisector.settings import DEFAULT_METRIC
 
-DEFAULT_METRIC = "conflicts"
+MAX_WORKERS = 64  # runs scored at once (threads, each reading GCS)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ class HistoryOptions:
 
 
 def history(options: HistoryOptions) -> int:
+    if not 1 <= options.workers <= MAX_WORKERS:
+        raise BisectorError(f"--workers must be from 1 to {MAX_WORKERS}, got {options.workers}")
     config = load_config(options.config) if options.config else Section()
     metrics = MetricRegistry.from_config(config)
     metrics.check(options.metric, "--metric")

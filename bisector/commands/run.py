@@ -10,7 +10,6 @@ from pathlib import Path
 
 import typer
 
-from bisector.backends.base import BackendContext
 from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import Plan, plan_bisection, prefetch_share
@@ -21,7 +20,7 @@ from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
 from bisector.report import Report, summary_lines
 from bisector.search.progress import make_progress
-from bisector.settings import RunFlags, RunSettings
+from bisector.settings import CHECK_DIR, RunFlags, RunSettings
 
 
 def build_settings(
@@ -151,14 +150,7 @@ def preflight(settings: RunSettings) -> None:
         return
     # A mistake in the backend's own table is the problem to say (doctor's findings may
     # come from it): read the table as the run would, then say doctor's first line.
-    info.create(
-        BackendContext(
-            settings.backend_section,
-            Path(".bisector-doctor"),
-            warmup_s=settings.warmup_s,
-            seed=settings.seed,
-        )
-    )
+    info.create(settings.backend_context(CHECK_DIR))
     raise ConfigError(
         f"MISSING {missing[0].what}: {missing[0].detail} (bisector doctor --config "
         f"{settings.config_file} says the same; nothing was started)"

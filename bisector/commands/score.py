@@ -46,6 +46,7 @@ from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE
 from bisector.output import stdin_closed, stdout_failure
 from bisector.runfiles import logs_in
+from bisector.settings import DEFAULT_METRIC
 
 if TYPE_CHECKING:  # a directory's or snapshots' files: imported only when some are given
     from bisector.metrics.evidence import Evidence, Reading
@@ -166,8 +167,6 @@ def _check(
     if len(sources) > 1 and "-" in sources:
         raise BisectorError("stdin (-) cannot be combined with other logs; pass files instead")
     if threshold is not None and metric is None:
-        from bisector.metric_registry import DEFAULT_METRIC  # (only here: a quick start)
-
         metric = DEFAULT_METRIC  # as `run` and `history` default to it
     if threshold is not None and not math.isfinite(threshold):
         # nan compares false with every value: the log would always score good.

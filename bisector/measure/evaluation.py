@@ -39,6 +39,7 @@ from bisector.measure.provenance import WindowRule, log_head, log_problem
 from bisector.metrics.scoring import ReadsLogDir
 from bisector.numbers import format_value
 from bisector.search.progress import Phase, Reading
+from bisector.settings import RunTable
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class EvaluationSettings:
     phase: str = "bisect"  # "endpoint", "bisect" or "confirm" (Measurement.phase)
     tree: str = ""
     why: str = ""  # why the search measured this commit
-    launch_attempts: int = 3
+    launch_attempts: int = RunTable.launch_attempts  # `[run] launch_attempts`, declared once
     retry_wait_s: float = 0.0  # between launch attempts
     scorer: Scorer = score_logs
     window: WindowRule = field(default_factory=WindowRule)

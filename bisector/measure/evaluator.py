@@ -94,9 +94,9 @@ class Prediction:
 @dataclass(frozen=True)
 class MeasureSettings:
     metric: str
-    launch_attempts: int = 3
+    launch_attempts: int
     retry_wait_s: float = 0.0
-    warmup_s: float = 0.0  # a log should cover (most of) this
+    warmup_s: float = 0.0  # how long a warmup lasts: early verdicts pace their looks by it
     real_time_logs: bool = False  # the backend's logs carry wall-clock time
     check_every_s: float | None = None  # look at the log this often during the warmup
     prefetch_builds: int = 0  # builds of possible next candidates meanwhile (0: off)
@@ -155,8 +155,7 @@ class Evaluator(Deciding):
             metric=settings.metric,
             check_every_s=settings.check_every_s,
             early_good=settings.early_good,
-            # A backend's own warmup (the sim's simulated duration) may differ from [run]'s.
-            warmup_s=backend.traits.warmup_s or settings.warmup_s,
+            warmup_s=settings.warmup_s,
             watchable=capability(backend, PartialLogs) is not None,
             growing_scorer=self.growing_scorer,
             # Early good verdicts are withdrawn once a full-length run contradicted one.

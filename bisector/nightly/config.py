@@ -27,12 +27,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bisector.backends.registry import backend_info
 from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.ci.scoring import ci_source_problem
 from bisector.config import Section, keys_of, load_config, read_settings, setting
 from bisector.errors import ConfigError
-from bisector.metric_registry import DEFAULT_METRIC, MetricRegistry, check_threshold
-from bisector.settings import MAX_EVALUATIONS
+from bisector.metric_registry import MetricRegistry, check_threshold
+from bisector.settings import CHECK_DIR, DEFAULT_METRIC, MAX_EVALUATIONS, RunFlags, RunSettings
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -201,7 +202,7 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
             raise job.missing("repo", "a checkout: the bisection needs one")
         tables = {k: raw[k] for k in ("run", "backends", "metrics") if k in raw}
         bisect_config = Section(tables, str(path), where)
-        _check_bisection(bisect_config)
+        _check_bisection(bisect_config, metric)
     return JobConfig(
         name=table.name,
         job=table.job,
@@ -218,17 +219,12 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
     )
 
 
-def _check_bisection(config: Section) -> None:
+def _check_bisection(config: Section, metric: str) -> None:
     """Every key of the job's bisection read now, at load, not at 3 a.m. after scoring:
-    `[run]`, the table names, and the backend's own table (as doctor reads it)."""
-    from bisector.backends.base import BackendContext
-    from bisector.backends.registry import backend_info
-    from bisector.settings import RunSettings
-
-    settings = RunSettings.from_config(config, good="", bad="")
-    backend_info(settings.backend).create(
-        BackendContext(settings.backend_section, Path(".bisector-doctor"), settings.warmup_s)
-    )
+    `[run]`, the table names, and the backend's own table, built as the hunt builds it
+    (the job's metric decides whether its warmups are watched)."""
+    settings = RunSettings.from_config(config, good="", bad="", flags=RunFlags(metric=metric))
+    backend_info(settings.backend).create(settings.backend_context(CHECK_DIR))
 
 
 NIGHTLY_KEYS = keys_of(NightlyTable)

@@ -21,10 +21,11 @@ from typing import Any
 
 from bisector import proc
 from bisector.backends.adaptation import Adaptation
-from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.base import Candidate
 from bisector.backends.gce.backend import GceBackend
 from bisector.config import Section
 from bisector.errors import InfraError
+from bisector.settings import RunSettings
 from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
 from bisector.twin.state import Home
 
@@ -77,7 +78,8 @@ def rehearse(
     home = install(home_dir, replace(twin or TwinConfig(), project=project))
     result = Rehearsal(home, commit)
     run_dir = home.path / "run"
-    context = BackendContext(section, run_dir, warmup_s=0.0, base_worktree=checkout)
+    run = RunSettings("", "", backend="gce", backend_section=section)  # [run]'s defaults
+    context = run.backend_context(run_dir, base_worktree=checkout)
     cand = Candidate(commit, checkout, run_dir / "evals" / "rehearsal", 0)
     with on_path(home):
         backend = GceBackend(context, sleep=lambda s: None)

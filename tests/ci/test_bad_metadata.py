@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.ci_history import CiRun, write_job_history
 
 BUCKET = "bad-metadata-ci-logs"

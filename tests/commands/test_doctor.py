@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 
 from bisector import proc
+from bisector.backends.base import Backend, BackendContext
+from bisector.backends.registry import BackendInfo
 from bisector.commands.doctor import doctor
+from bisector.config import load_config
 from bisector.errors import BisectorError
+from bisector.settings import CHECK_DIR, RunFlags, RunSettings
 from tests.helpers.doctor import all_present, gce_home
 from tests.helpers.fake_proc import FakeProc
 
@@ -148,6 +152,60 @@ def test_shipped_configs_pass(fake: FakeProc, capsys: pytest.CaptureFixture[str]
         assert f"ok       config: [backends.{backend}] in {root / name}" in out
         if problems:
             assert "1 problem(s) found" in out and "'my-gcp-project' is the example's" in out
+
+
+def _contexts_built(monkeypatch: pytest.MonkeyPatch) -> list[BackendContext]:
+    """Every context a backend is built from, in order."""
+    built: list[BackendContext] = []
+    create = BackendInfo.create
+
+    def recording(info: BackendInfo, context: BackendContext) -> Backend:
+        built.append(context)
+        return create(info, context)
+
+    monkeypatch.setattr(BackendInfo, "create", recording)
+    return built
+
+
+@pytest.mark.parametrize(("metric", "looks"), [("conflicts", 10.0), ("conflicts_per_min", None)])
+def test_the_backend_is_built_from_the_context_a_run_would_build_it_from(
+    fake: FakeProc,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    metric: str,
+    looks: float | None,
+) -> None:
+    # doctor handed the backend its table alone: no warmup, no looks, no seed, so a
+    # backend's check of them (procs' of `check_every`) never fired here.
+    config = tmp_path / "c.toml"
+    config.write_text(
+        f'[run]\nbackend = "sim"\nmetric = "{metric}"\nwarmup = "1m"\ncheck_every = "10s"\n'
+        'seed = 7\n[backends.procs]\nnode_status_period = "1s"\n'
+    )
+    built = _contexts_built(monkeypatch)
+    doctor("procs", config)  # --backend wins over [run] backend, as for `bisector run`
+    settings = RunSettings.from_config(
+        load_config(config), good="a", bad="b", flags=RunFlags(backend="procs")
+    )
+    assert built == [settings.backend_context(CHECK_DIR)]
+    assert (built[0].warmup_s, built[0].check_every_s, built[0].seed) == (60.0, looks, 7)
+    assert built[0].section.path == "backends.procs"  # the checked backend's table
+
+
+def test_a_look_the_backend_cannot_judge_is_a_problem_as_in_the_run(
+    fake: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `bisector run` refuses this config (procs: no look before the warmup's end), doctor
+    # said `ok config` for it.
+    config = tmp_path / "c.toml"
+    config.write_text('[run]\nbackend = "procs"\nwarmup = "1m"\ncheck_every = "2m"\n')
+    assert doctor(None, config) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"MISSING  config: {config}: key `run.check_every` = 120s is not shorter than the "
+        "warmup (1m00s): no look would come before the warmup's end" in out
+    ), out
+    assert "ok       config: [backends.procs]" not in out
 
 
 def test_unknown_backend_is_a_usage_error(fake: FakeProc) -> None:

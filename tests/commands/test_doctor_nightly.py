@@ -9,7 +9,7 @@ from pathlib import Path
 import git
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from bisector.exitcodes import DoctorExit
 
 REPO = Path(__file__).resolve().parents[2]

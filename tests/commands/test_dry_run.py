@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bisector import proc
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

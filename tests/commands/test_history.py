@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from bisector.ci import scoring
-from bisector.cli import main
 from bisector.commands import run as run_cmd
+from bisector.entry import main
 from bisector.settings import RunSettings
 from tests.helpers.ci_history import BAD_2017, GOOD_2017, incident_history, write_job_history
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.cl2_history import (
     CL2_JOB,
     PATCH_STEP_AT,

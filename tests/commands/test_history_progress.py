@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.ci_history import CiRun, write_job_history
 
 BUCKET = "progress-ci-logs"

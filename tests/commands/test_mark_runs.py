@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bisector.bisection.pipeline import run_bisection
-from bisector.cli import main
+from bisector.entry import main
 from bisector.search.progress import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config

@@ -9,9 +9,9 @@ import pytest
 
 from bisector.backends.base import BackendContext
 from bisector.backends.registry import create_backend
-from bisector.cli import main
 from bisector.config import Section
 from bisector.demo_repo import create_demo_repo
+from bisector.entry import main
 from tests.helpers.settings import settings_for
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.log_lines import header, mix_log, request, text
 
 LINE = (

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from bisector.exitcodes import RunsExit, ScoreExit, StatusExit
 from tests.helpers.local_backend import bisector_argv
 

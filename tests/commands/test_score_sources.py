@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from tests.helpers.evidence import (
     counter,
     histogram,

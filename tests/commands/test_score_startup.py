@@ -12,7 +12,7 @@ import pytest
 
 _PROBE = """
 import os, sys
-from bisector.cli import main
+from bisector.entry import main
 sys.argv = ['bisector', 'score', sys.argv[1], '--json']
 try:
     main()

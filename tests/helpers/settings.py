@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from bisector.config import Section, load_config
-from bisector.settings import RunFlags, RunSettings
+from bisector.settings import RUN_FLAGS, RunFlags, RunSettings
 
 
 def settings_for(
@@ -20,17 +20,14 @@ def settings_for(
     measure_ahead: bool = True,
     **flags: Any,
 ) -> RunSettings:
-    """`flags` are RunFlags fields (threshold=10.0, parallel=4, paths=["value"], ...)."""
+    """`flags` are `bisector run`'s flags (threshold=10.0, parallel=4, paths=["value"], ...)."""
     section = config if isinstance(config, Section) else load_config(config)
     # `[run]` keys that are no CLI flag (seed, ...) go into the config's run table.
-    names = {f.name for f in dataclasses.fields(RunFlags)}
-    extra = {k: flags.pop(k) for k in list(flags) if k not in names}
+    extra = {k: flags.pop(k) for k in list(flags) if k not in RUN_FLAGS}
     if extra:
         data = dict(section.data)
         data["run"] = {**dict(section.table("run").data), **extra}
         section = Section(data, section.file, section.path)
-    if "paths" in flags and flags["paths"] is not None:
-        flags["paths"] = tuple(flags["paths"])
     settings = RunSettings.from_config(
         section,
         good=good,

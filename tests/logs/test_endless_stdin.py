@@ -30,7 +30,7 @@ def _score_stdin(
     patch = "".join(f"reader.{k} = {v}; " for k, v in (bounds or {}).items())
     code = (
         "import sys; from bisector.logs import reader; "
-        f"{patch}from bisector.cli import main; main(sys.argv[1:])"
+        f"{patch}from bisector.entry import main; main(sys.argv[1:])"
     )
     with subprocess.Popen(writer, stdout=subprocess.PIPE) as feed:
         try:

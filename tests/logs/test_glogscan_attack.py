@@ -406,7 +406,7 @@ def test_files_score_alike(seed: int, tmp_path: Path, monkeypatch: pytest.Monkey
 def _score(args: list[str], stdin: bytes, *, compiled: bool) -> tuple[int, str]:
     """`bisector score` in a process of its own, with or without the compiled scan."""
     off = "" if compiled else "import bisector.logs.glogscan as g; g._compiled = None; "
-    code = off + "import sys; sys.argv[0] = 'bisector'; from bisector.cli import main; main()"
+    code = off + "import sys; sys.argv[0] = 'bisector'; from bisector.entry import main; main()"
     done = subprocess.run(
         [sys.executable, "-c", code, "score", *args],
         input=stdin,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from bisector.metrics import prometheus
 from tests.helpers.evidence import counter, snapshot
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.cli import main
+from bisector.entry import main
 from bisector.errors import ConfigError
 from bisector.nightly.config import load_nightly_config
 
@@ -128,3 +128,23 @@ def test_a_misspelt_top_table_beside_nightly_is_refused(tmp_path: Path) -> None:
     config = _nightly(tmp_path, '[nightly]\n[[nightly.jobs]]\njob = "a"\n[nightlyy]\nwindow = 3\n')
     with pytest.raises(ConfigError, match=r"`\[nightlyy\]` is not a known table; did you mean"):
         load_nightly_config(config)
+
+
+def _hunting(tmp_path: Path, metric: str) -> Path:
+    config = tmp_path / "nightly.toml"
+    config.write_text(
+        f'[nightly]\n[[nightly.jobs]]\njob = "ci-kubernetes-kubemark-gce-scale"\nrepo = "."\n'
+        f'metric = "{metric}"\n[nightly.jobs.run]\nbackend = "procs"\nwarmup = "1m"\n'
+        'check_every = "2m"\n'
+    )
+    return config
+
+
+def test_a_hunts_looks_are_checked_at_load_as_its_backend_will_check_them(tmp_path: Path) -> None:
+    # The job's backend was built at load without the hunt's warmup and looks: procs'
+    # refusal of a look no sooner than the warmup's end came at the hunt, after a night's
+    # scoring.
+    with pytest.raises(ConfigError, match=r"`run.check_every` = 120s is not shorter than the"):
+        load_nightly_config(_hunting(tmp_path, "conflicts"))
+    # The hunt's metric decides whether its warmups are watched: a rate never is.
+    assert load_nightly_config(_hunting(tmp_path, "conflicts_per_min")).jobs[0].repo is not None

@@ -21,9 +21,9 @@ import bisector.commands.doctor as doctor_command
 from bisector.backends.gce import steps as gce_steps
 from bisector.backends.registry import BackendInfo
 from bisector.backends.resources import Resource, ResourceRecord
-from bisector.cli import main
 from bisector.commands.doctor import doctor
 from bisector.config import Section
+from bisector.entry import main
 from bisector.exitcodes import DoctorExit
 from bisector.twin import UNMODELLED_EXIT
 from bisector.twin import doctor_rehearsal as doctor_rehearse
