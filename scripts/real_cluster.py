@@ -1520,24 +1520,34 @@ def status(layout: Layout) -> int:
     return 0 if all(alive(d) for d in state.daemons) else 1
 
 
-def run_command(layout: Layout, cmd: Sequence[str]) -> int:
+CHILD_GRACE_S = 60.0  # for CMD's own teardown (a bisector run stops its clusters) on an interrupt
+
+
+def run_command(layout: Layout, state: State, cmd: Sequence[str]) -> int:
     """CMD in the foreground with KUBECONFIG set, its output passed through as it comes
     (the one process door captures output until the end: a hunt's progress must show as it
-    runs). Its own session; an interrupt stops its group before the teardown."""
+    runs). Its own session, carrying the cluster's tag (so `down` stops whatever it leaves
+    behind, even after a kill -9 of this process). On an interrupt its group gets SIGTERM
+    and CHILD_GRACE_S to finish its own teardown, then SIGKILL; the cluster's comes after."""
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
-    child = subprocess.Popen(
-        list(cmd),
-        env={**os.environ, "KUBECONFIG": str(layout.admin_kubeconfig)},
-        start_new_session=True,
-    )
+    env = {**os.environ, "KUBECONFIG": str(layout.admin_kubeconfig), TAG_ENV: state.tag}
+    child = subprocess.Popen(list(cmd), env=env, start_new_session=True)
     try:
         return child.wait()
     finally:
         if child.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
+            with signals.held_during("stopping the command"):
+                _stop_group(child)
+
+
+def _stop_group(child: subprocess.Popen[bytes]) -> None:
+    for signum, wait in ((signal.SIGTERM, CHILD_GRACE_S), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signum)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(wait)
+            return
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1571,9 +1581,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "run":
                 if not [c for c in args.cmd if c != "--"]:
                     raise UsageError("run needs a command: run ... -- CMD ARGS")
-                _up_or_teardown(layout, args)
+                state = _up_or_teardown(layout, args)
                 try:
-                    code = run_command(layout, args.cmd)
+                    code = run_command(layout, state, args.cmd)
                 finally:
                     torn = _teardown_or_say(layout)
                 return code if torn else 1
