@@ -776,10 +776,11 @@ def api_client(layout: Layout) -> Any:
 
 def node_ready(client: Any) -> bool:
     from kubernetes import client as k
+    from urllib3.exceptions import HTTPError
 
     try:
         node = k.CoreV1Api(client).read_node(NODE, _request_timeout=5)
-    except Exception:
+    except (k.ApiException, HTTPError):  # not registered yet, or the apiserver busy: poll again
         return False
     conditions = (node.status.conditions if node.status else None) or []
     return any(c.type == "Ready" and c.status == "True" for c in conditions)
@@ -787,12 +788,13 @@ def node_ready(client: Any) -> bool:
 
 def default_account_ready(client: Any) -> bool:
     from kubernetes import client as k
+    from urllib3.exceptions import HTTPError
 
     core = k.CoreV1Api(client)
     try:
         core.read_namespaced_service_account("default", "default", _request_timeout=5)
         core.read_namespaced_config_map("kube-root-ca.crt", "default", _request_timeout=5)
-    except Exception:
+    except (k.ApiException, HTTPError):  # the controllers have not made them yet
         return False
     return True
 
@@ -1083,7 +1085,14 @@ class Teardown:
     def step(self, what: str, action: Callable[[], None]) -> None:
         try:
             action()
-        except Exception as exc:
+        except Exception as exc:  # one failed step must not stop the others
+            self.problems.append(f"{what}: {exc}")
+
+    def collect(self, what: str, action: Callable[[], list[str]]) -> None:
+        """A step that returns what it left undone."""
+        try:
+            self.problems += action()
+        except Exception as exc:  # one failed step must not stop the others
             self.problems.append(f"{what}: {exc}")
 
 
@@ -1241,32 +1250,32 @@ def down(layout: Layout, state: State) -> list[str]:
     """Tear the cluster down; returns what could not be undone (empty: all of it)."""
     td = Teardown()
     say("tearing down ...")
-    td.step(
-        "stopping the controllers",
-        lambda: _none(stop_daemons(state, ("kube-controller-manager", "kube-scheduler"), 10)),
-    )
+
+    def stopped(*names: str) -> Callable[[], list[str]]:
+        return lambda: [f"{n} survived SIGKILL" for n in stop_daemons(state, names, 15)]
+
+    td.collect("stopping the controllers", stopped("kube-controller-manager", "kube-scheduler"))
     td.step("deleting the pods", lambda: delete_pods(layout, state))
-    for names in (("kubelet",), ("kube-apiserver",)):
-        left = stop_daemons(state, names, 15)
-        td.problems += [f"{n} survived SIGKILL" for n in left]
-    td.problems += kill_cgroup_processes()
+    td.collect("stopping the kubelet", stopped("kubelet"))
+    td.collect("stopping the apiserver", stopped("kube-apiserver"))
+    td.collect("killing the pods' processes", kill_cgroup_processes)
     containerd = next((d for d in state.daemons if d.name == "containerd"), None)
     if containerd is not None and alive(containerd):
         td.step("deleting containerd's containers", lambda: delete_containers(layout))
-    td.problems += [f"{n} survived SIGKILL" for n in stop_daemons(state, ("containerd",), 15)]
-    td.problems += [f"{n} survived SIGKILL" for n in stop_daemons(state, ("etcd",), 15)]
-    td.problems += stop_tagged(state.tag)
-    td.problems += kill_cgroup_processes()
-    td.problems += unmount_all(layout, state)
+    td.collect("stopping containerd", stopped("containerd"))
+    td.collect("stopping etcd", stopped("etcd"))
+    td.collect("stopping the tagged processes", lambda: stop_tagged(state.tag))
+    td.collect("killing the pods' processes", kill_cgroup_processes)
+    td.collect("unmounting", lambda: unmount_all(layout, state))
     td.step("deleting the bridge", lambda: delete_bridge(state))
-    td.problems += remove_cgroups()
+    td.collect("removing the kubelet's cgroups", remove_cgroups)
     td.step("cleaning the kubelet's and libcni's files", lambda: clean_host_files(layout, state))
-    td.problems += restore_sysctls(state.sysctls)
-    for name, (old, new) in changed_sysctls(state.snapshot, snapshot_sysctls()).items():
-        if name not in state.sysctls:
-            say(f"note: sysctl {name} was {old!r} before up, is {new!r} now (not ours to set)")
-    left_mounts = mounts_under(layout.dir, mounts())
-    td.problems += [f"still mounted: {p}" for p in left_mounts]
+    td.collect("setting the sysctls back", lambda: restore_sysctls(state.sysctls))
+    td.step("comparing the sysctls", lambda: note_other_sysctls(state))
+    td.collect(
+        "checking the mounts",
+        lambda: [f"still mounted: {p}" for p in mounts_under(layout.dir, mounts())],
+    )
     if not td.problems:
         for d in (layout.run, layout.pki):
             shutil.rmtree(d, ignore_errors=True)
@@ -1275,9 +1284,10 @@ def down(layout: Layout, state: State) -> list[str]:
     return td.problems
 
 
-def _none(left: list[str]) -> None:
-    if left:
-        raise ClusterError(f"{', '.join(left)} survived SIGKILL")
+def note_other_sysctls(state: State) -> None:
+    for name, (old, new) in changed_sysctls(state.snapshot, snapshot_sysctls()).items():
+        if name not in state.sysctls:
+            say(f"note: sysctl {name} was {old!r} before up, is {new!r} now (not ours to set)")
 
 
 # -- smoke: one Job through the official client ---------------------------------------------
