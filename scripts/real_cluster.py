@@ -102,6 +102,19 @@ VOLATILE_SYSCTLS = (
 LOG_DIR = Path("/var/log/containers")  # the kubelet's symlinks to pods' logs (hard-coded)
 NETNS_DIR = Path("/run/netns")  # containerd 1.6's CRI makes pods' network namespaces here
 CNI_CACHE = Path("/var/lib/cni/results")  # libcni's cache of ADD results
+# Host directories the parts make outside DIR (containerd's shims: runc's state and their
+# sockets are hard-coded under /run/containerd), removed when they did not exist before
+# and are empty again, deepest first.
+HOST_DIRS = (
+    Path("/run/containerd/runc/k8s.io"),
+    Path("/run/containerd/runc"),
+    Path("/run/containerd/s"),
+    Path("/run/containerd"),
+    NETNS_DIR,
+    CNI_CACHE,
+    CNI_CACHE.parent,
+    LOG_DIR,
+)
 PAUSE_TAG = "3.10"  # build/pause/Makefile TAG at v1.32.0-rc.1
 PAUSE_IMAGE = f"localhost/pause:{PAUSE_TAG}"
 
@@ -280,8 +293,8 @@ class State:
     snapshot: dict[str, str]  # every readable sysctl before: differences are reported
     netns_before: list[str]
     cni_cache_before: list[str]
-    log_dir_existed: bool
     bridge_existed: bool
+    host_dirs_before: list[str] = field(default_factory=list)
     daemons: list[Daemon] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     started_at: str = ""
@@ -951,8 +964,8 @@ def up(layout: Layout, tools: Tools, tree: Path, images: Sequence[Path], node_ip
         snapshot=snapshot_sysctls(),
         netns_before=_listing(NETNS_DIR),
         cni_cache_before=_listing(CNI_CACHE),
-        log_dir_existed=LOG_DIR.exists(),
         bridge_existed=bridge_exists(),
+        host_dirs_before=[str(d) for d in HOST_DIRS if d.exists()],
         started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     )
     save_state(layout, state)  # before anything starts: `down` knows what to set back
@@ -1232,13 +1245,20 @@ def clean_host_files(layout: Layout, state: State) -> None:
         for link in LOG_DIR.iterdir():
             if link.is_symlink() and str(layout.dir) in str(link.readlink()):
                 link.unlink()
-        if not state.log_dir_existed and not any(LOG_DIR.iterdir()):
-            LOG_DIR.rmdir()
     before = set(state.cni_cache_before)
     if CNI_CACHE.is_dir():
         for f in CNI_CACHE.iterdir():
             if f.name.startswith(f"{NETWORK}-") and f.name not in before:
                 f.unlink()
+    remove_made_dirs(state.host_dirs_before)
+
+
+def remove_made_dirs(existed: Sequence[str], dirs: Sequence[Path] = HOST_DIRS) -> None:
+    """Each of `dirs` that did not exist before `up` and is empty now (in order: deepest
+    first); one that holds something is left as it is."""
+    for d in dirs:
+        if str(d) not in existed and d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
 
 
 def delete_bridge(state: State) -> None:

@@ -116,7 +116,7 @@ def test_state_survives_its_file(tmp_path: Path) -> None:
         snapshot={"kernel.panic": "1"},
         netns_before=[],
         cni_cache_before=["x"],
-        log_dir_existed=False,
+        host_dirs_before=["/run/netns"],
         bridge_existed=False,
         daemons=[rc.Daemon("etcd", 12, 345)],
         timings={"up_total_s": 9.5},
@@ -185,6 +185,16 @@ def test_sysctls_are_set_back_and_a_failure_is_said(tmp_path: Path) -> None:
     assert len(failed) == 1 and failed[0].startswith("kernel.missing")
 
 
+def test_only_host_directories_the_cluster_made_and_left_empty_are_removed(tmp_path: Path) -> None:
+    made, holds, was_there = tmp_path / "a" / "made", tmp_path / "holds", tmp_path / "was"
+    for d in (made, holds, was_there):
+        d.mkdir(parents=True)
+    (holds / "socket").touch()
+    rc.remove_made_dirs([str(was_there)], [made, made.parent, holds, was_there])
+    assert not made.exists() and not made.parent.exists()  # deepest first, then its parent
+    assert holds.is_dir() and was_there.is_dir()
+
+
 def test_the_kubelets_sysctls_are_all_restored() -> None:
     """setupKernelTunables (v1.32.0-rc.1 pkg/kubelet/cm/container_manager_linux.go:406-411)
     sets these six; the bridge plugin turns on forwarding for its gateway."""
@@ -208,7 +218,17 @@ def test_a_daemon_is_found_by_its_tag_and_stopped(tmp_path: Path) -> None:
     # the child ignores SIGTERM: only the SIGKILL after the grace ends it
     script = "trap '' TERM; sleep 300 & trap '' TERM; wait"
     daemon = rc.spawn("sleeper", ["bash", "-c", script], layout, tag)
-    state = rc.State(tag, "192.0.2.2", PORTS, {}, {}, [], [], False, False, [daemon])
+    state = rc.State(
+        tag=tag,
+        node_ip="192.0.2.2",
+        ports=PORTS,
+        sysctls={},
+        snapshot={},
+        netns_before=[],
+        cni_cache_before=[],
+        bridge_existed=False,
+        daemons=[daemon],
+    )
     try:
         rc.wait_until("the fork", lambda: len(rc.tagged(tag)) >= 2, 10)
         assert daemon.pid in rc.tagged(tag) and rc.alive(daemon)
