@@ -174,7 +174,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "kind.backend",
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
-            "bisector.backends.kind.doctor:check",
+            "bisector.backends.kind.checks:check",
             cl2_report_from=("workload",),  # only the workload gets the report dir
         ),
         BackendInfo(
@@ -183,7 +183,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "gce.backend",
             "GceBackend",
             ("git", "make", "docker", "gcloud", "gsutil", "python"),
-            "bisector.backends.gce.doctor:check",
+            "bisector.backends.gce.checks:check",
             phases=PhaseModel.KUBEMARK_2017,
             doctor_without_config=True,
             rehearsal="bisector.twin.doctor_rehearsal:run_rehearsal",
@@ -194,7 +194,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "procs.backend",
             "ProcsBackend",
             ("git",),
-            "bisector.backends.procs.doctor:check",
+            "bisector.backends.procs.checks:check",
         ),
     )
 }

@@ -42,9 +42,9 @@ from bisector.logs.definitions import (
 )
 from bisector.logs.errors import LogError
 from bisector.logs.incremental import IncrementalScore, LogRestarted
-from bisector.logs.metrics import LogWindow, Scores, metric_value
 from bisector.logs.names import METRIC_NAMES
 from bisector.logs.reader import score_logs
+from bisector.logs.scores import LogWindow, Scores, metric_value
 
 __all__ = [
     "METRIC_NAMES",

@@ -101,7 +101,7 @@ def test_metrics_snapshots_land_where_the_prometheus_source_reads_them(tmp_path:
     backend.warmup(candidate)
     backend.collect(candidate)
     from bisector.metric_registry import MetricRegistry
-    from bisector.metrics.evidence import Evidence, read_metric
+    from bisector.metrics.readings import Evidence, read_metric
 
     metric = MetricRegistry().source_metric("terminated_watchers")
     assert metric is not None

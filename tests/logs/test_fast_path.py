@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 from bisector.logs import Scores, score_logs
-from bisector.logs.metrics import build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.reader import _scan_range
+from bisector.logs.scores import build_scores
 from tests.helpers.log_fuzz import fuzz_log
 
 _REF_HEADER = re.compile(rb"[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.\d{6} +\d+ [^\]]*\] ")

@@ -10,7 +10,7 @@ from bisector.backends.collected import ProcessUsage, write_processes
 from bisector.errors import CollectError
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import ProcessMetric
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 
 
 def _usage(name: str, cpu: float, rss: int) -> ProcessUsage:

@@ -21,7 +21,7 @@ from bisector.config import Section
 from bisector.errors import CollectError, ConfigError
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import PrometheusMetric, parse_source_metric
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 
 START = 1.79640358402e09
 

@@ -20,6 +20,7 @@ from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs import processes as pp
 from bisector.backends.procs import workload as pw
+from bisector.backends.procs.options import ProcsSettings
 from bisector.backends.procs.running import (
     Clusters,
     Running,
@@ -28,7 +29,6 @@ from bisector.backends.procs.running import (
     load_figures,
     snapshot,
 )
-from bisector.backends.procs.settings import ProcsSettings
 from bisector.errors import CollectError
 from bisector.orphans import process_state
 

@@ -31,6 +31,7 @@ from bisector.backends.procs import flags as pf
 from bisector.backends.procs import processes as pp
 from bisector.backends.procs import workload as pw
 from bisector.backends.procs.builds import Built
+from bisector.backends.procs.options import ProcsSettings
 from bisector.backends.procs.running import (
     Clusters,
     Running,
@@ -39,7 +40,6 @@ from bisector.backends.procs.running import (
     load_figures,
     snapshot,
 )
-from bisector.backends.procs.settings import ProcsSettings
 from bisector.backends.resources import Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, tail
 from bisector.dirs import write_private

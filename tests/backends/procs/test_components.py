@@ -14,7 +14,7 @@ from bisector.backends.collected import read_processes
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import flags as pf
 from bisector.backends.procs.backend import ProcsBackend
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate

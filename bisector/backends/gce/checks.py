@@ -20,7 +20,7 @@ from bisector import proc
 from bisector.backends.gce import adapt as gce_adapt
 from bisector.backends.gce import preflight as gce_preflight
 from bisector.backends.gce import steps as gce_steps
-from bisector.backends.gce.settings import PLACEHOLDER_PROJECTS
+from bisector.backends.gce.options import PLACEHOLDER_PROJECTS
 from bisector.backends.gce.steps import REGISTRY_HOSTS
 from bisector.backends.registry import Finding
 from bisector.config import Section

@@ -1,4 +1,4 @@
-"""`[backends.gce]` read from its declaration (bisector/backends/gce/settings.py)."""
+"""`[backends.gce]` read from its declaration (bisector/backends/gce/options.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.gce import steps as gce_steps
-from bisector.backends.gce.settings import KEYS, GceSettings
+from bisector.backends.gce.options import KEYS, GceSettings
 from bisector.config import Section
 from bisector.errors import ConfigError
 

@@ -28,7 +28,7 @@ from bisector import proc
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.cluster import Ports
-from bisector.backends.procs.settings import AUTO, ProcsSettings
+from bisector.backends.procs.options import AUTO, ProcsSettings
 from bisector.backends.registry import Finding
 from bisector.config import Section
 from bisector.errors import ConfigError
