@@ -88,7 +88,7 @@ class BackendInfo:
     # own teardown; backends that record their resources (resources.json) replay those.
     journal_teardown: bool = False
     # Whether a run can hand over a ClusterLoader2 report (`cl2` metrics read it from the
-    # evaluation's log dir, backends/collected.py): None, never (no step runs CL2); else
+    # evaluation's log dir, bisector/collected.py): None, never (no step runs CL2); else
     # the keys of [backends.<name>] one of which must be set for it ((): always possible).
     cl2_report_from: tuple[str, ...] | None = None
     # [run] warmup when the config sets none (0: the backend needs one said): the sim

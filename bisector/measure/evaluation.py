@@ -24,7 +24,7 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs, capability
-from bisector.backends.collected import read_load
+from bisector.collected import read_load
 from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import metric_value, score_logs
 from bisector.measure.early import (

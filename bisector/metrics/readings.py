@@ -1,7 +1,7 @@
 """Where a source metric's files are, and its value read from them.
 
 `Evidence` names the files of one run: an evaluation's log directory (the names in
-bisector.backends.collected), a directory a user points `score` at, or explicit
+bisector.collected), a directory a user points `score` at, or explicit
 snapshots. `read_metric` returns a `Reading` (the value and where it came from) or
 raises CollectError saying why there is none: a missing, empty or garbled file is
 never a value.
@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisector.backends.collected import (
+from bisector.collected import (
     APISERVER,
     CL2_REPORT_DIR,
     METRICS_AFTER,
@@ -62,7 +62,7 @@ class Evidence:
 
     @classmethod
     def in_log_dir(cls, log_dir: Path) -> Evidence:
-        """An evaluation's log directory, as `collect` leaves it (backends/collected.py)."""
+        """An evaluation's log directory, as `collect` leaves it (bisector/collected.py)."""
         return cls(
             log_dir / CL2_REPORT_DIR,
             log_dir / METRICS_BEFORE,

@@ -1,4 +1,4 @@
-"""The process source reads processes.json (bisector/backends/collected.py's contract)."""
+"""The process source reads processes.json (bisector/collected.py's contract)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import ProcessUsage, write_processes
+from bisector.collected import ProcessUsage, write_processes
 from bisector.errors import CollectError
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import ProcessMetric

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import metrics_file
+from bisector.collected import metrics_file
 from bisector.config import Section
 from bisector.errors import CollectError, ConfigError
 from bisector.metric_registry import MetricRegistry

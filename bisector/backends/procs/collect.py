@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.collected import write_load, write_processes
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs import processes as pp
@@ -29,6 +28,7 @@ from bisector.backends.procs.running import (
     load_figures,
     snapshot,
 )
+from bisector.collected import write_load, write_processes
 from bisector.errors import CollectError
 from bisector.orphans import process_state
 

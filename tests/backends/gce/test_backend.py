@@ -142,7 +142,7 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
         "make quick-release",
         "./test/kubemark/start-kubemark.sh",
         METRICS,  # the warmup's start: metrics-before.prom
-        METRICS,  # and its end: metrics-after.prom (bisector/backends/collected.py)
+        METRICS,  # and its end: metrics-after.prom (bisector/collected.py)
         "gcloud compute scp --project k8s-scale --zone us-central1-b "
         f"'{MASTER}:/var/log/kube-apiserver.log*' {cand.log_dir}/",
         "./test/kubemark/stop-kubemark.sh",

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate, PartialLogs, PrefetchBuilds
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, read_processes
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE, read_processes
 from bisector.errors import BuildError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.backends.collected import read_processes
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import flags as pf
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.options import ProcsSettings
+from bisector.collected import read_processes
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate

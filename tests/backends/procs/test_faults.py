@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.backends.collected import read_load
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
@@ -30,6 +29,7 @@ from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.running import Running
 from bisector.backends.resources import ResourceRecord
 from bisector.backends.steps import Step, step
+from bisector.collected import read_load
 from bisector.commands.cleanup import cleanup
 from bisector.errors import CollectError, InfraError
 from bisector.gitrepo import GitRepo

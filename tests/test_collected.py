@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import PROCESSES, ProcessUsage, read_processes, write_processes
+from bisector.collected import PROCESSES, ProcessUsage, read_processes, write_processes
 from bisector.errors import CollectError
 
 
