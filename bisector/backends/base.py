@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, cast, runtime_checkable
 
-from bisector.backends.adaptation import Adaptation
 from bisector.config import Section
+from bisector.report.adaptation import Adaptation
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ from bisector.gitrepo import BisectSession, GitRepo
 from bisector.measure.early import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold
-from bisector.report import Report, write_reports
-from bisector.report.model import EtaCheck
+from bisector.report import write_reports
+from bisector.report.model import EtaCheck, Report
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood

@@ -29,7 +29,8 @@ from bisector.dirs import ensure_dir
 from bisector.durations import parse_duration
 from bisector.errors import BisectorError
 from bisector.exitcodes import DemoExit
-from bisector.report import Report, summary_lines
+from bisector.report import summary_lines
+from bisector.report.model import Report
 from bisector.search.progress import make_progress
 from bisector.settings import RunFlags
 

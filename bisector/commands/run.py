@@ -18,7 +18,8 @@ from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
-from bisector.report import Report, summary_lines
+from bisector.report import summary_lines
+from bisector.report.model import Report
 from bisector.search.progress import make_progress
 from bisector.settings import CHECK_DIR, RunFlags, RunSettings
 

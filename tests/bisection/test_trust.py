@@ -19,7 +19,7 @@ from bisector.ci.changepoint import find_step
 from bisector.errors import LaunchError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import Journal, ThresholdSet
-from bisector.report import Report
+from bisector.report.model import Report
 from bisector.search.decide import MajorityRule
 from bisector.search.progress import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend

@@ -8,7 +8,7 @@ from typing import Any
 
 from bisector.backends.base import Backend
 from bisector.bisection.pipeline import run_bisection
-from bisector.report import Report
+from bisector.report.model import Report
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from tests.helpers.local_backend import write_local_config

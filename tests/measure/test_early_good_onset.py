@@ -20,7 +20,7 @@ from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.measure.early import looks_agree
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
-from bisector.report import Report
+from bisector.report.model import Report
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from tests.helpers.fake_backends import T0, ShapedFileValue

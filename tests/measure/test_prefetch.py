@@ -19,7 +19,7 @@ from bisector.measure.parallel import CancellableBackend
 from bisector.measure.prefetch import Prefetcher
 from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
-from bisector.report import Report
+from bisector.report.model import Report
 from bisector.search.progress import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend, PrefetchingBackend
 from tests.helpers.inprocess import bisect_built, whole_range

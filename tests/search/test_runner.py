@@ -14,7 +14,7 @@ import pytest
 
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
-from bisector.report import Report
+from bisector.report.model import Report
 from bisector.search.progress import PlainProgress
 from tests.helpers.checkout import snapshot
 from tests.helpers.fake_backends import FileValueBackend

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
 from bisector.backends.gce import adapt as gce_adapt
 from bisector.backends.gce import preflight as gce_preflight
@@ -48,6 +47,7 @@ from bisector.backends.steps import (
 from bisector.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, InfraError, LaunchError
+from bisector.report.adaptation import Adaptation
 from bisector.signals import held_during
 
 log = logging.getLogger("bisector.gce")

@@ -831,11 +831,11 @@ def test_an_adaptation_that_fails_stops_before_kube_up_and_leaves_nothing(
 def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> None:
     import threading
 
-    from bisector.backends.adaptation import Adaptation
     from bisector.bisection.report_builder import _adaptations
     from bisector.measure.parallel import CancellableBackend
     from bisector.nightly.budget import BudgetedBackend
     from bisector.nightly.config import Budget
+    from bisector.report.adaptation import Adaptation
     from tests.helpers.fake_backends import FileValueBackend
 
     class Inner(FileValueBackend):
@@ -849,7 +849,7 @@ def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> No
 
 
 def test_the_report_lists_the_adaptations(tmp_path: Path) -> None:
-    from bisector.backends.adaptation import Adaptation
+    from bisector.report.adaptation import Adaptation
     from bisector.report.model import Report
     from bisector.report.render import render_markdown
     from tests.helpers.sample_report import sample_report

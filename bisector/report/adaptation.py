@@ -1,7 +1,8 @@
 """What a backend did beyond the candidate's own scripts, for the report (backends.base).
 
 Its own module: the backend contract names it and the report holds it, and neither has
-to load the other (the report's model costs ~13 ms of every command's start).
+to load the other (the report's model costs ~13 ms of every command's start; the
+package's __init__ loads nothing).
 """
 
 from __future__ import annotations
