@@ -24,7 +24,7 @@ from bisector.bisection.start import (
 )
 from bisector.cost import phases_for
 from bisector.gitrepo import BisectSession, GitRepo
-from bisector.measure.early import Scorer
+from bisector.logs.scores import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold
 from bisector.report import write_reports

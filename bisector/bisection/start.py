@@ -29,7 +29,8 @@ from bisector.errors import BisectorError, ConfigError, InfraError
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
-from bisector.measure.early import Scorer, rescoring
+from bisector.logs.scores import Scorer
+from bisector.measure.early import rescoring
 from bisector.measure.evaluator import Evaluator, MeasureSettings
 from bisector.measure.journal import (
     LAUNCH_FAILED_SESSIONS,

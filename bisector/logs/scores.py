@@ -20,6 +20,7 @@ A window left empty by since/until (past the log's end) is no data: every scalar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -156,6 +157,15 @@ def _node_value(values: object) -> float | None:
         if kind in values and values[kind] is not None:
             return float(values[kind])
     return None
+
+
+# Scores a log (a list: a rotated set is one log), as `score_logs` does.
+Scorer = Callable[[list[str]], Scores]
+# A scorer of one evaluation's growing log: called again each time the log has grown,
+# it returns the Scores of the whole log so far. `GrowingScorerFactory()` makes a fresh
+# one per evaluation (it may keep where it stopped reading: O(new bytes) per call).
+GrowingScorer = Callable[[list[str]], Scores]
+GrowingScorerFactory = Callable[[], GrowingScorer]
 
 
 def metric_value(scores: Scores, name: str) -> float | None:

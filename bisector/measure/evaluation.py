@@ -27,10 +27,10 @@ from bisector.backends.base import Backend, Candidate, PartialLogs, capability
 from bisector.collected import read_load
 from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import metric_value, score_logs
+from bisector.logs.scores import Scorer
 from bisector.measure.early import (
     EarlyEnd,
     EarlyStop,
-    Scorer,
     early_good_problem,
     warm_up_watching,
 )
