@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from bisector.backends.base import Backend, BackendContext, PhaseModel
+from bisector.backends.base import Backend, BackendContext
 from bisector.config import Section
+from bisector.cost import PhaseModel
 from bisector.errors import ConfigError
 
 

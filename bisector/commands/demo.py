@@ -21,6 +21,7 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.commands.run import build_settings
 from bisector.cost import evaluation_s
@@ -116,7 +117,9 @@ def demo(
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
-            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+            model=backend_info(settings.backend).phases,
+            warmup_s=settings.warmup_s,
+            estimate_s=settings.estimate_s,
         )
     )
     try:

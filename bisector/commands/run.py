@@ -122,7 +122,9 @@ def run(
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
-            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+            model=backend_info(settings.backend).phases,
+            warmup_s=settings.warmup_s,
+            estimate_s=settings.estimate_s,
         )
     )
     try:

@@ -143,15 +143,18 @@ def test_the_noisy_model_is_near_what_bench_bisect_measures(noise: str, p: float
 
 
 def test_the_eta_unit_is_the_cost_models_evaluation_time() -> None:
+    from bisector.backends.registry import backend_info
     from bisector.cost import KUBEMARK_2017, evaluation_s, phases_for
 
-    gce = evaluation_s(backend="gce", warmup_s=1800.0, estimate_s=None)
-    assert gce == KUBEMARK_2017.evaluation_s  # the 2017 job's phases, warmup 30 min
-    given = evaluation_s(backend="local", warmup_s=60.0, estimate_s=600.0)
-    phases = phases_for(backend="local", warmup_s=60.0, estimate_s=600.0)
+    gce, local = backend_info("gce").phases, backend_info("local").phases
+    assert evaluation_s(model=gce, warmup_s=1800.0, estimate_s=None) == (
+        KUBEMARK_2017.evaluation_s  # the 2017 job's phases, warmup 30 min
+    )
+    given = evaluation_s(model=local, warmup_s=60.0, estimate_s=600.0)
+    phases = phases_for(model=local, warmup_s=60.0, estimate_s=600.0)
     assert phases is not None and given == phases.evaluation_s
     assert given is not None and abs(given - 600.0) < 1e-6  # scaled to [run] estimate
-    assert evaluation_s(backend="local", warmup_s=60.0, estimate_s=None) is None
+    assert evaluation_s(model=local, warmup_s=60.0, estimate_s=None) is None
 
 
 @pytest.mark.parametrize(("parallel", "builds", "share"), [(1, 2, 1.0), (2, 6, 1.0), (2, 3, 0.5)])
