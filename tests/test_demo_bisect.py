@@ -14,7 +14,7 @@ from pathlib import Path
 import git
 import pytest
 
-from bisector.demo_repo import create_demo_repo
+from bisector.sim.demo_repo import create_demo_repo
 
 pytestmark = pytest.mark.slow
 

@@ -29,12 +29,12 @@ from bisector.backends.base import (
 from bisector.backends.gce.backend import SERVER_TARBALL
 from bisector.backends.registry import BACKENDS, create_backend
 from bisector.config import Section
-from bisector.demo_repo import PROFILE_PATH
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.parallel import CancellableBackend
 from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
 from bisector.sim import SimProfile, render_profile
+from bisector.sim.demo_repo import PROFILE_PATH
 from tests.helpers.fake_proc import FakeProc
 from tests.helpers.procs_backend import make_world
 

@@ -15,13 +15,13 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import estimate, plan_bisection
 from bisector.bisection.usage import busy_s, cluster_time, cost_summary, launch_started_at
 from bisector.cost import KUBEMARK_2017, SearchShape, cost, expected_search
-from bisector.demo_repo import create_demo_repo, demo_config
 from bisector.gitrepo import GitRepo
 from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.report.model import Report
 from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
+from bisector.sim.demo_repo import create_demo_repo, demo_config
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for

@@ -9,11 +9,11 @@ from typing import Any
 import git
 import pytest
 
-from bisector.demo_repo import create_demo_repo
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import NightlyExit
 from bisector.nightly import run_nightly
 from bisector.nightly.store import NightlyStore, nightly_lock
+from bisector.sim.demo_repo import create_demo_repo
 from tests.helpers.ci_history import CiRun, commit_of, write_job_history
 from tests.helpers.nightly import demo_ci_runs, nightly_config, run_cli
 

@@ -18,9 +18,9 @@ import pytest
 
 from bisector import proc
 from bisector.backends.gce import backend as gce
-from bisector.demo_repo import create_demo_repo
 from bisector.exitcodes import NightlyExit
 from bisector.nightly import run_nightly
+from bisector.sim.demo_repo import create_demo_repo
 from tests.helpers.ci_history import write_job_history
 from tests.helpers.fake_proc import Call, FakeProc
 from tests.helpers.nightly import demo_ci_runs

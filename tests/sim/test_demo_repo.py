@@ -8,9 +8,9 @@ from pathlib import Path
 import git
 import pytest
 
-from bisector.demo_repo import PROFILE_PATH, DemoRepo, create_demo_repo, demo_config
 from bisector.errors import BisectorError
 from bisector.sim import ProfileError, SimProfile, load_profile
+from bisector.sim.demo_repo import PROFILE_PATH, DemoRepo, create_demo_repo, demo_config
 
 MERGE = re.compile(r"^Merge pull request #(\d+) from [\w-]+/[\w.-]+$")
 
