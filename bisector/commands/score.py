@@ -21,7 +21,7 @@ good, 125 as skip, 1-127 as bad and 128 or more as "stop":
 
 Output that cannot be written never changes a verdict: `git bisect run bisector score
 ... | head` closes the pipe every score writes to, and the verdict's code must still
-reach git (bisector.output).
+reach git (bisector.ui.output).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE
-from bisector.output import stdin_closed, stdout_failure
 from bisector.runfiles import logs_in
 from bisector.settings import DEFAULT_METRIC
+from bisector.ui.output import stdin_closed, stdout_failure
 
 if TYPE_CHECKING:  # a directory's or snapshots' files: imported only when some are given
     from bisector.metrics.readings import Evidence, Reading
@@ -329,7 +329,7 @@ def _print_table(
 ) -> None:
     from rich.table import Table
 
-    from bisector.terminal import make_console
+    from bisector.ui.terminal import make_console
 
     console = make_console()
     rows = [(name, _shown(shown, name)) for name, shown in scores.metrics.items()]
@@ -476,7 +476,7 @@ def _print_evidence_table(
 ) -> None:
     from rich.table import Table
 
-    from bisector.terminal import make_console
+    from bisector.ui.terminal import make_console
 
     metric = request.metric
     values, _sources = _values_and_sources(found)

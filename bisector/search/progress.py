@@ -320,7 +320,7 @@ class LiveProgress:
     elapsed and expected time, the warmup's reading; builds ahead), events printed above."""
 
     def __init__(self, estimate_s: float | None = None) -> None:
-        from bisector.terminal import make_console
+        from bisector.ui.terminal import make_console
 
         self.console = make_console(stderr=True)
         self.estimate_s = estimate_s
