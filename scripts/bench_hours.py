@@ -82,9 +82,9 @@ from bisector.errors import BuildError
 from bisector.logs import LogWindow, Scores
 from bisector.measure.evaluator import Evaluator
 from bisector.measure.journal import Measured, read_journal
-from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from bisector.sim import ProfileError, load_profile
+from bisector.ui.progress_lines import PlainProgress
 
 PHASES: Phases = KUBEMARK_2017
 GOOD_30M, BAD_30M, SATURATED_S = 8_688.0, 1_549_982.0, 120.0

@@ -42,9 +42,9 @@ from bisector.measure.journal import (
     TeardownFailed,
 )
 from bisector.search.decide import DecisionRule, MajorityRule
-from bisector.search.progress import PlainProgress, Progress, logged_to
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
+from bisector.ui.progress_lines import PlainProgress, Progress, logged_to
 
 SessionFactory = Callable[[Any, Path], BisectSession]
 BackendWrapper = Callable[[Backend], Backend]

@@ -31,7 +31,6 @@ from bisector.errors import BisectorError
 from bisector.exitcodes import DemoExit
 from bisector.report import summary_lines
 from bisector.report.model import Report
-from bisector.search.progress import make_progress
 from bisector.settings import RunFlags
 from bisector.sim.demo_repo import (
     DEMO_DURATION,
@@ -40,6 +39,7 @@ from bisector.sim.demo_repo import (
     create_demo_repo,
     demo_config,
 )
+from bisector.ui.progress_lines import make_progress
 
 DEFAULT_DIR = Path("bisector-demo")
 MARKER = ".bisector-demo"

@@ -20,8 +20,8 @@ from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
 from bisector.report import summary_lines
 from bisector.report.model import Report
-from bisector.search.progress import make_progress
 from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.ui.progress_lines import make_progress
 
 
 def build_settings(

@@ -13,7 +13,7 @@ from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.local import LocalBackend
 from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.evidence import counter, pod_startup, snapshot
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for

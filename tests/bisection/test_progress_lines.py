@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bisector.bisection.pipeline import run_bisection
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import PR, build_repo

@@ -19,9 +19,9 @@ from bisector.gitrepo import GitRepo
 from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.report.model import Report
-from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from bisector.sim.demo_repo import create_demo_repo, demo_config
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for

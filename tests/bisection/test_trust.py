@@ -21,7 +21,7 @@ from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import Journal, ThresholdSet
 from bisector.report.model import Report
 from bisector.search.decide import MajorityRule
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo, build_repo

@@ -18,7 +18,7 @@ from bisector.backends.base import BackendTraits, Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.gitrepo import GitRepo
 from bisector.measure import provenance
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo

@@ -20,7 +20,7 @@ from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
 from bisector.report.model import Report
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import LATE, T0, GrowingBackend, ShapedFileValue
 from tests.helpers.fake_backends import patch_line as _line
 from tests.helpers.inprocess import bisect_built

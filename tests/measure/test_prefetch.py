@@ -20,7 +20,7 @@ from bisector.measure.prefetch import Prefetcher
 from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
 from bisector.report.model import Report
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend, PrefetchingBackend
 from tests.helpers.inprocess import bisect_built, whole_range
 from tests.helpers.repo import PR, BuiltRepo, build_repo

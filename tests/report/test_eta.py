@@ -12,7 +12,7 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.report.costs import eta_text
 from bisector.report.model import EtaCheck, Report
 from bisector.report.summary import summary_lines
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo

@@ -14,7 +14,7 @@ import pytest
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
 from bisector.report.model import Report
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend, Tamper
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo

@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 
 from bisector.bisection.pipeline import run_bisection
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.live_run import LiveRun, sleeping_run
 from tests.helpers.settings import settings_for
 
 pytestmark = pytest.mark.slow
 
-# `<commit> <phase> <elapsed>` as the progress line shows a slot (bisector.search.progress).
+# `<commit> <phase> <elapsed>` as the progress line shows a slot (bisector.ui.progress_lines).
 _SLOT = re.compile(r"\b([0-9a-f]{12}) (build|launch|warmup|collect|teardown) ([0-9.hms]+)")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
-from bisector.search.progress import (
+from bisector.ui.progress_lines import (
     LiveProgress,
     PhaseStarted,
     PlainProgress,
