@@ -91,7 +91,7 @@ def test_the_graph_check_finds_a_cycle() -> None:
 ENTRY = ("bisector.cli", "bisector.entry", "bisector.commands")
 ORCHESTRATION = ("bisector.bisection", "bisector.nightly")
 STRATEGIES = ("bisector.search",)  # but its vocabulary, below: measure uses those
-SEARCH_VOCABULARY = ("bisector.search.base", "bisector.search.decide", "bisector.ui.progress_lines")
+SEARCH_VOCABULARY = ("bisector.search.base", "bisector.search.decide", "bisector.search.progress")
 MEASURE = ("bisector.measure",)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "bisector.backends": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,

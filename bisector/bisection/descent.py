@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisector.gitrepo import GitRepo
 from bisector.search.base import Found, Search, SearchRange
-from bisector.ui.progress_lines import Progress
+from bisector.search.progress import Progress
 
 
 def descend(

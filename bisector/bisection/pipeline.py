@@ -35,8 +35,8 @@ from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
 from bisector.search.noisy import PosteriorSearch, automatic_budget
 from bisector.search.plain import GitBisectSearch
+from bisector.search.progress import Progress
 from bisector.settings import RunSettings
-from bisector.ui.progress_lines import Progress
 
 
 def run_bisection(

@@ -42,9 +42,10 @@ from bisector.measure.journal import (
     TeardownFailed,
 )
 from bisector.search.decide import DecisionRule, MajorityRule
+from bisector.search.progress import Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
-from bisector.ui.progress_lines import PlainProgress, Progress, logged_to
+from bisector.ui.progress_lines import PlainProgress, logged_to
 
 SessionFactory = Callable[[Any, Path], BisectSession]
 BackendWrapper = Callable[[Backend], Backend]

@@ -37,7 +37,7 @@ from bisector.logs import METRIC_NAMES, metric_value
 from bisector.logs.names import MONOTONE_METRICS
 from bisector.logs.scores import GrowingScorer, GrowingScorerFactory, Scorer
 from bisector.numbers import format_threshold, format_value
-from bisector.ui.progress_lines import Reading
+from bisector.search.progress import Reading
 
 
 def is_monotone(metric: str) -> bool:

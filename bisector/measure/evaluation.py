@@ -38,8 +38,8 @@ from bisector.measure.measurement import Measurement, log_window
 from bisector.measure.provenance import WindowRule, log_head, log_problem
 from bisector.metrics.scoring import ReadsLogDir
 from bisector.numbers import format_value
+from bisector.search.progress import Phase, Reading
 from bisector.settings import RunTable
-from bisector.ui.progress_lines import Phase, Reading
 
 
 @dataclass(frozen=True)

@@ -57,8 +57,8 @@ from bisector.measure.teardown import Teardowns
 from bisector.numbers import NO_VALUE, format_value
 from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
+from bisector.search.progress import Phase, PhaseStarted, Progress, Reading
 from bisector.signals import interrupt_pending
-from bisector.ui.progress_lines import Phase, PhaseStarted, Progress, Reading
 
 T = TypeVar("T")
 

@@ -22,7 +22,7 @@ from bisector.gitrepo import GitRepo
 from bisector.measure.journal import Journal, Prefetch
 from bisector.measure.measurement import Measurement
 from bisector.measure.parallel import Interrupted, kill_running_commands
-from bisector.ui.progress_lines import Progress
+from bisector.search.progress import Progress
 
 STOP_WAIT_S = 2.0  # how long an interrupt waits for builds ahead to wind down
 

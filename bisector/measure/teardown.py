@@ -15,8 +15,8 @@ from bisector import proc
 from bisector.backends.base import Backend, Candidate, ForwardingBackend
 from bisector.errors import InfraError
 from bisector.measure.journal import Cleaned, Journal, TeardownFailed
+from bisector.search.progress import Progress
 from bisector.signals import held_during
-from bisector.ui.progress_lines import Progress
 
 # Every command of a launch carries its id (the local backend exports it): what still
 # carries it after the teardown is that launch's leftover.

@@ -25,79 +25,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from bisector.durations import format_duration
-from bisector.numbers import format_threshold, format_value
+from bisector.search.progress import Phase, PhaseStarted, Progress, Reading
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
 
-# The phases of one evaluation, as they begin (`ready`: the launch succeeded).
-Phase = Literal["build", "launch", "ready", "warmup", "collect", "teardown"]
-PHASES: tuple[Phase, ...] = ("build", "launch", "ready", "warmup", "collect", "teardown")
-
 # Without a terminal, a line at least this often while a phase runs (a nohup log that
 # says nothing for 9 minutes reads as a hang).
 TICK_S = 60.0
-
-
-@dataclass(frozen=True)
-class Reading:
-    """One look at a watched warmup's growing log: the metric so far."""
-
-    metric: str
-    value: float
-    threshold: float | None  # None: only watched (an endpoint), nothing decided
-    elapsed_s: float  # warmup time of the look
-    warmup_s: float  # the whole warmup (0: unknown)
-
-    def describe(self) -> str:
-        """`conflicts 742 >= 77: bad after 30s of 5m00s`, in the early verdicts' words."""
-        shown = f"{self.metric} {format_value(self.value, self.metric)}"
-        whole = f" of {format_duration(self.warmup_s)}" if self.warmup_s > 0 else ""
-        after = f"after {format_duration(self.elapsed_s)}{whole}"
-        if self.threshold is None:
-            return f"{shown} {after}"
-        limit = format_threshold(self.threshold, self.metric)
-        if self.value >= self.threshold:
-            return f"{shown} >= {limit}: bad {after}"
-        return f"{shown} < {limit} {after}"
-
-
-@dataclass(frozen=True)
-class PhaseStarted:
-    """A phase of one slot's evaluation begins now."""
-
-    slot: int
-    commit: str
-    phase: Phase
-    expected_s: float | None = None  # this run's measured mean, else the model's guess
-    started: float = field(default_factory=time.monotonic)
-
-
-class Progress(Protocol):
-    def status(
-        self,
-        phase: str,
-        candidate: str = "",
-        steps_left: int | None = None,
-        eta_s: float | None = None,
-    ) -> None: ...
-
-    def note(self, line: str) -> None: ...
-
-    def phase(self, event: PhaseStarted) -> None: ...
-
-    def reading(self, slot: int, reading: Reading) -> None: ...
-
-    def evaluated(self, slot: int) -> None: ...
-
-    def prefetching(self, commit: str, running: bool) -> None: ...
-
-    def stop(self) -> None: ...
 
 
 @dataclass

@@ -16,7 +16,8 @@ from bisector.bisection.start import open_bisection, prepare_bisection
 from bisector.errors import BuildError, LaunchError
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
-from bisector.ui.progress_lines import Phase, PlainProgress
+from bisector.search.progress import Phase
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo

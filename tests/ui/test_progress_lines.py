@@ -14,14 +14,8 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
-from bisector.ui.progress_lines import (
-    LiveProgress,
-    PhaseStarted,
-    PlainProgress,
-    Reading,
-    logged_to,
-    make_progress,
-)
+from bisector.search.progress import PhaseStarted, Reading
+from bisector.ui.progress_lines import LiveProgress, PlainProgress, logged_to, make_progress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.inprocess import whole_range
 from tests.helpers.repo import build_repo
@@ -141,15 +135,6 @@ def _wait_for(condition: object, what: str) -> None:
     while not condition():  # type: ignore[operator]
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
-
-
-def test_a_reading_says_the_metric_so_far_in_the_early_verdicts_words() -> None:
-    bad = Reading("conflicts", 742, 77, 30, 300)
-    assert bad.describe() == "conflicts 742 >= 77: bad after 30s of 5m00s"
-    assert Reading("conflicts", 12, 77, 60, 300).describe() == (
-        "conflicts 12 < 77 after 1m00s of 5m00s"
-    )
-    assert Reading("conflicts", 12, None, 60, 0).describe() == "conflicts 12 after 1m00s"
 
 
 def test_plain_says_each_phase_as_it_begins_with_its_expected_time() -> None:
