@@ -29,7 +29,7 @@ Layout: sources.py (paths, -, gzip by content, gs://, https://), reader.py (time
 parallel byte ranges / blocks), chunks.py (led blocks of whole lines), patterns.py +
 scanner.py + cacher.py (one read, exact counts into a partial.Partial): the usual block in
 one compiled pass (glogscan.py, _glogscan.c), any other with numpy (records.py,
-nodewrites.py), timestamps.py (years for glog headers), metrics.py (the `metrics`
+nodewrites.py), timestamps.py (years for glog headers), scores.py (the `metrics`
 object), definitions.py (user metrics).
 """
 

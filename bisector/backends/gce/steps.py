@@ -1,4 +1,4 @@
-"""The exact commands (as `Step`s) the `gce` backend runs (its settings: gce/settings.py).
+"""The exact commands (as `Step`s) the `gce` backend runs (its settings: gce/options.py).
 
 Names per parallel slot: slot 0 uses the configured prefixes as they are (so a
 config mirroring the CI job gets `kubemark-5000-kubemark-master`), slot N
