@@ -88,7 +88,7 @@ CAPABILITIES: tuple[type, ...] = (PartialLogs, PrefetchBuilds, ReportsAdaptation
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     name = str(request.param)
-    assert name in MAKERS, f"backend {name} has no maker in tests/backends/test_conformance.py"
+    assert name in MAKERS, f"backend {name} has no maker in tests/backends/test_base_conformance.py"
     return MAKERS[name](tmp_path)
 
 
