@@ -18,7 +18,7 @@ from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
 
-BENCH = Path(__file__).resolve().parents[2] / "scripts" / "bench_bisect.py"
+BENCH = Path(__file__).resolve().parents[1] / "scripts" / "bench_bisect.py"
 
 
 def test_plain_git_bisect_one_slot() -> None:
