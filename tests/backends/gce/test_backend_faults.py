@@ -1,7 +1,7 @@
 """What the gce backend does with each failure a real run meets (bisector.twin.faults).
 
 Each failure's text is what the twin prints for it (asked of the twin here, not copied),
-and the twin's text is the real tool's (tests/twin/test_strict_twin.py names where each
+and the twin's text is the real tool's (tests/twin/test_gcloud_strict.py names where each
 comes from). The backend then runs through the fake proc: the assertions are what it
 does (retried, skipped with the reason, or refused before anything is created) and that
 nothing is left up (its resource record is empty or holds only the base cluster a run

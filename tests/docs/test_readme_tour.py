@@ -23,7 +23,7 @@ from bisector.exitcodes import DoctorExit
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tour_commands(readme: str) -> list[list[str]]:

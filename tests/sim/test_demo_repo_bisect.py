@@ -51,7 +51,7 @@ def test_git_bisect_with_the_sim_backend_names_the_planted_commit(tmp_path: Path
     script.write_text(CHECK)
     repo = git.Repo(demo.path)
     repo.git.bisect("start", demo.bad, demo.good)
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     out = repo.git.bisect("run", sys.executable, str(script), env=env)
     assert f"{demo.culprit} is the first bad commit" in out
