@@ -449,3 +449,59 @@ def test_the_test_import_check_finds_a_test_importing_a_test() -> None:
     assert _test_imports("tests.helpers.x", "from tests.report.test_html import y\n") == [
         "tests.helpers.x imports tests.report.test_html"
     ]
+
+
+# -- the tests' names: a test file is named after what it tests (docs/testing.md) ----------
+
+# Folders named for a behaviour that crosses modules, and files at the top named for
+# something outside the package.
+BEHAVIOURS = ("faults", "contract", "docs")
+OUTSIDE_THE_PACKAGE = (
+    "test_import_graph.py",  # the whole package: its map, its door, its tests' imports
+    "test_dockerfile.py",  # the Dockerfile at the top of the repository
+)
+
+
+def _tested(test: Path) -> str | None:
+    """What `tests/<path>/test_<name>.py` is named after, where <name> is <m> or
+    <m>_<aspect>: the module or package `bisector/<path>/<m>`, the script `scripts/<m>.py`
+    (tests/scripts/), or the package `bisector/<path>` itself; None: nothing."""
+    rel = test.relative_to(TESTS)
+    name = rel.stem.removeprefix("test_")
+    root = PACKAGE.parent
+    if rel.parts[0] == "scripts":
+        things = {p.stem: p for p in (root / "scripts").glob("*.py")}
+    else:
+        folder = PACKAGE.joinpath(*rel.parts[:-1])
+        things = {p.stem: p for p in folder.glob("*.py") if not p.stem.startswith("__")}
+        things |= {p.parent.name: p.parent for p in folder.glob("*/__init__.py")}
+        if folder != PACKAGE:
+            things.setdefault(folder.name, folder)
+    found = [m for m in things if name == m or name.startswith(m + "_")]
+    return things[max(found, key=len)].relative_to(root).as_posix() if found else None
+
+
+def test_every_test_file_is_named_after_what_it_tests() -> None:
+    unnamed = [
+        str(path.relative_to(TESTS))
+        for path in sorted(TESTS.rglob("test_*.py"))
+        if path.relative_to(TESTS).parts[0] not in (*BEHAVIOURS, "helpers")
+        and path.relative_to(TESTS).as_posix() not in OUTSIDE_THE_PACKAGE
+        and _tested(path) is None
+    ]
+    assert unnamed == []
+
+
+def test_a_test_file_is_named_after_a_module_a_script_or_its_package() -> None:
+    assert _tested(TESTS / "bisection" / "test_pipeline_fold_rounds.py") == (
+        "bisector/bisection/pipeline.py"
+    )
+    assert _tested(TESTS / "backends" / "procs" / "test_builds_cache.py") == (
+        "bisector/backends/procs/builds.py"  # not build.py: `build_` is no prefix of it
+    )
+    assert _tested(TESTS / "test_cost_eta.py") == "bisector/cost.py"
+    assert _tested(TESTS / "test_twin.py") == "bisector/twin"
+    assert _tested(TESTS / "scripts" / "test_bench_bisect.py") == "scripts/bench_bisect.py"
+    assert _tested(TESTS / "twin" / "test_twin.py") == "bisector/twin"
+    assert _tested(TESTS / "search" / "test_runner.py") is None  # no search/runner.py
+    assert _tested(TESTS / "bisection" / "test_cost.py") is None  # cost.py is at the top
