@@ -475,7 +475,7 @@ def _tested(test: Path) -> str | None:
         folder = PACKAGE.joinpath(*rel.parts[:-1])
         things = {p.stem: p for p in folder.glob("*.py") if not p.stem.startswith("__")}
         things |= {p.parent.name: p.parent for p in folder.glob("*/__init__.py")}
-        if folder != PACKAGE:
+        if folder != PACKAGE and folder.is_dir():
             things.setdefault(folder.name, folder)
     found = [m for m in things if name == m or name.startswith(m + "_")]
     return things[max(found, key=len)].relative_to(root).as_posix() if found else None
@@ -505,3 +505,4 @@ def test_a_test_file_is_named_after_a_module_a_script_or_its_package() -> None:
     assert _tested(TESTS / "twin" / "test_twin.py") == "bisector/twin"
     assert _tested(TESTS / "search" / "test_runner.py") is None  # no search/runner.py
     assert _tested(TESTS / "bisection" / "test_cost.py") is None  # cost.py is at the top
+    assert _tested(TESTS / "docs" / "test_docs.py") is None  # there is no bisector/docs
