@@ -21,7 +21,7 @@ one KeyboardInterrupt, and every `finally` (teardown) runs. The rules:
 - A signal ignored when bisector started (`nohup`, a background job of a
   non-interactive shell) stays ignored: the user asked for the run to outlive it.
 - SIGPIPE stays ignored as Python sets it: a closed output is an output failure,
-  handled where output is written (bisector.output), never a reason to stop a run.
+  handled where output is written (bisector.ui.output), never a reason to stop a run.
 - kill -9 cannot be caught: it stops at once, and the next run (or `bisector
   cleanup`) tears down what it left.
 

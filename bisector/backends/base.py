@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, cast, runtime_checkable
 
-from bisector.backends.adaptation import Adaptation
 from bisector.config import Section
+from bisector.report.adaptation import Adaptation
 
 
 @dataclass(frozen=True)
@@ -62,14 +61,6 @@ class BackendTraits:
     # The warmup's own length when it is not `[run] warmup` (the sim's simulated duration);
     # None: `[run] warmup`. Early verdicts pace their looks by it.
     warmup_s: float | None = None
-
-
-class PhaseModel(enum.Enum):
-    """Where the cost model takes a backend's phase durations from (bisector.cost)."""
-
-    SIMULATED = "simulated"  # the warmup is simulated: an evaluation is all model time
-    KUBEMARK_2017 = "kubemark-2017"  # the 2017 kubemark CI job's phases (the gce backend)
-    UNKNOWN = "unknown"  # only `[run] estimate` says
 
 
 class Backend(Protocol):

@@ -29,7 +29,8 @@ from bisector.errors import BisectorError, ConfigError, InfraError
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
-from bisector.measure.early import Scorer, rescoring
+from bisector.logs.scores import Scorer
+from bisector.measure.early import rescoring
 from bisector.measure.evaluator import Evaluator, MeasureSettings
 from bisector.measure.journal import (
     LAUNCH_FAILED_SESSIONS,
@@ -41,9 +42,10 @@ from bisector.measure.journal import (
     TeardownFailed,
 )
 from bisector.search.decide import DecisionRule, MajorityRule
-from bisector.search.progress import PlainProgress, Progress, logged_to
+from bisector.search.progress import Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
+from bisector.ui.progress_lines import PlainProgress, logged_to
 
 SessionFactory = Callable[[Any, Path], BisectSession]
 BackendWrapper = Callable[[Backend], Backend]

@@ -18,9 +18,10 @@ from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
-from bisector.report import Report, summary_lines
-from bisector.search.progress import make_progress
+from bisector.report import summary_lines
+from bisector.report.model import Report
 from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.ui.progress_lines import make_progress
 
 
 def build_settings(
@@ -121,7 +122,9 @@ def run(
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
-            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+            model=backend_info(settings.backend).phases,
+            warmup_s=settings.warmup_s,
+            estimate_s=settings.estimate_s,
         )
     )
     try:

@@ -16,9 +16,9 @@ from bisector.errors import BisectorError
 from bisector.logs.chunks import iter_chunks, range_chunks
 from bisector.logs.definitions import RequestMetric
 from bisector.logs.errors import LogError
-from bisector.logs.metrics import Scores, build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.scanner import scan_chunk
+from bisector.logs.scores import Scores, build_scores
 from bisector.logs.sources import Source, open_source, resolve
 from bisector.logs.timestamps import line_seconds
 

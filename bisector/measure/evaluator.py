@@ -31,12 +31,11 @@ from bisector.cost import MeasuredPhases
 from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
+from bisector.logs.scores import GrowingScorerFactory, Scorer
 from bisector.measure.decisions import Deciding
 from bisector.measure.early import (
     EarlyPolicy,
     EarlyStop,
-    GrowingScorerFactory,
-    Scorer,
     rescoring,
 )
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate

@@ -49,7 +49,7 @@ SOURCES = ("log", "cl2", "prometheus", "process")
 PROCESS_VALUES = ("cpu_s", "peak_rss_bytes", "peak_rss_mib")
 PROMETHEUS_KINDS = ("counter", "histogram", "summary", "gauge", "series")
 QUANTILE_KINDS = ("histogram", "summary")
-# Whose /metrics a prometheus metric reads (bisector.backends.collected.metrics_file): the
+# Whose /metrics a prometheus metric reads (bisector.collected.metrics_file): the
 # procs backend snapshots each control-plane process it runs; other backends the apiserver.
 TARGETS = ("apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
 ABSENT = ("skip", "zero")  # what a counter, gauge or series with no series means

@@ -29,9 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.gce import adapt as gce_adapt
 from bisector.backends.gce import preflight as gce_preflight
 from bisector.backends.gce import steps as gce_steps
@@ -46,8 +44,10 @@ from bisector.backends.steps import (
     tail,
     tree_step,
 )
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, InfraError, LaunchError
+from bisector.report.adaptation import Adaptation
 from bisector.signals import held_during
 
 log = logging.getLogger("bisector.gce")
@@ -159,7 +159,7 @@ class GceBackend:
         return sleep_steps(self.sleep, self.context.warmup_s, every_s)
 
     def _snapshot(self, candidate: Candidate, name: str) -> None:
-        """The master apiserver's /metrics into the log dir as `name` (backends/collected.py).
+        """The master apiserver's /metrics into the log dir as `name` (bisector/collected.py).
         Best effort: without it a prometheus metric is a skip, a log metric is unaffected."""
         path = candidate.log_dir / name
         path.unlink(missing_ok=True)  # never an earlier attempt's file

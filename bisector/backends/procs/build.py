@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.procs import toolchain as tc
-from bisector.backends.procs.settings import AUTO, BuildFix, ProcsSettings
+from bisector.backends.procs.options import AUTO, BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache
 from bisector.backends.steps import Step, run_step, step, tail
 from bisector.errors import BuildError

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.backends.procs.load import REOPEN_AFTER_S, STATUS_EVERY_S
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.durations import format_duration
 from bisector.errors import CollectError, ConfigError, InfraError
 from bisector.metrics import prometheus as prom
