@@ -219,9 +219,6 @@ class Evaluator(Deciding):
         """How a warmup in `phase` is watched and may end early (bisector.measure.early)."""
         return self.early.stop_for(threshold, phase)
 
-    def early_good_on(self) -> bool:
-        return self.early.good_on()
-
     @property
     def early_good_withdrawn(self) -> bool:
         return self.early.withdrawn

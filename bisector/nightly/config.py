@@ -86,10 +86,6 @@ def _job_name(s: Section, key: str) -> str:
     return name
 
 
-def _budget(s: Section, key: str) -> Budget:
-    return read_settings(Budget, s.table(key))
-
-
 @dataclass(frozen=True, kw_only=True)
 class JobTable:
     """`[[nightly.jobs]]` as written: every key declared once (bisector.config.setting)."""
