@@ -65,7 +65,7 @@ class Phases:
         return self.build_s + self.cluster_s
 
 
-# ci-kubernetes-kubemark-gce-scale in June 2017 (issue 15): make quick-release 20-40 min,
+# ci-kubernetes-kubemark-gce-scale in June 2017 (docs/cost.md): make quick-release 20-40 min,
 # start-kubemark 10-15 min, warmup 30 min, log copy ~2 min, stop-kubemark 5 min. The base
 # cluster (kube-up) is paid once; its length is not in the thread: 15 min is an assumption.
 KUBEMARK_2017 = Phases(

@@ -88,9 +88,9 @@ _state = _State()
 def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """The interrupt raised by the first signal landed in a finalizer (a `__del__`, a
     weakref callback: Python runs them between any two bytecodes), where Python prints
-    the exception and drops it: the run then went on as if nothing had arrived, and every
-    later signal was "received while stopping" and ignored (a SIGHUP during the report's
-    upload hung the run, 4 December 2026). Deliver the same signal again, to the main
+    the exception and drops it: the run would go on as if nothing had arrived, and every
+    later signal would be "received while stopping" and ignored (a SIGHUP during the
+    report's upload would hang the run). Deliver the same signal again, to the main
     thread's next bytecode outside the finalizer."""
     dropped = isinstance(unraisable.exc_value, KeyboardInterrupt)
     if dropped and _state.stopping and _state.raised and os.getpid() == _state.pid:

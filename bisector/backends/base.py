@@ -96,9 +96,6 @@ class Backend(Protocol):
         ...
 
 
-BackendFactory = Callable[[BackendContext], Backend]
-
-
 # -- optional capabilities: asked for with `capability(backend, Proto)`, never isinstance --
 
 

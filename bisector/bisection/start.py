@@ -246,8 +246,8 @@ def open_bisection(
         try:
             try:
                 repo.add_worktree(layout.good_worktree, prepared.good)  # a backend's base
-                # A setup can take minutes (procs builds its harness from a cold cache: 2m10s
-                # in the 2017 hunt, with nothing said but "starting"): say it begins and ends.
+                # A setup can take minutes (procs builds the 2017 harness from a cold cache
+                # in about 2 minutes, nothing said but "starting"): say it begins and ends.
                 progress.status(f"setting up the {s.backend} backend")
                 began = time.monotonic()
                 backend.setup()

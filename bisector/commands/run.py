@@ -144,8 +144,8 @@ def run(
 
 def preflight(settings: RunSettings) -> None:
     """What `bisector doctor` finds missing for the backend, refused before anything starts,
-    with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
-    minutes while doctor already said the limit was too low (issue 30, item 3)."""
+    with doctor's own line: under `ulimit -n 256` a procs run would wait on its cluster for
+    minutes for a limit doctor already calls too low."""
     info = backend_info(settings.backend)
     # The run's own checkout, not the current directory: procs asks its tree which Go it needs.
     missing = [f for f in info.doctor(settings.backend_section, settings.repo) if not f.ok]

@@ -252,8 +252,8 @@ BUILTIN_SOURCE_METRICS: tuple[SourceMetric, ...] = (
         "ms",
     ),
     # etcd's own /metrics (the procs backend snapshots it). Names as etcd 3.5.1 serves them
-    # (read from a real etcd 3.5.1 beside a v1.32 apiserver, /work/modern/NOTES.md section
-    # 6; etcd server/storage/mvcc/metrics.go): the watchers the apiservers hold (one per
+    # (read from a real etcd 3.5.1 beside a v1.32 apiserver; etcd
+    # server/storage/mvcc/metrics.go): the watchers the apiservers hold (one per
     # watch the cacher cannot serve: kubernetes #121688 adds one per watch) ...
     PrometheusMetric(
         "etcd_watchers",

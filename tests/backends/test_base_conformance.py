@@ -63,7 +63,6 @@ def _procs(root: Path) -> Backend:
     return _make("procs", make_world(root / "world").data(), root)
 
 
-SIM: dict[str, object] = {"nodes": 10, "duration": "1m", "profile": PROFILE_PATH}
 MAKERS: dict[str, Maker] = {
     "sim": lambda root: _make(
         "sim", {"nodes": 10, "duration": "1m", "profile": PROFILE_PATH}, root

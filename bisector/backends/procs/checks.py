@@ -34,11 +34,10 @@ from bisector.config import Section
 from bisector.errors import ConfigError
 
 _TIMEOUT_S = 30.0
-# Measured here, the largest peak RSS among a run's hollow nodes (processes.json, VmHWM):
-# 72,441,856 B (69 MiB) for the 2017 harness (kubemark 7043372, 100 nodes, status every 1 s:
-# the 4 December 2026 hunt, /work/meas/hunt1/evals/013-48d0249a40cd/logs/processes.json),
-# 75,173,888 B (72 MiB) for the 1.32 one (/work/modern/runs/hunt1/evals/003-17e85b259971);
-# budgeted 90 MiB each. kube-apiserver up to 2.1 GiB with 16,000 watches, etcd ~0.2 GiB.
+# Measured, the largest peak RSS among a run's hollow nodes (processes.json, VmHWM):
+# 72,441,856 B (69 MiB) for the 2017 harness (kubemark 7043372, 100 nodes, status every
+# 1 s), 75,173,888 B (72 MiB) for the 1.32 one (docs/procs.md); budgeted 90 MiB each.
+# kube-apiserver up to 2.1 GiB with 16,000 watches, etcd ~0.2 GiB.
 # The budget counts the resident size, so it errs on the safe side.
 HOLLOW_NODE_BYTES = 90 << 20
 CONTROL_PLANE_BYTES = 3 << 30

