@@ -459,6 +459,7 @@ BEHAVIOURS = ("faults", "contract", "docs")
 OUTSIDE_THE_PACKAGE = (
     "test_import_graph.py",  # the whole package: its map, its door, its tests' imports
     "test_dockerfile.py",  # the Dockerfile at the top of the repository
+    "test_comments.py",  # every module's comments: why, not when
 )
 
 
