@@ -18,11 +18,13 @@ import pytest
 
 from bisector import proc
 from bisector.backends.gce import backend as gce
+from bisector.errors import ConfigError
 from bisector.exitcodes import NightlyExit
 from bisector.nightly import run_nightly
 from bisector.sim.demo_repo import create_demo_repo
 from tests.helpers.ci_history import write_job_history
 from tests.helpers.fake_proc import Call, FakeProc
+from tests.helpers.gcloud_answers import COMPUTE_DISABLED, NETWORK_CUT
 from tests.helpers.nightly import demo_ci_runs
 
 
@@ -115,3 +117,63 @@ def test_gce_job_without_base_checkout_uses_the_good_tree_and_reports_skips(
     assert not any("base_checkout" in line for line in lines)
     # kube-down ran at the end: nothing of the base cluster is left up.
     assert fake.find("kube-down.sh")
+
+
+def _night_of_gcloud(
+    gcs_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stderr: str
+) -> tuple[Path, Path, FakeProc]:
+    """A gce job with a regression to hunt, and every gcloud call exiting 1 with `stderr`."""
+    demo = create_demo_repo(tmp_path / "kubernetes", seed=2, prs=12)
+    runs, _good, _bad = demo_ci_runs(demo)
+    bucket, job = "nightly-gce", "ci-kubernetes-kubemark-gce-scale"
+    write_job_history(gcs_client, bucket, job, runs)
+    state = tmp_path / "state"
+    config = _gce_nightly(tmp_path / "n.toml", bucket=bucket, job=job, repo=demo.path, state=state)
+    real_run = proc.run
+    fake = FakeProc.install(monkeypatch)
+
+    def git_is_real(cmd: Sequence[str], **kwargs: Any) -> proc.CmdResult:
+        if cmd[0] == "git":
+            return real_run(cmd, **kwargs)
+        return fake.run(cmd, **kwargs)
+
+    monkeypatch.setattr(proc, "run", git_is_real)
+    fake.on("gcloud", code=1, stderr=stderr)
+    return config, state, fake
+
+
+@pytest.mark.slow
+def test_a_gce_job_whose_project_gives_no_answer_is_reported_tonight_not_a_config_error(
+    gcs_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every gcloud call exits 1 (a network cut; an outage looks the same): the night
+    exited 2, "cannot run this config", with "enable the API" hints, and would every night
+    of the outage. It is an infrastructure failure tonight: reported, not bisected (4),
+    with gcloud's cause and no fix, and the hunt is tried again the next night."""
+    config, state, fake = _night_of_gcloud(gcs_client, tmp_path, monkeypatch, NETWORK_CUT)
+    lines: list[str] = []
+    code = run_nightly(config, log=lines.append)
+
+    assert code == NightlyExit.REPORTED, "\n".join(lines)
+    data = json.loads(next((state / "reports").glob("*/*/nightly.json")).read_text())
+    assert data["status"] == "failed"
+    reason = data["reason"]
+    assert "project bisector-test could not be read, so nothing was created" in reason
+    assert "no answer from Google Cloud" in reason and "Network is unreachable" in reason
+    assert "enable" not in reason and "grant" not in reason, reason
+    assert any("tried again next night" in line for line in lines)
+    assert not fake.find("kube-up.sh") and not fake.find("make quick-release")
+
+
+@pytest.mark.slow
+def test_a_gce_job_whose_project_refuses_the_reads_is_a_config_error_with_the_fix(
+    gcs_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config, _state, fake = _night_of_gcloud(gcs_client, tmp_path, monkeypatch, COMPUTE_DISABLED)
+    with pytest.raises(ConfigError) as caught:
+        run_nightly(config, log=lambda _line: None)
+    message = str(caught.value)
+    assert "project bisector-test cannot run this config (nothing was created)" in message
+    assert "gcloud services enable compute.googleapis.com --project bisector-test" in message
+    assert caught.value.exit_code == NightlyExit.USAGE
+    assert not fake.find("kube-up.sh")

@@ -361,7 +361,9 @@ class GceBackend:
 
     def _preflight(self, slot: int) -> gce_preflight.Ready:
         """The project's quotas, network, registry, images and policies, read before this
-        slot creates anything; a known shortfall refuses the run (one line each)."""
+        slot creates anything; a known shortfall or a refusal refuses the run (one line
+        each, with its fix), no answer from the project is an infrastructure failure
+        (gce_preflight.refuse)."""
         ready = gce_preflight.check(
             self.cfg,
             gce_steps.network(self.cfg, slot),
@@ -372,12 +374,7 @@ class GceBackend:
         for finding in ready.findings:
             if not finding.known:
                 log.warning("preflight: %s %s", finding.what, finding.detail)
-        short = [f for f in ready.findings if not f.ok and f.known]
-        if short:
-            lines = "; ".join(f"{f.what}: {f.detail}" for f in short)
-            raise ConfigError(
-                f"project {self.cfg.project} cannot run this config (nothing was created): {lines}"
-            )
+        gce_preflight.refuse(self.cfg.project, ready)
         return ready
 
     def _adapt(self, slot: int, ready: gce_preflight.Ready) -> None:
