@@ -345,8 +345,31 @@ def read_stamp(binary: Path) -> str | None:
     return text or None
 
 
+# The lines the go command and the compiler say an error on (`cmd/x/main.go:2:8: cannot
+# find package "..." in any of:`, `can't load package: ...`, `go: ...`): what follows
+# them (the directories Go looked in, more errors) can push them out of the last lines.
+_ERROR_LINE = re.compile(r"^(?:\S+\.go:\d+(?::\d+)?: |can't load package|go: |package \S+: )")
+ERROR_LINE_CHARS = 300
+
+
+def build_failure(exc: proc.CommandError) -> str:
+    """The first error line the build printed, then its last lines (`tail`), on one line."""
+    text = exc.stderr if exc.stderr.strip() else exc.stdout
+    errors = [line.strip() for line in text.splitlines() if _ERROR_LINE.match(line)]
+    last = tail(exc)
+    if not errors or errors[0] in last:
+        return last
+    first = errors[0]
+    if len(first) > ERROR_LINE_CHARS:
+        first = first[: ERROR_LINE_CHARS - 3] + "..."
+    more = f" (and {len(errors) - 1} more error lines)" if len(errors) > 1 else ""
+    return f"{first}{more} | ... | {last}"
+
+
 def run_build_step(s: Step, what: str, commit: str, log: Path | None = None) -> None:
     try:
         run_step(s, log=log)
     except proc.CommandError as exc:
-        raise BuildError(f"{what} failed for {commit[:12]} ({exc.why}): {tail(exc)}") from None
+        raise BuildError(
+            f"{what} failed for {commit[:12]} ({exc.why}): {build_failure(exc)}"
+        ) from None
