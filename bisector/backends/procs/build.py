@@ -14,15 +14,16 @@ fixes applied and the Go version) in the build cache; a later build of the same 
 takes it from there. The version is stamped with -X (gitCommit = the candidate), so the
 launch can check that the apiserver answering is the candidate's own build.
 
-Build fixes (`[[backends.procs.build_fixes]]`) run in the candidate's worktree before
-the build, only for trees in their range (`since`/`until` by ancestry); the list applied
-is written to `<eval>/build-fixes.json` for the report.
+Before `go build`, the tree's own steps (bisector.backends.procs.recipe: the files its
+Makefile generates and does not commit, ...), then the build fixes
+(`[[backends.procs.build_fixes]]`) whose range holds the tree (`since`/`until` by
+ancestry), run in the candidate's worktree; what was applied is written to
+`<eval>/build-fixes.json` for the report.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import threading
@@ -310,13 +311,6 @@ def reprioritize(level: int, mark: str) -> int:
         except (OSError, ValueError):
             continue
     return changed
-
-
-def write_fixes_applied(eval_dir: Path, applied: list[BuildFix]) -> None:
-    """`<eval>/build-fixes.json`: the fixes this candidate's tree was built with."""
-    eval_dir.mkdir(parents=True, exist_ok=True)
-    records = [{"name": f.name, "why": f.why, "range": f.describe()} for f in applied]
-    (eval_dir / "build-fixes.json").write_text(json.dumps(records, indent=1) + "\n")
 
 
 def cached_binary(cache: BuildCache, key: str, name: str) -> Path | None:

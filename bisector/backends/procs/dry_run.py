@@ -25,6 +25,7 @@ from bisector.backends.procs.launch import (
     serves_securely,
     watch_count,
 )
+from bisector.backends.procs.recipe import MAKEFILE, tree_steps
 from bisector.backends.procs.settings import AUTO, ProcsSettings
 from bisector.backends.steps import tree_step
 from bisector.durations import format_duration
@@ -96,9 +97,19 @@ def _build(cfg: ProcsSettings, builds: Builds, candidate: Candidate) -> list[str
             f"# {label}: {needs.describe()}, with {tool.go} (its `go version` is part of the"
             f" cache key){linked}"
         )
+        recipe = tree_steps(place, cfg.build_timeout) if wt.is_dir() else []
+        if not needs.modules and not wt.is_dir():
+            lines.append(
+                "# the tree's own build steps, read from it when it is checked out: the files "
+                f"{MAKEFILE} generates and does not commit (with the generator its rules name), "
+                "staging links hack/godep-save.sh makes, import comments naming another path"
+            )
+        for own in recipe:
+            lines.append(f"# the tree's build step {own.name}: {own.why}")
         for fix in cfg.build_fixes:
             lines.append(f"# build fix {fix.describe()}, when in its range: {fix.why}".rstrip(": "))
-        lines += [s.step.render() for s in apiserver_steps(cfg, place, cfg.build_fixes, commit)]
+        steps = apiserver_steps(cfg, place, cfg.build_fixes, commit, recipe=recipe)
+        lines += [s.step.render() for s in steps]
     return lines
 
 

@@ -16,6 +16,7 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import flags as pf
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.builds import Builds
+from bisector.backends.procs.recipe import tree_steps
 from bisector.backends.procs.settings import AUTO, ProcsSettings, harness_revision
 from bisector.backends.steps import run_step, step, tail
 from bisector.errors import InfraError
@@ -118,6 +119,8 @@ class Harness:
         )
         pb.link_gopath(place)
         timeout = cfg.build_timeout
+        for own in tree_steps(place, timeout):
+            pb.run_build_step(own.step, f"the tree's build step {own.name} (harness)", commit)
         for fix in fixes:
             s = pb.fix_step(fix, place, timeout)
             pb.run_build_step(s, f"build fix {fix.name} (harness)", commit)
