@@ -24,7 +24,13 @@ from bisector.backends.collected import (
 )
 from bisector.errors import CollectError
 from bisector.metrics import cl2, prometheus
-from bisector.metrics.definitions import Cl2Metric, ProcessMetric, PrometheusMetric, SourceMetric
+from bisector.metrics.definitions import (
+    MATCHING,
+    Cl2Metric,
+    ProcessMetric,
+    PrometheusMetric,
+    SourceMetric,
+)
 
 MIB = 1 << 20
 
@@ -141,6 +147,12 @@ def prometheus_value(
     suffix = "_bucket" if metric.kind == "histogram" else ""
     family = next((f for f in metric.families if after.of(f + suffix)), metric.families[0])
     selector = dict(metric.labels)
+    if metric.kind == MATCHING:
+        assert before is not None
+        zero = metric.absent == "zero"
+        window = prometheus.Window(before, after)
+        count = prometheus.series_matching(window, family, selector, absent_is_zero=zero)
+        return float(count), f'{{__name__=~"{family}"}}'
     if metric.kind in ("gauge", "series"):
         assert before is not None
         window = prometheus.Window(before, after)

@@ -23,7 +23,12 @@ between the two snapshots:
   `etcd_debugging_mvcc_watcher_total`, `go_goroutines`); none selected is no value;
 - series: how many series of a name the labels select in the second snapshot (one per
   watched resource, per client ...); for both, none is no value (absent is not zero)
-  unless the metric declares `absent = "zero"`.
+  unless the metric declares `absent = "zero"`;
+- series matching: `count({__name__=~"PATTERN", labels})` in the second snapshot: the
+  series of every sample name the pattern matches whole (as PromQL anchors `=~`), what
+  `curl /metrics | grep -c` counts: a leak that registers numbered families
+  (`reflector_<name>_<N>_...`) adds families no exact name names; `.+` is the page's
+  every series. None matching is no value unless `absent = "zero"`.
 
 Label matching is PromQL's: every selector label must equal the series' label, and a label
 the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017),
@@ -42,6 +47,7 @@ alone, a lower bound that can read as good.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,6 +265,29 @@ def series_count(
 ) -> int:
     """How many series of sample `name` the selector picks at the window's end."""
     return len(_selected_at_end(window, name, selector, absent_is_zero))
+
+
+def series_matching(
+    window: Window, pattern: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> int:
+    """How many series of the sample names `pattern` matches whole the selector picks at the
+    window's end (PromQL `count({__name__=~"pattern", ...})`)."""
+    whole = re.compile(f"(?:{pattern})")
+    found = sum(
+        1
+        for name, samples in window.after.samples.items()
+        if whole.fullmatch(name)
+        for s in samples
+        if selects(selector, s.labels)
+    )
+    if not found and not absent_is_zero:
+        shown = "".join(f',{k}="{v}"' for k, v in sorted(selector.items()))
+        raise CollectError(
+            f'no series of {window.after.path} matches {{__name__=~"{pattern}"{shown}}}: absent '
+            "is not zero (the process may not register such families, or under other names); "
+            'if none means none happened, declare absent = "zero" in the metric\'s table'
+        )
+    return found
 
 
 @dataclass(frozen=True)
