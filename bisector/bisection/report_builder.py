@@ -11,7 +11,7 @@ from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
-from bisector.bisection.usage import cost_summary
+from bisector.bisection.usage import cost_summary, measured_phases
 from bisector.measure.journal import Mark as MarkRecord
 from bisector.measure.journal import TeardownFailed
 from bisector.measure.measurement import Measurement
@@ -182,12 +182,16 @@ def build_report(
     ]
     # The model's figures from the same function and settings `--dry-run` uses, beside
     # what this run's own measurements used (the cached ones were paid for before).
+    # Once phases are measured, the model's time is theirs (as the live ETA's).
+    before = estimate(s, repo, b.good, b.bad)
+    phases = measured_phases(list(b.journal.own), before.phases)
     costs = cost_summary(
-        estimate(s, repo, b.good, b.bad),
+        before,
         list(b.journal.own),
         sum(1 for m in ordered if m.id in cached),
         s.price_per_cluster_hour,
         earlier=sum(1 for m in b.journal.own if m.id in b.journal.earlier_ids),
+        remodel=None if phases is None else estimate(s, repo, b.good, b.bad, measured=phases),
     )
     return Report(
         status=_status(found),

@@ -7,11 +7,11 @@ from html import escape
 
 from bisector.report.costs import (
     MEASURED_HEADER,
-    MODEL_HEADER,
     NO_ESTIMATE,
     cost_notes,
     cost_rows,
     eta_text,
+    model_header,
 )
 from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
@@ -246,7 +246,7 @@ def _cost(report: Report) -> str:
     notes = "".join(f"<li>{_code_spans(escape(n))}</li>" for n in said)
     return (
         "<h2>Cost: the model's expectation and what the run used</h2>"
-        f'<table class="cost"><tr><th></th><th>{escape(MODEL_HEADER)}</th>'
+        f'<table class="cost"><tr><th></th><th>{escape(model_header(report.cost))}</th>'
         f"<th>{escape(MEASURED_HEADER)}</th></tr>{body}</table>"
         f'<ul class="facts small">{notes}</ul>'
     )

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from bisector.report.costs import MEASURED_HEADER, MODEL_HEADER, cost_notes, cost_rows, eta_text
+from bisector.report.costs import (
+    MEASURED_HEADER,
+    cost_notes,
+    cost_rows,
+    eta_text,
+    model_header,
+)
 from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
@@ -179,7 +185,7 @@ def _cost(report: Report) -> list[str]:
     return [
         "## Cost: the model's expectation and what the run used",
         "",
-        *table(["", MODEL_HEADER, MEASURED_HEADER], rows),
+        *table(["", model_header(report.cost), MEASURED_HEADER], rows),
         "",
         *notes,
         "",

@@ -37,8 +37,11 @@ report.json, version 2 (version 1's keys kept, new keys added):
                    model: {evaluations, rounds, basis, phases: {build_s, launch_s,
                            warmup_s, collect_s, teardown_s, setup_s} | null,
                            wall_s, cluster_s, cluster_hours, money},
+                   model_measured_phases: {as model} | null,
                    measured: {evaluations, reused, wall_s, cluster_s, cluster_hours,
                               counted_whole, money}}
+                  model_measured_phases: the same model with this run's measured phase
+                  times (mean of each), or null when none were measured;
                   model: from the run's settings and range before any measurement;
                   phases null (and wall_s, cluster_s, cluster_hours, money null): the model
                   has no phase durations for the backend, `basis` says why.
@@ -276,15 +279,25 @@ class MeasuredCost:
 @dataclass(frozen=True)
 class CostSummary:
     price_per_cluster_hour: float | None
-    model: ModelCost
+    model: ModelCost  # before the run, as --dry-run said it
     measured: MeasuredCost
+    # The model's evaluations and rounds with this run's measured phase times; None when
+    # none were measured (or a report written before the field).
+    model_measured_phases: ModelCost | None = None
+
+    @property
+    def expected(self) -> ModelCost:
+        """The model to show: with this run's phase times once it has them."""
+        return self.model_measured_phases or self.model
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CostSummary:
+        remodel = data.get("model_measured_phases")
         return cls(
             price_per_cluster_hour=data.get("price_per_cluster_hour"),
             model=ModelCost.from_json(data["model"]),
             measured=_build(MeasuredCost, data["measured"]),
+            model_measured_phases=ModelCost.from_json(remodel) if remodel else None,
         )
 
 
