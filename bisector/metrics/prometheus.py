@@ -267,19 +267,29 @@ def series_count(
     return len(_selected_at_end(window, name, selector, absent_is_zero))
 
 
+def selected_in(
+    snapshot: Snapshot, name: str, selector: Mapping[str, str], *, pattern: bool = False
+) -> list[Sample]:
+    """The series of sample `name` (or, with `pattern`, of every sample name the pattern
+    matches whole) the selector picks in one snapshot."""
+    if not pattern:
+        return [s for s in snapshot.of(name) if selects(selector, s.labels)]
+    whole = re.compile(f"(?:{name})")
+    return [
+        s
+        for sample_name, samples in snapshot.samples.items()
+        if whole.fullmatch(sample_name)
+        for s in samples
+        if selects(selector, s.labels)
+    ]
+
+
 def series_matching(
     window: Window, pattern: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
 ) -> int:
     """How many series of the sample names `pattern` matches whole the selector picks at the
     window's end (PromQL `count({__name__=~"pattern", ...})`)."""
-    whole = re.compile(f"(?:{pattern})")
-    found = sum(
-        1
-        for name, samples in window.after.samples.items()
-        if whole.fullmatch(name)
-        for s in samples
-        if selects(selector, s.labels)
-    )
+    found = len(selected_in(window.after, pattern, selector, pattern=True))
     if not found and not absent_is_zero:
         shown = "".join(f',{k}="{v}"' for k, v in sorted(selector.items()))
         raise CollectError(

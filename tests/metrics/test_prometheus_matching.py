@@ -69,6 +69,7 @@ def test_a_pattern_counts_every_numbered_family_at_the_windows_end(tmp_path: Pat
     leak = metric(series_matching="reflector_.*_last_resource_version")
     got = read_metric(leak, Evidence.in_log_dir(d))
     assert got.value == 25  # 25 reflectors made by the end, one family each
+    assert got.at_start == 2 and got.to_dict()["at_start"] == 2  # what the report draws from
     assert got.where.endswith('{__name__=~"reflector_.*_last_resource_version"}')
     assert leak.describe() == (
         'prometheus count({__name__=~"reflector_.*_last_resource_version"}) at the end'
@@ -108,3 +109,11 @@ def test_a_bad_pattern_is_one_config_line(value: str, says: str) -> None:
     with pytest.raises(ConfigError, match=says) as caught:
         metric(series_matching=value)
     assert "\n" not in str(caught.value) and "c.toml" in str(caught.value)
+
+
+def test_a_gauge_and_a_counter_say_where_they_started(tmp_path: Path) -> None:
+    d = log_dir(tmp_path, page(range(4520, 4522), 300), page(range(4520, 4545), 420))
+    goroutines = read_metric(metric(gauge="go_goroutines"), Evidence.in_log_dir(d))
+    assert (goroutines.at_start, goroutines.value) == (300, 420)
+    lists = read_metric(metric(counter="reflector_lists_total"), Evidence.in_log_dir(d))
+    assert lists.at_start == 0.0  # an increase starts at 0
