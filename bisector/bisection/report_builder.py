@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bisector.backends.adaptation import Adaptation
+from bisector.backends.adaptation import Adaptation, read_build_fixes
 from bisector.backends.base import Backend, ReportsAdaptations, capability
 from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
@@ -16,6 +16,7 @@ from bisector.measure.journal import Mark as MarkRecord
 from bisector.measure.journal import TeardownFailed
 from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
+from bisector.report.evidence import build_adaptations
 from bisector.report.model import (
     Culprit,
     Endpoint,
@@ -99,6 +100,7 @@ def evaluation_of(
         teardown_error=m.teardown_error,
         command_logs=command_logs,
         load=m.load,
+        build_fixes=read_build_fixes(eval_dir) if eval_dir is not None else [],
     )
 
 
@@ -221,7 +223,7 @@ def build_report(
         remote=remote,
         repo=str(Path(s.repo).resolve()),
         cost=costs,
-        adaptations=_adaptations(b.backend),
+        adaptations=_adaptations(b.backend) + build_adaptations(evaluations),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bisector.backends.adaptation import Adaptation
 from bisector.numbers import NO_VALUE
 from bisector.report.facts import (
     Reason,
@@ -13,7 +14,7 @@ from bisector.report.facts import (
     split_reason,
     value_text,
 )
-from bisector.report.model import Report
+from bisector.report.model import Evaluation, Report
 
 
 @dataclass(frozen=True)
@@ -92,3 +93,35 @@ def skips(report: Report) -> list[Skip]:
         for e in report.evaluations
         if e.verdict == "skip"
     ]
+
+
+def build_adaptations(evaluations: list[Evaluation]) -> list[Adaptation]:
+    """Each change any candidate was built with (build-fixes.json), once, saying whose it
+    is and which commits' builds had it: report.json's `adaptations` lists them."""
+    found: dict[str, tuple[Adaptation, list[str]]] = {}
+    for e in evaluations:
+        for fix in e.build_fixes:
+            name = f"build: {fix.name}"
+            if name not in found:
+                whose = "a step of the tree's own build" if fix.source == "tree" else "configured"
+                span = f", {fix.range}" if fix.range else ""
+                found[name] = (Adaptation(name, f"{whose}{span}: {fix.why}", fix.commands), [])
+            commits = found[name][1]
+            if e.commit not in commits:
+                commits.append(e.commit)
+    every = len({e.commit for e in evaluations})
+    return [
+        Adaptation(a.name, f"{a.why} (the builds of {len(commits)} of {every} commits)", a.commands)
+        for a, commits in found.values()
+    ]
+
+
+def built_with(report: Report, commit: str) -> str:
+    """What the latest run of `commit` was built with beyond `go build` of its tree, as a
+    reader sees it: `generate-openapi (from the tree's own build), x (configured fix)`;
+    "" when nothing (or nothing was recorded)."""
+    runs = [e for e in report.evaluations if e.commit == commit and e.build_fixes]
+    if not runs:
+        return ""
+    latest = max(runs, key=lambda e: e.n)
+    return ", ".join(f.describe() for f in latest.build_fixes)

@@ -13,7 +13,7 @@ from bisector.report.costs import (
     eta_text,
     model_header,
 )
-from bisector.report.evidence import evidence_rows, skips
+from bisector.report.evidence import built_with, evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
@@ -110,6 +110,9 @@ def _culprit(report: Report) -> str:
         rows.append(
             ("came in with merge", f"{_sha(report, merge.commit)} {escape(merge.subject)}{pr}")
         )
+    for role, commit in (("culprit", culprit.commit), ("its parent", culprit.parent.commit)):
+        if built := built_with(report, commit):
+            rows.append((f"{role} built with", f"{_sha(report, commit)} {escape(built)}"))
     body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     why = f'<p class="why">{escape(why_culprit(report))}</p>'
     return f'<h2>Culprit</h2><dl class="kv">{body}</dl>{why}'
@@ -323,6 +326,23 @@ def _details(report: Report) -> str:
     return f'<h2>Run</h2><dl class="kv">{body}</dl>{log}'
 
 
+def _adaptations(report: Report) -> str:
+    """What the backend added to the candidates' scripts and builds (report.json's
+    `adaptations`), each with its commands."""
+    if not report.adaptations:
+        return ""
+    items = "".join(
+        f"<li><strong>{escape(a.name)}</strong>: {escape(a.why)}"
+        + "".join(f"<br><code>{escape(c)}</code>" for c in a.commands)
+        + "</li>"
+        for a in report.adaptations
+    )
+    return (
+        f"<h2>What the {escape(report.backend)} backend added to the scripts and builds</h2>"
+        f'<ul class="facts small">{items}</ul>'
+    )
+
+
 def render_html(report: Report, gun: SmokingGun) -> str:
     state = "ok" if report.confirmed else "warn"
     return (
@@ -332,5 +352,6 @@ def render_html(report: Report, gun: SmokingGun) -> str:
         f'<h1>bisector report</h1>{_teardown(report)}<div class="status {state}">'
         f"{escape(headline(report))}</div>"
         f"{_culprit(report)}{_evidence(report)}{_range_plot(report)}{_gun(report, gun)}"
-        f"{_cost(report)}{_timeline(report)}{_details(report)}</body></html>\n"
+        f"{_cost(report)}{_timeline(report)}{_adaptations(report)}{_details(report)}"
+        "</body></html>\n"
     )
