@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.adaptation import read_build_fixes
 from bisector.backends.base import Candidate, ForwardingBackend
 from bisector.backends.registry import create_backend
 from bisector.config import Section, load_config
@@ -34,6 +33,7 @@ from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.provenance import WindowRule
+from bisector.report.adaptation import read_build_fixes
 from bisector.settings import RunSettings
 from bisector.signals import held_during, sigterm_as_interrupt
 

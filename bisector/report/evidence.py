@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bisector.backends.adaptation import Adaptation
 from bisector.numbers import NO_VALUE
+from bisector.report.adaptation import Adaptation
 from bisector.report.facts import (
     Reason,
     measured_runs_text,

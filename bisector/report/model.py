@@ -63,7 +63,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bisector.backends.adaptation import Adaptation, BuildFixApplied
+from bisector.report.adaptation import Adaptation, BuildFixApplied
 
 REPORT_VERSION = 2
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import metrics_file
+from bisector.collected import metrics_file
 from bisector.config import Section
 from bisector.errors import CollectError, ConfigError
 from bisector.metrics import PrometheusMetric, parse_source_metric
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 
 FACTORY = "k8s_io_kubernetes_pkg_client_informers_informers_generated_internalversion_factory_go_72"
 

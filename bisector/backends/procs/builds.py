@@ -17,19 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.adaptation import (
+from bisector.backends.base import Candidate
+from bisector.backends.procs import build as pb
+from bisector.backends.procs.options import BuildFix, ProcsSettings
+from bisector.backends.procs.recipe import TreeStep, tree_steps
+from bisector.backends.resources import BuildCache
+from bisector.backends.steps import Step, run_step, tail, tree_step
+from bisector.errors import BuildError
+from bisector.report.adaptation import (
     FROM_CONFIG,
     FROM_TREE,
     BuildFixApplied,
     write_build_fixes,
 )
-from bisector.backends.base import Candidate
-from bisector.backends.procs import build as pb
-from bisector.backends.procs.recipe import TreeStep, tree_steps
-from bisector.backends.procs.settings import BuildFix, ProcsSettings
-from bisector.backends.resources import BuildCache
-from bisector.backends.steps import Step, run_step, tail, tree_step
-from bisector.errors import BuildError
 
 APISERVER = "kube-apiserver"
 

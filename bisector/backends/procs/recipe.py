@@ -5,9 +5,9 @@ Kubernetes' `make` does more than `go build`; three things a kube-apiserver buil
 tree without go.mod needs, each read from that tree, so one configuration builds every
 tree of an era (the generator moved three times in 2017-2019):
 
-* **generated files that are not committed.** `build/root/Makefile.generated_files`
-  lists what `make generated_files` generates (`gen_deepcopy gen_defaulter
-  gen_conversion gen_openapi`) and what `verify_generated_files` checks is committed;
+* **generated files that are not committed.** The tree's `Makefile.generated_files`
+  (in `build/root/`) lists what `make generated_files` generates (`gen_deepcopy
+  gen_defaulter gen_conversion gen_openapi`) and what `verify_generated_files` checks is committed;
   the difference (openapi, until 2019) is made here as that Makefile makes it: its
   generator package is the path its `$(OPENAPI_GEN):` rule passes to
   `hack/make-rules/build.sh` (`cmd/libs/go2idl/openapi-gen` in June 2017,

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.adaptation import FROM_TREE, read_build_fixes
 from bisector.backends.procs import recipe
 from bisector.backends.procs.build import BuildPlace
 from bisector.errors import BuildError
+from bisector.report.adaptation import FROM_TREE, read_build_fixes
 from tests.helpers.procs_backend import ProcsWorld, built_of
 from tests.helpers.repo import BuiltRepo
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.backends.collected import metrics_file
 from bisector.backends.procs import workload as pw
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
+from bisector.collected import metrics_file
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
@@ -328,7 +328,7 @@ def test_no_hollow_node_means_none_a_workload_against_the_api_only(
 
 
 def test_hollow_nodes_below_zero_is_refused_and_zero_is_accepted(world: ProcsWorld) -> None:
-    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.procs.options import ProcsSettings
 
     assert ProcsSettings.from_section(world.section(hollow_nodes=0)).hollow_nodes == 0
     with pytest.raises(ConfigError, match="hollow_nodes"):
