@@ -1,0 +1,83 @@
+"""scripts/procs_measure.py: says what it does while its builds run, and leaves no worktree
+registered in the user's checkout, over the procs backend's fake Kubernetes programs
+(tests/helpers/fake_kube.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("measure", ROOT / "scripts/procs_measure.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["measure"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ProcsWorld]:
+    made = make_world(tmp_path)
+    with fake_env(monkeypatch, made):
+        yield made
+
+
+def _argv(world: ProcsWorld) -> list[str]:
+    config = world.root / "procs.toml"
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', "[backends.procs]"]
+    lines += [f"{k} = {json.dumps(v)}" for k, v in world.data().items()]
+    config.write_text("\n".join(lines) + "\n")
+    good, bad = world.repo.mainline[0], world.repo.mainline[3]
+    return [
+        "--repo", str(world.repo.path), "--config", str(config), "--run-dir", str(world.run_dir),
+        "--warmup", "2s", f"{good}:good", f"{bad}:bad",
+    ]  # fmt: skip
+
+
+def _worktrees(world: ProcsWorld) -> list[str]:
+    listed = subprocess.run(
+        ["git", "worktree", "list"], cwd=world.repo.path, capture_output=True, text=True, check=True
+    )
+    return listed.stdout.splitlines()
+
+
+def test_it_says_each_step_before_it_runs_and_removes_its_worktrees(
+    world: ProcsWorld, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _script().main(_argv(world)) == 0
+    out = capsys.readouterr().out
+    good = world.repo.mainline[0][:12]
+    # Before a cold setup and each cold build (minutes each), a line says what runs.
+    setup = out.index("setup: etcd, and the harness (kubemark)")
+    building = out.index(f"building {good} (a cold build takes minutes)")
+    assert setup < building < out.index(f"built {good} in ")
+    assert f"removing the worktrees under {world.run_dir / 'worktrees'}" in out
+    assert len(_worktrees(world)) == 1  # the checkout's own, nothing registered by the run
+
+
+def test_an_interrupted_run_leaves_no_worktree_either(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = _script()
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(script, "evaluate_candidate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        script.main(_argv(world))
+    assert len(_worktrees(world)) == 1
+    assert world.leftovers() == []
