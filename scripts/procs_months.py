@@ -162,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
                 backend.close()
     except KeyboardInterrupt:
         print("interrupted; teardown done", file=sys.stderr)
+        # The months done so far are figures of their own (a cold build takes minutes).
+        tried = [r for r in rows if r.built != "-"]
+        if tried:
+            print()
+            print(_table(tried, settings.metric))
         return 130
     finally:
         print(f"removing the worktrees under {worktrees}", flush=True)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -137,3 +138,33 @@ def test_a_month_that_does_not_build_is_said_with_its_reason_and_fails_the_proof
     assert "2017-08 " + made["august"][:12] + ": build failed: go build ./cmd/kube-apiserver" in out
     assert "syntax error: fake compile error" in out
     assert len(_git(world.root / "history", "worktree", "list").splitlines()) == 1
+
+
+def test_an_interrupted_run_prints_the_months_done_so_far(
+    world: ProcsWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = _history(world.root / "history")
+    months = _script()
+    real = months.evaluate_candidate
+    calls: list[str] = []
+
+    def interrupted_in_july(backend: Any, candidate: Any, settings: Any) -> Any:
+        calls.append(candidate.commit)
+        if candidate.commit == made["july"]:
+            raise KeyboardInterrupt
+        return real(backend, candidate, settings)
+
+    monkeypatch.setattr(months, "evaluate_candidate", interrupted_in_july)
+    argv = [
+        "--repo", str(world.root / "history"), "--config", str(_config(world, made["june"])),
+        "--since", "2017-06", "--until", "2017-08", "--run-dir", str(world.run_dir),
+        "--warmup", "2s",
+    ]  # fmt: skip
+    assert months.main(argv) == 130
+    out = capsys.readouterr().out
+    table = out[out.index("month    commit") :].splitlines()
+    assert table[1].split()[:2] == ["2017-06", made["june"][:12]]
+    assert table[1].split()[4:6] == ["yes", "yes"]
+    assert not any(line.startswith("2017-08") for line in table)  # never begun
+    assert len(_git(world.root / "history", "worktree", "list").splitlines()) == 1
+    assert world.leftovers() == []
