@@ -232,20 +232,32 @@ def counter_increase(
 
 
 def _selected_at_end(
-    window: Window, name: str, selector: Mapping[str, str], absent_is_zero: bool
+    window: Window,
+    name: str,
+    selector: Mapping[str, str],
+    absent_is_zero: bool,
+    *,
+    pattern: bool = False,
 ) -> list[Sample]:
-    """The selected series of `name` in the second snapshot; none is a CollectError (absent
-    is not zero: a tree before the one that added the metric prints nothing either) unless
-    `absent_is_zero` (the metric declared what its absence means)."""
-    found = [s for s in window.after.of(name) if selects(selector, s.labels)]
-    if not found and not absent_is_zero:
+    """The selected series of `name` (with `pattern`, of every sample name it matches
+    whole) in the second snapshot; none is a CollectError (absent is not zero: a tree
+    before the one that added the metric prints nothing either) unless `absent_is_zero`
+    (the metric declared what its absence means)."""
+    found = selected_in(window.after, name, selector, pattern=pattern)
+    if found or absent_is_zero:
+        return found
+    if pattern:
+        shown = "".join(f',{k}="{v}"' for k, v in sorted(selector.items()))
+        what = f'no series of {window.after.path} matches {{__name__=~"{name}"{shown}}}'
+        may = "the process may not register such families, or under other names"
+    else:
         shown = ",".join(f'{k}="{v}"' for k, v in sorted(selector.items()))
-        raise CollectError(
-            f"{name}{{{shown}}} is not in {window.after.path}: absent is not zero (the process "
-            "may not have this metric, or it is another family name in this version); if its "
-            'absence means none, declare absent = "zero" in the metric\'s table'
-        )
-    return found
+        what = f"{name}{{{shown}}} is not in {window.after.path}"
+        may = "the process may not have this metric, or it is another family name in this version"
+    raise CollectError(
+        f"{what}: absent is not zero ({may}); if its absence means none, declare "
+        'absent = "zero" in the metric\'s table'
+    )
 
 
 def gauge_value(
@@ -289,15 +301,7 @@ def series_matching(
 ) -> int:
     """How many series of the sample names `pattern` matches whole the selector picks at the
     window's end (PromQL `count({__name__=~"pattern", ...})`)."""
-    found = len(selected_in(window.after, pattern, selector, pattern=True))
-    if not found and not absent_is_zero:
-        shown = "".join(f',{k}="{v}"' for k, v in sorted(selector.items()))
-        raise CollectError(
-            f'no series of {window.after.path} matches {{__name__=~"{pattern}"{shown}}}: absent '
-            "is not zero (the process may not register such families, or under other names); "
-            'if none means none happened, declare absent = "zero" in the metric\'s table'
-        )
-    return found
+    return len(_selected_at_end(window, pattern, selector, absent_is_zero, pattern=True))
 
 
 @dataclass(frozen=True)
