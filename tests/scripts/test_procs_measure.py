@@ -4,28 +4,15 @@ registered in the user's checkout, over the procs backend's fake Kubernetes prog
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("measure", ROOT / "scripts/procs_measure.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["measure"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.scripts import load_script
 
 
 @pytest.fixture
@@ -57,7 +44,7 @@ def _worktrees(world: ProcsWorld) -> list[str]:
 def test_it_says_each_step_before_it_runs_and_removes_its_worktrees(
     world: ProcsWorld, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _script().main(_argv(world)) == 0
+    assert load_script("procs_measure").main(_argv(world)) == 0
     out = capsys.readouterr().out
     good = world.repo.mainline[0][:12]
     # Before a cold setup and each cold build (minutes each), a line says what runs.
@@ -71,7 +58,7 @@ def test_it_says_each_step_before_it_runs_and_removes_its_worktrees(
 def test_an_interrupted_run_leaves_no_worktree_either(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = _script()
+    script = load_script("procs_measure")
 
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt

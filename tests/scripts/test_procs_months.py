@@ -3,30 +3,17 @@ config, over the procs backend's fake Kubernetes programs (tests/helpers/fake_ku
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from tests.helpers.procs_backend import ProcsWorld, fake_env, make_world
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("months", ROOT / "scripts/procs_months.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["months"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers.scripts import load_script
 
 
 @pytest.fixture
@@ -85,11 +72,19 @@ def _config(world: ProcsWorld, harness: str) -> Path:
     return path
 
 
+def _argv(world: ProcsWorld, made: dict[str, str], since: str, until: str) -> list[str]:
+    """The script's arguments over `_history`, June's commit as the harness."""
+    return [
+        "--repo", str(world.root / "history"), "--config", str(_config(world, made["june"])),
+        "--since", since, "--until", until, "--run-dir", str(world.run_dir), "--warmup", "2s",
+    ]  # fmt: skip
+
+
 def test_each_month_is_its_first_first_parent_commit_by_utc_commit_date(tmp_path: Path) -> None:
     from bisector.gitrepo import GitRepo
 
     made = _history(tmp_path / "repo")
-    months = _script()
+    months = load_script("procs_months")
     assert months.months("2017-11", "2018-02") == ["2017-11", "2017-12", "2018-01", "2018-02"]
     rows = months.first_of_months(
         GitRepo(tmp_path / "repo"), "HEAD", months.months("2017-06", "2017-09")
@@ -105,12 +100,8 @@ def test_every_month_builds_and_launches_and_no_worktree_is_left(
     world: ProcsWorld, capsys: pytest.CaptureFixture[str]
 ) -> None:
     made = _history(world.root / "history")
-    argv = [
-        "--repo", str(world.root / "history"), "--config", str(_config(world, made["june"])),
-        "--since", "2017-06", "--until", "2017-08", "--run-dir", str(world.run_dir),
-        "--warmup", "2s",
-    ]  # fmt: skip
-    assert _script().main(argv) == 0
+    argv = _argv(world, made, "2017-06", "2017-08")
+    assert load_script("procs_months").main(argv) == 0
     out = capsys.readouterr().out
     assert "every month built and launched" in out
     table = out[out.index("month    commit") :].splitlines()
@@ -127,12 +118,8 @@ def test_a_month_that_does_not_build_is_said_with_its_reason_and_fails_the_proof
     world: ProcsWorld, capsys: pytest.CaptureFixture[str]
 ) -> None:
     made = _history(world.root / "history", broken_august=True)
-    argv = [
-        "--repo", str(world.root / "history"), "--config", str(_config(world, made["june"])),
-        "--since", "2017-08", "--until", "2017-08", "--run-dir", str(world.run_dir),
-        "--warmup", "2s",
-    ]  # fmt: skip
-    assert _script().main(argv) == 1
+    argv = _argv(world, made, "2017-08", "2017-08")
+    assert load_script("procs_months").main(argv) == 1
     out = capsys.readouterr().out
     assert "NOT every month built and launched" in out
     assert "2017-08 " + made["august"][:12] + ": build failed: go build ./cmd/kube-apiserver" in out
@@ -144,7 +131,7 @@ def test_an_interrupted_run_prints_the_months_done_so_far(
     world: ProcsWorld, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     made = _history(world.root / "history")
-    months = _script()
+    months = load_script("procs_months")
     real = months.evaluate_candidate
     calls: list[str] = []
 
@@ -155,11 +142,7 @@ def test_an_interrupted_run_prints_the_months_done_so_far(
         return real(backend, candidate, settings)
 
     monkeypatch.setattr(months, "evaluate_candidate", interrupted_in_july)
-    argv = [
-        "--repo", str(world.root / "history"), "--config", str(_config(world, made["june"])),
-        "--since", "2017-06", "--until", "2017-08", "--run-dir", str(world.run_dir),
-        "--warmup", "2s",
-    ]  # fmt: skip
+    argv = _argv(world, made, "2017-06", "2017-08")
     assert months.main(argv) == 130
     out = capsys.readouterr().out
     table = out[out.index("month    commit") :].splitlines()
