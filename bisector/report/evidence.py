@@ -8,6 +8,7 @@ from bisector.numbers import NO_VALUE
 from bisector.report.adaptation import Adaptation
 from bisector.report.facts import (
     Reason,
+    measured_elsewhere,
     measured_runs_text,
     runs_text,
     short,
@@ -85,11 +86,23 @@ class Skip:
     subject: str
     n: int
     reason: Reason
+    measured: str = ""  # its commit's values in other runs: this run only was lost
+
+    @property
+    def after(self) -> str:
+        """What follows the reason: that the commit was measured in another run."""
+        return f" (measured in another run: {self.measured})" if self.measured else ""
 
 
 def skips(report: Report) -> list[Skip]:
     return [
-        Skip(short(e.commit), e.subject, e.n, split_reason(e.reason))
+        Skip(
+            short(e.commit),
+            e.subject,
+            e.n,
+            split_reason(e.reason),
+            measured_elsewhere(report, e),
+        )
         for e in report.evaluations
         if e.verdict == "skip"
     ]

@@ -184,7 +184,7 @@ def _skips(report: Report) -> str:
         return '<p class="muted">No commit was skipped.</p>'
     items = "".join(
         f"<li>#{s.n} <code>{escape(s.commit)}</code> {escape(s.subject)}: "
-        f"{escape(s.reason.summary)}{_output(s.reason.output)}</li>"
+        f"{escape(s.reason.summary)}{escape(s.after)}{_output(s.reason.output)}</li>"
         for s in found
     )
     return f"<h3>Skipped ({len(found)})</h3><ul>{items}</ul>"

@@ -164,7 +164,9 @@ def _skips(report: Report) -> list[str]:
         return ["No commit was skipped.", ""]
     lines = [f"### Skipped ({len(found)})", ""]
     for s in found:
-        lines.append(f"- #{s.n} {code(s.commit)} {esc(s.subject)}: {esc(s.reason.summary)}")
+        lines.append(
+            f"- #{s.n} {code(s.commit)} {esc(s.subject)}: {esc(s.reason.summary)}{esc(s.after)}"
+        )
         if s.reason.output:
             lines += ["", "  ```", *(f"  {line}" for line in s.reason.output), "  ```"]
     return [*lines, ""]
