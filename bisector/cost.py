@@ -265,6 +265,26 @@ class MeasuredPhases:
         guessed: float = getattr(self.guess, f"{phase}_s", 0.0)
         return guessed
 
+    def phases(self) -> Phases | None:
+        """This run's phase times as the cost model's per-evaluation phases (the mean of
+        each, every warmup together: search runs ended early and full ones alike; a phase
+        not measured yet is the model's guess, else 0); None before any measurement."""
+        warmups = self.measured["warmup"] + self.search_warmups
+        if self.clean_build is None and not warmups and not any(self.measured.values()):
+            return None
+
+        def seconds(phase: str) -> float:
+            return self.expected(phase, search=False) or 0.0
+
+        return Phases(
+            build_s=seconds("build"),
+            launch_s=seconds("launch"),
+            warmup_s=_mean(warmups) if warmups else seconds("warmup"),
+            collect_s=seconds("collect"),
+            teardown_s=seconds("teardown"),
+            setup_s=self.guess.setup_s if self.guess is not None else 0.0,
+        )
+
     def evaluation_s(self, *, search: bool) -> float | None:
         """One coming evaluation's wall time; None while a phase has neither figure."""
         total = 0.0

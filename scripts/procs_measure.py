@@ -156,6 +156,25 @@ def main(argv: list[str] | None = None) -> int:
     section = _override(settings.backend_section, args.set)
     run_dir = (args.run_dir or Path(f"/tmp/procs-measure-{int(time.time())}")).absolute()
     run_dir.mkdir(parents=True, exist_ok=True)
+    worktrees = run_dir / "worktrees"
+    try:
+        _measure(args, repo, settings, section, targets, run_dir=run_dir)
+    finally:
+        # The worktrees are registered in the user's checkout: none is left behind.
+        print(f"removing the worktrees under {worktrees}", flush=True)
+        repo.remove_worktrees_under(worktrees)
+    return _summary(targets, args)
+
+
+def _measure(
+    args: argparse.Namespace,
+    repo: GitRepo,
+    settings: RunSettings,
+    section: Section,
+    targets: list[Target],
+    *,
+    run_dir: Path,
+) -> None:
     base = run_dir / "worktrees" / "base"
     repo.add_worktree(base, targets[0].commit)
     # The run's own context (bisector.settings), with the --set overrides in its table.
@@ -170,17 +189,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{settings.warmup_s:g}s; {', '.join(args.set) or 'config settings'}",
         flush=True,
     )
-
     n = 0
     with sigterm_as_interrupt(), proc.track_groups(run_dir / "processes.jsonl"):
         for line in proc.stop_orphans(run_dir / "processes.jsonl"):
             print(line)
+        # A cold setup and a cold build take minutes each: say what is running.
+        print("setup: etcd, and the harness (kubemark) built once or from the cache", flush=True)
         backend.setup()
         try:
             for t in targets:  # builds first: their times are figures of their own
                 worktree = run_dir / "worktrees" / t.commit[:12]
                 repo.add_worktree(worktree, t.commit)
                 candidate = Candidate(t.commit, worktree, run_dir / "builds" / t.commit[:12])
+                print(f"building {t.commit[:12]} (a cold build takes minutes)", flush=True)
                 start = time.monotonic()
                 try:
                     backend.build(candidate)
@@ -209,7 +230,6 @@ def main(argv: list[str] | None = None) -> int:
                     print(_show(row), flush=True)
         finally:
             backend.close()
-    return _summary(targets, args)
 
 
 def _summary(targets: list[Target], args: argparse.Namespace) -> int:

@@ -75,6 +75,9 @@ class Estimate:
     basis: str  # where the phase durations come from, or why there are none
 
 
+MEASURED_BASIS = "this run's measured phase times, the mean of each"
+
+
 def phases_basis(settings: RunSettings) -> str:
     """Where `phases_for` takes a run's phase durations from (said next to the figures)."""
     model = backend_info(settings.backend).phases
@@ -91,8 +94,12 @@ def phases_basis(settings: RunSettings) -> str:
     )
 
 
-def estimate(settings: RunSettings, repo: GitRepo, good: str, bad: str) -> Estimate:
-    """The cost model applied to `settings` and the range good..bad (resolved commits)."""
+def estimate(
+    settings: RunSettings, repo: GitRepo, good: str, bad: str, *, measured: Phases | None = None
+) -> Estimate:
+    """The cost model applied to `settings` and the range good..bad (resolved commits);
+    with `measured`, one evaluation's phases are those a run measured (`[run] estimate`
+    and the backend's guesses are for before any measurement)."""
     size = len(repo.rev_list(good, bad, first_parent=settings.first_parent, paths=settings.paths))
     descent = 1.0
     if settings.first_parent and size:
@@ -100,7 +107,7 @@ def estimate(settings: RunSettings, repo: GitRepo, good: str, bad: str) -> Estim
         descent = len(repo.rev_list(good, bad, paths=settings.paths)) / size
     shape = search_shape(settings, size, descent)
     expected = expected_search(shape)
-    phases = phases_for(
+    phases = measured or phases_for(
         model=backend_info(settings.backend).phases,
         warmup_s=settings.warmup_s,
         estimate_s=settings.estimate_s,
@@ -113,7 +120,8 @@ def estimate(settings: RunSettings, repo: GitRepo, good: str, bad: str) -> Estim
             price_per_cluster_hour=settings.price_per_cluster_hour,
             prefetch_hit=prefetch_share(settings),
         )
-    return Estimate(shape, expected, phases, costed, phases_basis(settings))
+    basis = MEASURED_BASIS if measured is not None else phases_basis(settings)
+    return Estimate(shape, expected, phases, costed, basis)
 
 
 def prefetch_share(settings: RunSettings) -> float:

@@ -10,12 +10,13 @@ from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
-from bisector.bisection.usage import cost_summary
+from bisector.bisection.usage import cost_summary, measured_phases
 from bisector.measure.journal import Mark as MarkRecord
 from bisector.measure.journal import TeardownFailed
 from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
-from bisector.report.adaptation import Adaptation
+from bisector.report.adaptation import Adaptation, read_build_fixes
+from bisector.report.evidence import build_adaptations
 from bisector.report.model import (
     Culprit,
     Endpoint,
@@ -99,6 +100,7 @@ def evaluation_of(
         teardown_error=m.teardown_error,
         command_logs=command_logs,
         load=m.load,
+        build_fixes=read_build_fixes(eval_dir) if eval_dir is not None else [],
     )
 
 
@@ -182,12 +184,16 @@ def build_report(
     ]
     # The model's figures from the same function and settings `--dry-run` uses, beside
     # what this run's own measurements used (the cached ones were paid for before).
+    # Once phases are measured, the model's time is theirs (as the live ETA's).
+    before = estimate(s, repo, b.good, b.bad)
+    phases = measured_phases(list(b.journal.own), before.phases)
     costs = cost_summary(
-        estimate(s, repo, b.good, b.bad),
+        before,
         list(b.journal.own),
         sum(1 for m in ordered if m.id in cached),
         s.price_per_cluster_hour,
         earlier=sum(1 for m in b.journal.own if m.id in b.journal.earlier_ids),
+        remodel=None if phases is None else estimate(s, repo, b.good, b.bad, measured=phases),
     )
     return Report(
         status=_status(found),
@@ -217,7 +223,7 @@ def build_report(
         remote=remote,
         repo=str(Path(s.repo).resolve()),
         cost=costs,
-        adaptations=_adaptations(b.backend),
+        adaptations=_adaptations(b.backend) + build_adaptations(evaluations),
     )
 
 

@@ -1,7 +1,10 @@
 """The report's cost section: the cost model's figures beside what the run used.
 
 The model's side is `plan.estimate`, the same function `--dry-run` prints, applied to
-the run's own settings and range. The measured side comes from the run's measurements:
+the run's own settings and range: once before the run (`[run] estimate`, as `--dry-run`
+said it), and again with the phase times the run measured (what every estimate says
+once phases are measured: the model's evaluations and rounds, this run's phases). The
+measured side comes from the run's measurements:
 
 * evaluations: every measurement this run made (skips too: they held a cluster);
   measurements reused from the cache were paid for by an earlier run.
@@ -25,6 +28,7 @@ from pathlib import Path
 
 from bisector import proclog
 from bisector.bisection.plan import Estimate
+from bisector.cost import MeasuredPhases, Phases
 from bisector.measure.measurement import Measurement
 from bisector.report.model import CostSummary, MeasuredCost, ModelCost, ModelPhases
 
@@ -115,7 +119,31 @@ def measured_cost(
     )
 
 
+def measured_phases(own: list[Measurement], guess: Phases | None = None) -> Phases | None:
+    """The phase times the measurements `own` took, as the cost model's per-evaluation
+    phases (bisector.cost.MeasuredPhases, as the live ETA reads them); None when none
+    has any (measured before the phases were kept, or nothing measured)."""
+    times = MeasuredPhases(guess)
+    for m in own:
+        if m.phase_s:
+            times.add(m.phase_s, search=m.phase == "bisect")
+    return times.phases()
+
+
 def cost_summary(
-    model: Estimate, own: list[Measurement], reused: int, price: float | None, earlier: int = 0
+    model: Estimate,
+    own: list[Measurement],
+    reused: int,
+    price: float | None,
+    earlier: int = 0,
+    *,
+    remodel: Estimate | None = None,
 ) -> CostSummary:
-    return CostSummary(price, model_cost(model), measured_cost(own, reused, price, earlier))
+    """The model before the run (`model`, as --dry-run), the same model with this run's
+    measured phase times (`remodel`, None when none were measured), and what was used."""
+    return CostSummary(
+        price,
+        model_cost(model),
+        measured_cost(own, reused, price, earlier),
+        None if remodel is None else model_cost(remodel),
+    )

@@ -269,6 +269,9 @@ class Evaluator(Deciding):
         try:
             m = self._evaluate(candidate, job, tree, early, hooks)
             m.logs = gzip_logs(m.logs)  # scored: kept gzipped at rest (bisector.runfiles)
+            # Torn down: the slot's line ends, so a wait for a build ahead shows as that
+            # build, not as a teardown far longer than expected.
+            self.progress.evaluated(slot)
             self.prefetch.finish()
         except BaseException:
             self.progress.evaluated(slot)
@@ -280,7 +283,6 @@ class Evaluator(Deciding):
                     self.journal.write(Cleaned(str(eval_dir)))
             self.prefetch.stop()
             raise
-        self.progress.evaluated(slot)
         with self.lock:
             self.teardowns.in_flight.pop(slot, None)
             self.phase_times.add(m.phase_s, search=job.phase == "bisect")

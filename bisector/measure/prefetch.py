@@ -142,8 +142,11 @@ class Prefetcher:
     def finish(self) -> None:
         """Builds started during this warmup end before the measurement counts."""
         with self.lock:
-            pending = [done for done in self._done.values() if not done.is_set()]
-        for done in pending:
+            pending = {c: done for c, done in self._done.items() if not done.is_set()}
+        if pending:
+            ahead = ", ".join(c[:12] for c in pending)
+            self.progress.note(f"waiting for the build ahead of {ahead} before the next run")
+        for done in pending.values():
             done.wait()  # failures were journaled by _build_ahead
 
     def stop(self) -> None:

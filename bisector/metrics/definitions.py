@@ -20,6 +20,13 @@ source = "prometheus"
 target = "etcd"                                  # whose /metrics: apiserver (default), etcd
 gauge = "etcd_debugging_mvcc_watcher_total"      # or series = "NAME": how many series match
 
+[metrics.reflector_series]
+source = "prometheus"
+series_matching = "reflector_.*"                 # a name pattern, PromQL's
+                                                 # count({__name__=~"reflector_.*"}): every
+                                                 # family a leak registers; ".+": the page's
+                                                 # whole series count (`grep -vc '^#'`)
+
 [metrics.patch_nodes_p99_ms]
 source = "prometheus"
 histogram = ["apiserver_request_duration_seconds", "apiserver_request_latencies"]
@@ -38,6 +45,7 @@ worse = "higher"                                 # every source: "higher" (defau
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from bisector.config import Section
@@ -47,7 +55,8 @@ from bisector.metrics.prometheus import UNIT_SCALE
 
 SOURCES = ("log", "cl2", "prometheus", "process")
 PROCESS_VALUES = ("cpu_s", "peak_rss_bytes", "peak_rss_mib")
-PROMETHEUS_KINDS = ("counter", "histogram", "summary", "gauge", "series")
+PROMETHEUS_KINDS = ("counter", "histogram", "summary", "gauge", "series", "series_matching")
+MATCHING = "series_matching"  # its `families` holds one name pattern (a regular expression)
 QUANTILE_KINDS = ("histogram", "summary")
 # Whose /metrics a prometheus metric reads (bisector.collected.metrics_file): the
 # procs backend snapshots each control-plane process it runs; other backends the apiserver.
@@ -96,6 +105,9 @@ class PrometheusMetric:
         }
         how = what.get(self.kind, f"p{_pct(self.quantile)} (the summary's own)")
         whose = "" if self.target == "apiserver" else f"{self.target} "
+        if self.kind == MATCHING:
+            matchers = [f'__name__=~"{self.families[0]}"', *(f'{k}="{v}"' for k, v in self.labels)]
+            return f"prometheus {whose}count({{{','.join(matchers)}}}) at the end"
         return f"prometheus {whose}{'|'.join(self.families)}{{{shown}}} {how}"
 
 
@@ -170,7 +182,12 @@ def _prometheus(name: str, table: Section) -> PrometheusMetric:
         )
     kind = kinds[0]
     raw = table.data[kind]
-    families = (raw,) if isinstance(raw, str) else tuple(table.get_str_list(kind))
+    families: tuple[str, ...]
+    if kind == MATCHING:
+        families = (table.get_str(kind),)
+        _check_pattern(table, families[0])
+    else:
+        families = (raw,) if isinstance(raw, str) else tuple(table.get_str_list(kind))
     if not families or not all(families):
         raise ConfigError(f"{table.where(kind)}: name a metric family")
     quantile = table.opt_float("quantile")
@@ -200,6 +217,21 @@ def _prometheus(name: str, table: Section) -> PrometheusMetric:
     return PrometheusMetric(
         name, kind, families, labels, quantile, unit, worse, absent=absent, target=target
     )
+
+
+def _check_pattern(table: Section, pattern: str) -> None:
+    """A family-name pattern must compile, and match whole names (PromQL anchors `=~`)."""
+    if not pattern:
+        raise ConfigError(
+            f'{table.where(MATCHING)}: write a name pattern, e.g. "reflector_.*" '
+            '(".+": every series)'
+        )
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(
+            f"{table.where(MATCHING)}: {pattern!r} is not a regular expression ({exc})"
+        ) from None
 
 
 # The built-ins: names a SIG Scalability reader knows, sources the CI jobs and backends give.

@@ -23,7 +23,12 @@ between the two snapshots:
   `etcd_debugging_mvcc_watcher_total`, `go_goroutines`); none selected is no value;
 - series: how many series of a name the labels select in the second snapshot (one per
   watched resource, per client ...); for both, none is no value (absent is not zero)
-  unless the metric declares `absent = "zero"`.
+  unless the metric declares `absent = "zero"`;
+- series matching: `count({__name__=~"PATTERN", labels})` in the second snapshot: the
+  series of every sample name the pattern matches whole (as PromQL anchors `=~`), what
+  `curl /metrics | grep -c` counts: a leak that registers numbered families
+  (`reflector_<name>_<N>_...`) adds families no exact name names; `.+` is the page's
+  every series. None matching is no value unless `absent = "zero"`.
 
 Label matching is PromQL's: every selector label must equal the series' label, and a label
 the series lacks reads as "". So `{resource="nodes"}` selects `{resource}` (2017),
@@ -42,6 +47,7 @@ alone, a lower bound that can read as good.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,20 +232,32 @@ def counter_increase(
 
 
 def _selected_at_end(
-    window: Window, name: str, selector: Mapping[str, str], absent_is_zero: bool
+    window: Window,
+    name: str,
+    selector: Mapping[str, str],
+    absent_is_zero: bool,
+    *,
+    pattern: bool = False,
 ) -> list[Sample]:
-    """The selected series of `name` in the second snapshot; none is a CollectError (absent
-    is not zero: a tree before the one that added the metric prints nothing either) unless
-    `absent_is_zero` (the metric declared what its absence means)."""
-    found = [s for s in window.after.of(name) if selects(selector, s.labels)]
-    if not found and not absent_is_zero:
+    """The selected series of `name` (with `pattern`, of every sample name it matches
+    whole) in the second snapshot; none is a CollectError (absent is not zero: a tree
+    before the one that added the metric prints nothing either) unless `absent_is_zero`
+    (the metric declared what its absence means)."""
+    found = selected_in(window.after, name, selector, pattern=pattern)
+    if found or absent_is_zero:
+        return found
+    if pattern:
+        shown = "".join(f',{k}="{v}"' for k, v in sorted(selector.items()))
+        what = f'no series of {window.after.path} matches {{__name__=~"{name}"{shown}}}'
+        may = "the process may not register such families, or under other names"
+    else:
         shown = ",".join(f'{k}="{v}"' for k, v in sorted(selector.items()))
-        raise CollectError(
-            f"{name}{{{shown}}} is not in {window.after.path}: absent is not zero (the process "
-            "may not have this metric, or it is another family name in this version); if its "
-            'absence means none, declare absent = "zero" in the metric\'s table'
-        )
-    return found
+        what = f"{name}{{{shown}}} is not in {window.after.path}"
+        may = "the process may not have this metric, or it is another family name in this version"
+    raise CollectError(
+        f"{what}: absent is not zero ({may}); if its absence means none, declare "
+        'absent = "zero" in the metric\'s table'
+    )
 
 
 def gauge_value(
@@ -259,6 +277,31 @@ def series_count(
 ) -> int:
     """How many series of sample `name` the selector picks at the window's end."""
     return len(_selected_at_end(window, name, selector, absent_is_zero))
+
+
+def selected_in(
+    snapshot: Snapshot, name: str, selector: Mapping[str, str], *, pattern: bool = False
+) -> list[Sample]:
+    """The series of sample `name` (or, with `pattern`, of every sample name the pattern
+    matches whole) the selector picks in one snapshot."""
+    if not pattern:
+        return [s for s in snapshot.of(name) if selects(selector, s.labels)]
+    whole = re.compile(f"(?:{name})")
+    return [
+        s
+        for sample_name, samples in snapshot.samples.items()
+        if whole.fullmatch(sample_name)
+        for s in samples
+        if selects(selector, s.labels)
+    ]
+
+
+def series_matching(
+    window: Window, pattern: str, selector: Mapping[str, str], *, absent_is_zero: bool = False
+) -> int:
+    """How many series of the sample names `pattern` matches whole the selector picks at the
+    window's end (PromQL `count({__name__=~"pattern", ...})`)."""
+    return len(_selected_at_end(window, pattern, selector, absent_is_zero, pattern=True))
 
 
 @dataclass(frozen=True)

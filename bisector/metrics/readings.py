@@ -24,7 +24,13 @@ from bisector.collected import (
 )
 from bisector.errors import CollectError
 from bisector.metrics import cl2, prometheus
-from bisector.metrics.definitions import Cl2Metric, ProcessMetric, PrometheusMetric, SourceMetric
+from bisector.metrics.definitions import (
+    MATCHING,
+    Cl2Metric,
+    ProcessMetric,
+    PrometheusMetric,
+    SourceMetric,
+)
 
 MIB = 1 << 20
 
@@ -40,11 +46,17 @@ class Reading:
     # before the launch, an evaluation holds it to its launch as it holds the log
     # (bisector.measure.provenance). None: the files do not say.
     started: float | None = None
+    # The metric read at the warmup's start, where that has a meaning (a gauge's or a
+    # series count's first snapshot, a counter's or CPU's 0): the report draws the run's
+    # own metric from there to `value`. None: only the window's value exists (quantiles).
+    at_start: float | None = None
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {"source": self.source, "from": self.where}
         if self.started is not None:
             out["started"] = self.started
+        if self.at_start is not None:
+            out["at_start"] = self.at_start
         return out
 
 
@@ -131,7 +143,28 @@ def _prometheus(metric: PrometheusMetric, evidence: Evidence) -> Reading:
     files = str(last)
     if before is not None:
         files = f"{first} -> {last}"
-    return Reading(metric.name, value, "prometheus", f"{files} {family}", after.start_time)
+    start = None if before is None else value_at_start(metric, before)
+    where = f"{files} {family}"
+    return Reading(metric.name, value, "prometheus", where, after.start_time, at_start=start)
+
+
+def value_at_start(metric: PrometheusMetric, before: prometheus.Snapshot) -> float | None:
+    """The metric in the warmup's first snapshot: a counter's increase starts at 0; a gauge
+    or a series count reads that page alone (None when it holds none of them: absent is
+    not zero); a quantile has no value at a moment."""
+    if metric.kind == "counter":
+        return 0.0
+    if metric.kind not in ("gauge", "series", MATCHING):
+        return None
+    family = next((f for f in metric.families if before.of(f)), metric.families[0])
+    found = prometheus.selected_in(
+        before, family, dict(metric.labels), pattern=metric.kind == MATCHING
+    )
+    if not found:
+        return 0.0 if metric.absent == "zero" else None
+    if metric.kind == "gauge":
+        return sum(s.value for s in found)
+    return float(len(found))
 
 
 def prometheus_value(
@@ -141,6 +174,12 @@ def prometheus_value(
     suffix = "_bucket" if metric.kind == "histogram" else ""
     family = next((f for f in metric.families if after.of(f + suffix)), metric.families[0])
     selector = dict(metric.labels)
+    if metric.kind == MATCHING:
+        assert before is not None
+        zero = metric.absent == "zero"
+        window = prometheus.Window(before, after)
+        count = prometheus.series_matching(window, family, selector, absent_is_zero=zero)
+        return float(count), f'{{__name__=~"{family}"}}'
     if metric.kind in ("gauge", "series"):
         assert before is not None
         window = prometheus.Window(before, after)
@@ -215,4 +254,5 @@ def _process(metric: ProcessMetric, evidence: Evidence) -> Reading:
         "process",
         f"{where} {metric.process} {metric.value} over {usage.end - usage.start:.0f}s",
         usage.start,
+        at_start=0.0 if metric.value == "cpu_s" else None,  # CPU spent since the start
     )

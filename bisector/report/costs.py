@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bisector.durations import format_duration
-from bisector.report.model import CostSummary, EtaCheck, ModelPhases
+from bisector.report.model import CostSummary, EtaCheck, ModelCost, ModelPhases
 from bisector.report.wording import counted_whole_plain
 
 MODEL_HEADER = "model (expected before the run)"
+MODEL_MEASURED_HEADER = "model (this run's phase times)"
 MEASURED_HEADER = "measured (this run)"
 NO_ESTIMATE = "no estimate"
 
@@ -38,8 +39,13 @@ def _or_none(value: float | None, text: str) -> str:
     return NO_ESTIMATE if value is None else text
 
 
+def model_header(cost: CostSummary) -> str:
+    """The model column's name: with this run's phase times once it has them."""
+    return MODEL_MEASURED_HEADER if cost.model_measured_phases is not None else MODEL_HEADER
+
+
 def cost_rows(cost: CostSummary) -> list[CostRow]:
-    model, measured = cost.model, cost.measured
+    model, measured = cost.expected, cost.measured
     reused = f" (+{measured.reused} reused from earlier runs)" if measured.reused else ""
     rows = [
         CostRow(
@@ -89,8 +95,15 @@ def phases_text(phases: ModelPhases) -> str:
 
 def cost_notes(cost: CostSummary, backend: str) -> list[str]:
     """What each column is and where its figures come from."""
-    model, measured = cost.model, cost.measured
-    if model.phases is None:
+    model, measured = cost.expected, cost.measured
+    if cost.model_measured_phases is not None and model.phases is not None:
+        first = (
+            "The model's figures are bisector.cost's, from this run's settings and range "
+            "(its evaluations and rounds, as `bisector run --dry-run` counts them) with one "
+            f"evaluation as this run measured it: {phases_text(model.phases)}. "
+            + _before_text(cost.model)
+        )
+    elif model.phases is None:
         first = (
             "The model (bisector.cost, from this run's settings and range, as "
             "`bisector run --dry-run` prints it) counts evaluations and rounds but has no "
@@ -120,6 +133,16 @@ def cost_notes(cost: CostSummary, backend: str) -> list[str]:
     return notes
 
 
+def _before_text(before: ModelCost) -> str:
+    """What the model said before the run, from the settings' phase times."""
+    if before.wall_s is None or before.phases is None:
+        return f"Before the run it had no time figures ({before.basis})."
+    return (
+        f"Before the run ({before.basis}: {phases_text(before.phases)}) it said wall "
+        f"{format_duration(before.wall_s)}."
+    )
+
+
 def eta_text(eta: EtaCheck) -> str:
     """The ETA said when the search began against the wall time the run took."""
     took = f"the run took {format_duration(eta.actual_s)}"
@@ -139,9 +162,10 @@ def eta_text(eta: EtaCheck) -> str:
 
 def cost_summary_lines(cost: CostSummary) -> list[str]:
     """Two lines for the end-of-run summary: the model's expectation, then what was used."""
-    model, measured = cost.model, cost.measured
+    model, measured = cost.expected, cost.measured
     price = cost.price_per_cluster_hour is not None
-    expected = f"cost, model (expected): {model.evaluations} evaluations in {model.rounds} rounds"
+    whose = "expected" if cost.model_measured_phases is None else "this run's phase times"
+    expected = f"cost, model ({whose}): {model.evaluations} evaluations in {model.rounds} rounds"
     if model.wall_s is None or model.cluster_hours is None:
         expected += f"; no estimate of time or cluster-hours ({model.basis})"
     else:
@@ -151,6 +175,9 @@ def cost_summary_lines(cost: CostSummary) -> list[str]:
         )
         if price and model.money is not None:
             expected += f", money {money_text(model.money)}"
+    before = cost.model
+    if cost.model_measured_phases is not None and before.wall_s is not None:
+        expected += f" (before the run: wall {format_duration(before.wall_s)})"
     reused = f" (+{measured.reused} reused)" if measured.reused else ""
     if measured.earlier:  # a resumed (or rerun) run: say what this session itself measured
         now = measured.evaluations - measured.earlier

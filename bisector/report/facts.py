@@ -125,12 +125,25 @@ def confidence_text(report: Report) -> str:
     return f"{confidence} (probabilistic bisection, {how}{sure})"
 
 
+def measured_elsewhere(report: Report, skipped: Evaluation) -> str:
+    """A skipped run's commit measured in another run: `45 (bisect)`; "" when no run of it
+    gave a value (the commit itself is skipped, not only one of its runs)."""
+    runs = [e for e in runs_of(report, skipped.commit) if e.value is not None]
+    return ", ".join(f"{value_text(e.value, report.metric)} ({e.phase})" for e in runs)
+
+
 def search_text(report: Report) -> str:
-    skipped = sum(e.verdict == "skip" for e in report.evaluations)
+    skips = [e for e in report.evaluations if e.verdict == "skip"]
+    # A commit is skipped when no run of it was measured; a failed run of a commit that
+    # another run measured is a retry, not a skip.
+    never = {e.commit for e in skips if not measured_elsewhere(report, e)}
+    retried = sum(1 for e in skips if e.commit not in never)
     kind = "first-parent commits" if report.first_parent else "commits"
     text = f"{len(report.evaluations)} evaluations over {report.range_size} {kind}"
-    if skipped:
-        text += f", {skipped} skipped"
+    if never:
+        text += f", {len(never)} skipped"
+    if retried:
+        text += f", {retried} failed {'run' if retried == 1 else 'runs'} of commits measured again"
     if report.search.parallel > 1:
         text += f", {report.search.parallel} at a time"
     return text

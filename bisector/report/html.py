@@ -7,13 +7,13 @@ from html import escape
 
 from bisector.report.costs import (
     MEASURED_HEADER,
-    MODEL_HEADER,
     NO_ESTIMATE,
     cost_notes,
     cost_rows,
     eta_text,
+    model_header,
 )
-from bisector.report.evidence import evidence_rows, skips
+from bisector.report.evidence import built_with, evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
@@ -110,6 +110,9 @@ def _culprit(report: Report) -> str:
         rows.append(
             ("came in with merge", f"{_sha(report, merge.commit)} {escape(merge.subject)}{pr}")
         )
+    for role, commit in (("culprit", culprit.commit), ("its parent", culprit.parent.commit)):
+        if built := built_with(report, commit):
+            rows.append((f"{role} built with", f"{_sha(report, commit)} {escape(built)}"))
     body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows)
     why = f'<p class="why">{escape(why_culprit(report))}</p>'
     return f'<h2>Culprit</h2><dl class="kv">{body}</dl>{why}'
@@ -181,7 +184,7 @@ def _skips(report: Report) -> str:
         return '<p class="muted">No commit was skipped.</p>'
     items = "".join(
         f"<li>#{s.n} <code>{escape(s.commit)}</code> {escape(s.subject)}: "
-        f"{escape(s.reason.summary)}{_output(s.reason.output)}</li>"
+        f"{escape(s.reason.summary)}{escape(s.after)}{_output(s.reason.output)}</li>"
         for s in found
     )
     return f"<h3>Skipped ({len(found)})</h3><ul>{items}</ul>"
@@ -246,7 +249,7 @@ def _cost(report: Report) -> str:
     notes = "".join(f"<li>{_code_spans(escape(n))}</li>" for n in said)
     return (
         "<h2>Cost: the model's expectation and what the run used</h2>"
-        f'<table class="cost"><tr><th></th><th>{escape(MODEL_HEADER)}</th>'
+        f'<table class="cost"><tr><th></th><th>{escape(model_header(report.cost))}</th>'
         f"<th>{escape(MEASURED_HEADER)}</th></tr>{body}</table>"
         f'<ul class="facts small">{notes}</ul>'
     )
@@ -323,6 +326,23 @@ def _details(report: Report) -> str:
     return f'<h2>Run</h2><dl class="kv">{body}</dl>{log}'
 
 
+def _adaptations(report: Report) -> str:
+    """What the backend added to the candidates' scripts and builds (report.json's
+    `adaptations`), each with its commands."""
+    if not report.adaptations:
+        return ""
+    items = "".join(
+        f"<li><strong>{escape(a.name)}</strong>: {escape(a.why)}"
+        + "".join(f"<br><code>{escape(c)}</code>" for c in a.commands)
+        + "</li>"
+        for a in report.adaptations
+    )
+    return (
+        f"<h2>What the {escape(report.backend)} backend added to the scripts and builds</h2>"
+        f'<ul class="facts small">{items}</ul>'
+    )
+
+
 def render_html(report: Report, gun: SmokingGun) -> str:
     state = "ok" if report.confirmed else "warn"
     return (
@@ -332,5 +352,6 @@ def render_html(report: Report, gun: SmokingGun) -> str:
         f'<h1>bisector report</h1>{_teardown(report)}<div class="status {state}">'
         f"{escape(headline(report))}</div>"
         f"{_culprit(report)}{_evidence(report)}{_range_plot(report)}{_gun(report, gun)}"
-        f"{_cost(report)}{_timeline(report)}{_details(report)}</body></html>\n"
+        f"{_cost(report)}{_timeline(report)}{_adaptations(report)}{_details(report)}"
+        "</body></html>\n"
     )

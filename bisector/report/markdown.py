@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from bisector.report.costs import MEASURED_HEADER, MODEL_HEADER, cost_notes, cost_rows, eta_text
-from bisector.report.evidence import evidence_rows, skips
+from bisector.report.costs import (
+    MEASURED_HEADER,
+    cost_notes,
+    cost_rows,
+    eta_text,
+    model_header,
+)
+from bisector.report.evidence import built_with, evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
@@ -57,7 +63,7 @@ def _teardown(report: Report) -> list[str]:
 def _adaptations(report: Report) -> list[str]:
     if not report.adaptations:
         return []
-    lines = [f"## What the {report.backend} backend added to the scripts", ""]
+    lines = [f"## What the {report.backend} backend added to the scripts and builds", ""]
     for a in report.adaptations:
         lines.append(f"- **{esc(a.name)}**: {esc(a.why)}")
         lines += [f"  - {code(c)}" for c in a.commands]
@@ -82,6 +88,9 @@ def _culprit(report: Report) -> list[str]:
         pr = f" (PR {_link(f'#{merge.pr}', pr_url(remote, merge.pr))})" if merge.pr else ""
         sha = _link(code(short(merge.commit)), commit_url(remote, merge.commit))
         lines.append(f"- came in with merge {sha} {esc(merge.subject)}{pr}")
+    for role, commit in (("culprit", culprit.commit), ("its parent", culprit.parent.commit)):
+        if built := built_with(report, commit):
+            lines.append(f"- {role} {code(short(commit))} built with: {esc(built)}")
     return [*lines, "", why_culprit(report), ""]
 
 
@@ -155,7 +164,9 @@ def _skips(report: Report) -> list[str]:
         return ["No commit was skipped.", ""]
     lines = [f"### Skipped ({len(found)})", ""]
     for s in found:
-        lines.append(f"- #{s.n} {code(s.commit)} {esc(s.subject)}: {esc(s.reason.summary)}")
+        lines.append(
+            f"- #{s.n} {code(s.commit)} {esc(s.subject)}: {esc(s.reason.summary)}{esc(s.after)}"
+        )
         if s.reason.output:
             lines += ["", "  ```", *(f"  {line}" for line in s.reason.output), "  ```"]
     return [*lines, ""]
@@ -179,7 +190,7 @@ def _cost(report: Report) -> list[str]:
     return [
         "## Cost: the model's expectation and what the run used",
         "",
-        *table(["", MODEL_HEADER, MEASURED_HEADER], rows),
+        *table(["", model_header(report.cost), MEASURED_HEADER], rows),
         "",
         *notes,
         "",

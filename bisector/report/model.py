@@ -21,13 +21,16 @@ report.json, version 2 (version 1's keys kept, new keys added):
     evaluations   [{n, commit, subject, phase, verdict, value, metrics, duration_s, reason,
                     launch_attempts, logs, cached, started_at, slot, eval_dir, why,
                     window: {start, end, span_s} | null, stopped_early, teardown_error,
-                    command_logs: [path]}]   in the order they were measured
+                    command_logs: [path],
+                    build_fixes: [{name, why, source: "tree"|"config", commands, range}]}]
+                  in the order they were measured
     verdicts      {commit: good|bad|skip}   verdicts fed to git bisect
     verdict_reasons {commit: why}
     marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
     teardown_failures [{commit, eval_dir, error}]  what may still be running
     adaptations   [{name, why, commands}]  what the backend did beyond the candidate's own
-                  scripts so they run on today's infrastructure (gce on 2026 GCP)
+                  scripts so they run on today's infrastructure (gce on 2026 GCP), and
+                  each build fix any candidate was built with ("build: NAME")
     remote        the repository's GitHub URL (https://github.com/OWNER/REPO) or null
     repo          the checkout bisected (absolute path), "" in a report from before it
     bisect_log    `git bisect log` of the last session
@@ -37,8 +40,11 @@ report.json, version 2 (version 1's keys kept, new keys added):
                    model: {evaluations, rounds, basis, phases: {build_s, launch_s,
                            warmup_s, collect_s, teardown_s, setup_s} | null,
                            wall_s, cluster_s, cluster_hours, money},
+                   model_measured_phases: {as model} | null,
                    measured: {evaluations, reused, wall_s, cluster_s, cluster_hours,
                               counted_whole, money}}
+                  model_measured_phases: the same model with this run's measured phase
+                  times (mean of each), or null when none were measured;
                   model: from the run's settings and range before any measurement;
                   phases null (and wall_s, cluster_s, cluster_hours, money null): the model
                   has no phase durations for the backend, `basis` says why.
@@ -57,7 +63,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bisector.report.adaptation import Adaptation
+from bisector.report.adaptation import Adaptation, BuildFixApplied
 
 REPORT_VERSION = 2
 
@@ -168,12 +174,16 @@ class Evaluation:
     teardown_error: str | None = None
     command_logs: list[str] = field(default_factory=list)  # evals/NNN/build.log, ...
     load: str = ""  # the share of the offered load that ran, when the backend counts it
+    # What its build applied beyond `go build` of the tree (<eval>/build-fixes.json): the
+    # tree's own steps and the configured build fixes.
+    build_fixes: list[BuildFixApplied] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evaluation:
         window = data.get("window")
         values = dict(data)
         values["window"] = _build(LogWindow, window) if window else None
+        values["build_fixes"] = [_build(BuildFixApplied, f) for f in data.get("build_fixes", [])]
         values.setdefault("n", 0)
         values.setdefault("subject", "")
         values.setdefault("metrics", {})
@@ -276,15 +286,25 @@ class MeasuredCost:
 @dataclass(frozen=True)
 class CostSummary:
     price_per_cluster_hour: float | None
-    model: ModelCost
+    model: ModelCost  # before the run, as --dry-run said it
     measured: MeasuredCost
+    # The model's evaluations and rounds with this run's measured phase times; None when
+    # none were measured (or a report written before the field).
+    model_measured_phases: ModelCost | None = None
+
+    @property
+    def expected(self) -> ModelCost:
+        """The model to show: with this run's phase times once it has them."""
+        return self.model_measured_phases or self.model
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> CostSummary:
+        remodel = data.get("model_measured_phases")
         return cls(
             price_per_cluster_hour=data.get("price_per_cluster_hour"),
             model=ModelCost.from_json(data["model"]),
             measured=_build(MeasuredCost, data["measured"]),
+            model_measured_phases=ModelCost.from_json(remodel) if remodel else None,
         )
 
 

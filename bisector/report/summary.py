@@ -7,6 +7,7 @@ from pathlib import Path
 from bisector.report.costs import cost_summary_lines, eta_text
 from bisector.report.facts import (
     confidence_text,
+    measured_elsewhere,
     measured_runs_text,
     runs_text,
     same_tree_text,
@@ -82,7 +83,14 @@ def summary_lines(report: Report) -> list[str]:
     lines.append(f"  {search_text(report)}")
     for e in skipped:
         reason = split_reason(e.reason)
-        lines.append(f"  skipped {short(e.commit)} {e.subject}: {reason.summary or 'no reason'}")
+        said = reason.summary or "no reason"
+        if measured := measured_elsewhere(report, e):
+            lines.append(
+                f"  a run of {short(e.commit)} {e.subject} failed: {said}; "
+                f"measured in another run: {measured}"
+            )
+        else:
+            lines.append(f"  skipped {short(e.commit)} {e.subject}: {said}")
         lines += [f"    | {line}" for line in reason.output[-SKIP_OUTPUT_LINES:]]
     for mark in report.marks:
         note = f" ({mark.note})" if mark.note else ""

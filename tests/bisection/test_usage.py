@@ -15,6 +15,7 @@ from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import estimate, plan_bisection
 from bisector.bisection.usage import busy_s, cluster_time, cost_summary, launch_started_at
 from bisector.cost import KUBEMARK_2017, SearchShape, cost, expected_search
+from bisector.durations import format_duration
 from bisector.gitrepo import GitRepo
 from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.measure.measurement import Measurement
@@ -198,3 +199,62 @@ def test_a_sim_run_without_estimate_shows_what_was_measured_and_no_model_time(
     back = Report.read(Path(report.write_json(tmp_path / "run")))
     assert back.cost == report.cost
     assert json.loads((tmp_path / "run" / "report.json").read_text())["version"] == 2
+
+
+def test_once_phases_are_measured_the_models_time_is_theirs_not_the_estimate(
+    tmp_path: Path,
+) -> None:
+    """A real run whose `[run] estimate` (1h19m an evaluation) is far from what its
+    evaluations took (seconds): the model's line keeps its evaluations and rounds and
+    takes the run's own phase times, as the live ETA does; the estimate's figure is said
+    as what the model said before the run."""
+    from bisector.report.costs import MODEL_MEASURED_HEADER, cost_summary_lines, model_header
+
+    built = build_repo(tmp_path / "repo", [1] * 9 + [50] * 8)
+    config = write_local_config(tmp_path / "cfg", run={"estimate": "1h19m"}).config
+    settings = settings_for(
+        config, good=built.mainline[0], bad=built.mainline[-1], repo=built.path,
+        run_dir=tmp_path / "run", threshold=10.0,
+    )  # fmt: skip
+    plan = plan_bisection(settings)
+    report = run_bisection(settings, progress=PlainProgress(io.StringIO()))
+    assert report.cost is not None and plan.cost is not None
+    before, now = report.cost.model, report.cost.model_measured_phases
+    assert before.wall_s == plan.cost.wall_s  # before the run: as --dry-run said it
+    assert now is not None and now.phases is not None
+    assert (now.evaluations, now.rounds) == (before.evaluations, before.rounds)
+    assert "measured phase times" in now.basis
+    own = [
+        r.measurement
+        for r in read_journal(tmp_path / "run" / "journal.jsonl")
+        if isinstance(r, Measured)
+    ]
+    per_eval = sum(m.duration_s for m in own) / len(own)
+    assert now.wall_s is not None and now.wall_s < 3 * per_eval * now.rounds < 60.0
+    assert before.wall_s is not None and before.wall_s > 8 * 3600
+    expected, _used = cost_summary_lines(report.cost)
+    assert expected.startswith("cost, model (this run's phase times): ")
+    assert f"(before the run: wall {format_duration(before.wall_s)})" in expected
+    assert model_header(report.cost) == MODEL_MEASURED_HEADER
+    back = Report.read(Path(report.write_json(tmp_path / "run")))
+    assert back.cost == report.cost
+
+
+def test_measured_phases_are_each_phases_mean_every_warmup_together() -> None:
+    from bisector.bisection.usage import measured_phases
+
+    def m(phase: str, **phase_s: float) -> Measurement:
+        return Measurement(commit="c" * 40, tree="t", phase=phase, value=1.0, phase_s=phase_s)
+
+    assert measured_phases([m("endpoint")]) is None  # no phase kept: nothing measured
+    got = measured_phases(
+        [
+            m("endpoint", build=300.0, launch=30.0, warmup=60.0, collect=1.0, teardown=2.0),
+            m("bisect", build=40.0, launch=34.0, warmup=10.0, collect=1.0, teardown=2.0),
+            m("bisect", build=20.0, launch=26.0, warmup=20.0, collect=1.0, teardown=2.0),
+        ]
+    )
+    assert got is not None
+    # The first build is clean; coming ones are expected as the incremental ones.
+    assert (got.build_s, got.launch_s, got.warmup_s) == (30.0, 30.0, 30.0)
+    assert (got.collect_s, got.teardown_s, got.setup_s) == (1.0, 2.0, 0.0)

@@ -8,7 +8,9 @@ ports, readiness checks, log and teardown are exercised as they are with the rea
   ./cmd/NAME` writes OUT: the
   fake apiserver (for kube-apiserver) or the fake hollow node (for kubemark), with the
   -X gitCommit value and the tree's `value` file baked in (a file `BROKEN` in the tree
-  fails the build, like a compile error).
+  fails the build, like a compile error; a file `NEEDS` lists files the build needs,
+  each missing one fails it with Go 1.19's `cannot find package` message); a package
+  named `*-gen` builds a generator writing `$GOPATH/src/<-p>/<-O>.go`.
 - the fake etcd serves GET /health and /metrics on its --listen-client-urls port (the
   families real etcd 3.4.23 and 3.5.1 print, under their names: the watcher gauge
   `etcd_debugging_mvcc_watcher_total`, the range counters `etcd_mvcc_range_total` and
@@ -97,6 +99,20 @@ tree = os.environ.get("PWD", os.getcwd())
 if os.path.exists(os.path.join(tree, "BROKEN")):
     sys.exit("cmd/kube-apiserver/app/server.go:1:1: syntax error: fake compile error")
 name = package.rstrip("/").rsplit("/", 1)[-1]
+if not name.endswith("-gen") and os.path.exists(os.path.join(tree, "NEEDS")):
+    # Go 1.19's own GOPATH-mode message for a package that is not there (an import of a
+    # file the tree generates and does not commit), run for real: the error line first.
+    gopath = os.environ.get("GOPATH", "")
+    for needed in open(os.path.join(tree, "NEEDS")).read().split():
+        if not os.path.exists(os.path.join(tree, needed)):
+            imported = "k8s.io/kubernetes/" + os.path.dirname(needed)
+            sys.exit(
+                "cmd/kube-apiserver/app/server.go:30:2: "
+                f'cannot find package "{imported}" in any of:\n'
+                f"\t{tree}/vendor/{imported} (vendor tree)\n"
+                f"\t/usr/lib/go-1.19/src/{imported} (from $GOROOT)\n"
+                f"\t{gopath}/src/{imported} (from $GOPATH)"
+            )
 if name == "kube-apiserver" and os.environ.get("FAKE_GO_DELAY"):
     time.sleep(float(os.environ["FAKE_GO_DELAY"]))
 templates = os.environ["FAKE_TEMPLATES"]
@@ -114,6 +130,8 @@ elif name == "kubemark":
     body = open(os.path.join(templates, "kubemark.py")).read()
 elif name in ("kube-controller-manager", "kube-scheduler"):
     body = open(os.path.join(templates, "component.py")).read()
+elif name.endswith("-gen"):
+    body = open(os.path.join(templates, "generator.py")).read()
 else:
     body = "import sys\nsys.exit(0)\n"
 header = (f"#!{sys.executable}\nCOMMIT = {commit.group(1) if commit else ''!r}\n"
@@ -123,6 +141,17 @@ os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
 with open(out, "w") as f:
     f.write(header + body)
 os.chmod(out, 0o755)
+"""
+
+# A code generator built by the fake go (a package whose name ends in -gen): writes
+# $GOPATH/src/<-p>/<-O>.go listing the -i packages, as gengo's generators write theirs.
+_GENERATOR = r"""
+args = sys.argv[1:]
+out_pkg, base, inputs = (args[args.index(f) + 1] for f in ("-p", "-O", "-i"))
+path = os.path.join(os.environ["GOPATH"], "src", out_pkg, base + ".go")
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path, "w") as out:
+    out.write("package openapi\n// inputs: " + inputs + "\n")
 """
 
 _ETCD = r"""
@@ -483,6 +512,7 @@ def install(directory: Path) -> FakeKube:
     (templates / "apiserver.py").write_text(_COMMON + _APISERVER)
     (templates / "kubemark.py").write_text(_COMMON + _KUBEMARK)
     (templates / "component.py").write_text(_COMMON + _COMPONENT)
+    (templates / "generator.py").write_text(_COMMON + _GENERATOR)
     for name, body in (("go", _GO), ("etcd", _COMMON + _ETCD)):
         path = directory / name
         path.write_text(f"#!{sys.executable}\n{body}")

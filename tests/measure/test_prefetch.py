@@ -275,3 +275,36 @@ def test_a_build_ahead_through_the_budget_is_used(tmp_path: Path) -> None:
     assert m.prefetched_build
     records = read_journal(prefetcher.journal.path)
     assert [r for r in records if isinstance(r, Prefetch)] == [Prefetch(commit)]
+
+
+class _SlowAhead(PrefetchingBackend):
+    """A build ahead that outlasts the evaluation it runs beside; at its end, what the
+    progress showed."""
+
+    def __init__(self, progress: PlainProgress) -> None:
+        super().__init__()
+        self.progress = progress
+        self.shown_at_end: list[list[str]] = []
+
+    def prefetch_build(self, commit: str, worktree: Path) -> None:
+        time.sleep(1.0)
+        self.shown_at_end.append(self.progress.board.lines(time.monotonic()))
+        super().prefetch_build(commit, worktree)
+
+
+def test_waiting_for_a_build_ahead_is_not_shown_as_the_teardown(tmp_path: Path) -> None:
+    # An evaluation torn down in 0.2 s, then waiting for the build ahead: the live line
+    # said "teardown 47s of ~0.21s". The evaluation's line ends with its teardown; the
+    # build ahead is what is shown, and a line says the run waits for it.
+    built = build_repo(tmp_path / "repo", [2] * 5 + [40] * 4)
+    out = io.StringIO()
+    progress = PlainProgress(out)
+    backend = _SlowAhead(progress)
+    settings = whole_range(tmp_path, built, threshold=10.0, prefetch_builds=1)
+    report = run_bisection(settings, backend=backend, progress=progress)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[5]
+    said = out.getvalue()
+    assert "waiting for the build ahead of " in said
+    assert backend.shown_at_end
+    for lines in backend.shown_at_end:
+        assert not any(" teardown " in line for line in lines), lines

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bisector.report.render import render_html, render_markdown
 from bisector.report.summary import summary_lines
-from tests.helpers.sample_report import BRANCH, MAINLINE, sample_report
+from tests.helpers.sample_report import BRANCH, MAINLINE, evaluation, sample_report
 
 
 def test_summary_carries_the_evidence(tmp_path: Path) -> None:
@@ -39,3 +40,28 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
     assert f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot)" in lines
     assert lines[-1] == f"report: {tmp_path / 'report.md'} and {tmp_path / 'report.html'}"
     assert lines[-2].startswith("disk: ") and f" in {tmp_path}, of which logs " in lines[-2]
+
+
+def test_a_commit_measured_after_a_failed_run_is_not_counted_as_skipped(tmp_path: Path) -> None:
+    # The culprit's parent failed to launch in its confirmation run (a skip of that run),
+    # and had been measured in the search: the summary counted it as a skipped commit.
+    report = sample_report(tmp_path)
+    parent = BRANCH[0]
+    failed = evaluation(12, parent, "confirm", None, reason="launch failed (etcd did not start)")
+    report.evaluations.append(failed)
+    lines = summary_lines(report)
+    assert (
+        "  12 evaluations over 7 first-parent commits, 1 skipped, "
+        "1 failed run of commits measured again"
+    ) in lines
+    assert (
+        f"  a run of {parent[:12]} {failed.subject} failed: launch failed (etcd did not start); "
+        "measured in another run: 13 (bisect), 12.5 (confirm)"
+    ) in lines
+    assert not any(line.startswith(f"  skipped {parent[:12]}") for line in lines)
+    md = render_markdown(report)
+    assert (
+        f"- #12 `{parent[:12]}` {failed.subject}: launch failed (etcd did not start) "
+        "(measured in another run: 13 (bisect), 12.5 (confirm))"
+    ) in md
+    assert "(measured in another run: 13 (bisect), 12.5 (confirm))" in render_html(report)

@@ -102,9 +102,12 @@ class ProcsBackend:
         if built is None:
             raise LaunchError(f"launch before build for {candidate.commit[:12]}")
         h = self.harness
-        if h.kubemark is None:
-            raise LaunchError("the harness (kubemark) was not built: setup did not run")
-        self.launcher.launch(candidate, built, h.kubemark, h.hollow_flags, h.etcd)
+        kubemark = h.kubemark
+        if kubemark is None:
+            if self.cfg.hollow_nodes > 0:
+                raise LaunchError("the harness (kubemark) was not built: setup did not run")
+            kubemark = Path("kubemark")  # no hollow node: never run
+        self.launcher.launch(candidate, built, kubemark, h.hollow_flags, h.etcd)
 
     def warmup(self, candidate: Candidate) -> None:
         self.window.warmup(candidate)

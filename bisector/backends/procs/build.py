@@ -14,15 +14,16 @@ fixes applied and the Go version) in the build cache; a later build of the same 
 takes it from there. The version is stamped with -X (gitCommit = the candidate), so the
 launch can check that the apiserver answering is the candidate's own build.
 
-Build fixes (`[[backends.procs.build_fixes]]`) run in the candidate's worktree before
-the build, only for trees in their range (`since`/`until` by ancestry); the list applied
-is written to `<eval>/build-fixes.json` for the report.
+Before `go build`, the tree's own steps (bisector.backends.procs.recipe: the files its
+Makefile generates and does not commit, ...), then the build fixes
+(`[[backends.procs.build_fixes]]`) whose range holds the tree (`since`/`until` by
+ancestry), run in the candidate's worktree; what was applied is written to
+`<eval>/build-fixes.json` for the report.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import threading
@@ -312,13 +313,6 @@ def reprioritize(level: int, mark: str) -> int:
     return changed
 
 
-def write_fixes_applied(eval_dir: Path, applied: list[BuildFix]) -> None:
-    """`<eval>/build-fixes.json`: the fixes this candidate's tree was built with."""
-    eval_dir.mkdir(parents=True, exist_ok=True)
-    records = [{"name": f.name, "why": f.why, "range": f.describe()} for f in applied]
-    (eval_dir / "build-fixes.json").write_text(json.dumps(records, indent=1) + "\n")
-
-
 def cached_binary(cache: BuildCache, key: str, name: str) -> Path | None:
     if not cache.has(key):
         return None
@@ -345,8 +339,31 @@ def read_stamp(binary: Path) -> str | None:
     return text or None
 
 
+# The lines the go command and the compiler say an error on (`cmd/x/main.go:2:8: cannot
+# find package "..." in any of:`, `can't load package: ...`, `go: ...`): what follows
+# them (the directories Go looked in, more errors) can push them out of the last lines.
+_ERROR_LINE = re.compile(r"^(?:\S+\.go:\d+(?::\d+)?: |can't load package|go: |package \S+: )")
+ERROR_LINE_CHARS = 300
+
+
+def build_failure(exc: proc.CommandError) -> str:
+    """The first error line the build printed, then its last lines (`tail`), on one line."""
+    text = exc.stderr if exc.stderr.strip() else exc.stdout
+    errors = [line.strip() for line in text.splitlines() if _ERROR_LINE.match(line)]
+    last = tail(exc)
+    if not errors or errors[0] in last:
+        return last
+    first = errors[0]
+    if len(first) > ERROR_LINE_CHARS:
+        first = first[: ERROR_LINE_CHARS - 3] + "..."
+    more = f" (and {len(errors) - 1} more error lines)" if len(errors) > 1 else ""
+    return f"{first}{more} | ... | {last}"
+
+
 def run_build_step(s: Step, what: str, commit: str, log: Path | None = None) -> None:
     try:
         run_step(s, log=log)
     except proc.CommandError as exc:
-        raise BuildError(f"{what} failed for {commit[:12]} ({exc.why}): {tail(exc)}") from None
+        raise BuildError(
+            f"{what} failed for {commit[:12]} ({exc.why}): {build_failure(exc)}"
+        ) from None

@@ -4,8 +4,8 @@ cached by tree id; builds ahead run niced while a cluster is measured.
 
 `apiserver_steps` is the build as data: `Builds.apiserver` runs those steps and `plan`
 prints them, so the dry run shows the very commands a build runs. The toolchain, tree id,
-fixes in range and cache key are shared with the harness's build (bisector.backends.procs.
-harness).
+the tree's own steps (bisector.backends.procs.recipe), fixes in range and cache key are
+shared with the harness's build (bisector.backends.procs.harness).
 """
 
 from __future__ import annotations
@@ -20,9 +20,16 @@ from bisector import proc
 from bisector.backends.base import Candidate
 from bisector.backends.procs import build as pb
 from bisector.backends.procs.options import BuildFix, ProcsSettings
+from bisector.backends.procs.recipe import TreeStep, tree_steps
 from bisector.backends.resources import BuildCache
 from bisector.backends.steps import Step, run_step, tail, tree_step
 from bisector.errors import BuildError
+from bisector.report.adaptation import (
+    FROM_CONFIG,
+    FROM_TREE,
+    BuildFixApplied,
+    write_build_fixes,
+)
 
 APISERVER = "kube-apiserver"
 
@@ -53,12 +60,18 @@ def apiserver_steps(
     fixes: list[BuildFix] | tuple[BuildFix, ...],
     commit: str,
     *,
+    recipe: list[TreeStep] | tuple[TreeStep, ...] = (),
     nice: int = 0,
     mark: str = "",
 ) -> list[BuildStep]:
-    """The build fixes, then `go build` of kube-apiserver and each component, into the
-    tree's OUTPUT_DIR; at CPU priority `nice` (a build ahead) marked with `mark`."""
+    """The tree's own steps (`recipe`), the build fixes, then `go build` of kube-apiserver
+    and each component, into the tree's OUTPUT_DIR; at CPU priority `nice` (a build ahead)
+    marked with `mark`."""
     found = [
+        BuildStep(pb.nice(own.step, nice, mark), f"the tree's build step {own.name}")
+        for own in recipe
+    ]
+    found += [
         BuildStep(
             pb.nice(pb.fix_step(fix, place, cfg.build_timeout), nice, mark), f"build fix {fix.name}"
         )
@@ -71,6 +84,23 @@ def apiserver_steps(
         )
         found.append(BuildStep(pb.nice(build, nice, mark), f"go build ./cmd/{name}", output))
     return found
+
+
+def applied_steps(
+    recipe: list[TreeStep], fixes: list[BuildFix], place: pb.BuildPlace, timeout: float
+) -> list[BuildFixApplied]:
+    """What `build-fixes.json` lists: the tree's own steps, then the configured fixes."""
+    own = [BuildFixApplied(s.name, s.why, FROM_TREE, [s.step.render()]) for s in recipe]
+    return own + [
+        BuildFixApplied(
+            f.name,
+            f.why,
+            FROM_CONFIG,
+            [pb.fix_step(f, place, timeout).render()],
+            f.span(),
+        )
+        for f in fixes
+    ]
 
 
 class Builds:
@@ -89,8 +119,8 @@ class Builds:
     # -- a candidate's build -------------------------------------------------------------
     def build(self, candidate: Candidate) -> None:
         try:
-            built, fixes = self.apiserver(candidate.commit, candidate.worktree, nice=0)
-            pb.write_fixes_applied(candidate.eval_dir, fixes)
+            built, applied = self.apiserver(candidate.commit, candidate.worktree, nice=0)
+            write_build_fixes(candidate.eval_dir, applied)
         except OSError as exc:
             raise BuildError(f"cannot write the build's files: {exc}") from None
         with self._lock:
@@ -123,20 +153,27 @@ class Builds:
 
     def apiserver(
         self, commit: str, worktree: Path, *, nice: int, log: Path | None = None
-    ) -> tuple[Built, list[BuildFix]]:
+    ) -> tuple[Built, list[BuildFixApplied]]:
+        """The candidate's binaries (built, or from the cache) and what their build applied
+        beyond `go build`: the tree's own steps and the configured fixes in range."""
         cfg = self.cfg
         tree = self.tree(worktree, commit)
         needs = pb.go_needs(worktree)
         tool = self.toolchain(needs)
         fixes = self.fixes_for(worktree)
+        place = self.place(tool, worktree, needs)
+        # Read from the tree whether or not it is built now: the tree decides them (its
+        # id is in the cache key), and the report says what the binary was built with.
+        recipe = tree_steps(place, cfg.build_timeout)
+        applied = applied_steps(recipe, fixes, place, cfg.build_timeout)
         # Keys of builds without components stay what they were.
         key = self.key(tree, tool, fixes, ",".join(cfg.components))
         found = self._cached(key, commit=None)
         if found is not None:
-            return found, fixes
-        place = self.place(tool, worktree, needs)
+            return found, applied
         pb.link_gopath(place)
-        for s in apiserver_steps(cfg, place, fixes, commit, nice=nice, mark=self.mark):
+        steps = apiserver_steps(cfg, place, fixes, commit, recipe=recipe, nice=nice, mark=self.mark)
+        for s in steps:
             pb.run_build_step(s.step, s.what, commit, log)
             if s.output is not None and not s.output.is_file():
                 raise BuildError(f"go build left no {s.output} for {commit[:12]}")
@@ -147,7 +184,7 @@ class Builds:
         stored = self._cached(key, commit=commit)
         if stored is None:
             raise BuildError(f"the build cache {self.cache.root} did not keep {key}")
-        return stored, fixes
+        return stored, applied
 
     def _cached(self, key: str, *, commit: str | None) -> Built | None:
         """The cache's entry for `key` with every binary and the apiserver's stamp (the

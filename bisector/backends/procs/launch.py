@@ -312,6 +312,8 @@ class Launcher:
         self._wait(running, f"{want} {what} open", self.cfg.ready_timeout, opened)
 
     def _start_hollow_nodes(self, running: Running, batches: tuple[Spawn, ...]) -> None:
+        if not batches:  # hollow_nodes = 0: a workload against the API only
+            return
         layout = running.layout
         layout.files.hollow_log(0).parent.mkdir(parents=True, exist_ok=True)
         for i in range(self.cfg.hollow_nodes):

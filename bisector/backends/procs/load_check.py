@@ -112,6 +112,12 @@ class OfferedLoad:
     # RV-less pod watches the server closes after their timeout, each opened again
     # REOPEN_AFTER_S later: their cycle; None without such watches.
     pod_watch_cycle_s: float | None = None
+    # A workload runs in the warmup: it is the load (its failure is a skip of its own),
+    # and hollow nodes beside it are background: their writes are not counted against
+    # their offer (a workload that kept the apiserver and the 2 cores busy made a lone
+    # hollow node's writes read as "the load did not run"), only whether they stood
+    # still (`not_stopped`). The window's length is still held to their heartbeat.
+    workload: bool = False
 
     @classmethod
     def of(cls, cfg: ProcsSettings, *, status_period_honoured: bool) -> OfferedLoad:
@@ -123,7 +129,14 @@ class OfferedLoad:
             cfg.watchers,
             bool(cfg.watches),
             cfg.watch_timeout + REOPEN_AFTER_S if pods else None,
+            workload=cfg.workload is not None,
         )
+
+    @property
+    def counts_node_writes(self) -> bool:
+        """Whether the hollow nodes' writes are counted against their offer: there are
+        some, and no workload is the load."""
+        return self.nodes > 0 and not self.workload
 
     def heartbeat(self) -> Round:
         """What a hollow node writes each round, and how often."""
@@ -132,16 +145,18 @@ class OfferedLoad:
         return Round("node lease renewal period", LEASE_RENEW_S)
 
     def rounds(self) -> list[Round]:
-        """The loads judged: the hollow nodes' heartbeat, and the RV-less pod watches'
-        cycle (closed by the server, opened again)."""
-        rounds = [self.heartbeat()]
+        """The loads a window must span one sure round of: the hollow nodes' heartbeat
+        (when there are hollow nodes), and the RV-less pod watches' cycle (closed by the
+        server, opened again)."""
+        rounds = [self.heartbeat()] if self.nodes > 0 else []
         if self.pod_watch_cycle_s is not None:
             rounds.append(Round("pod watch cycle", self.pod_watch_cycle_s))
         return rounds
 
     def judgeable_after_s(self) -> float:
-        """The shortest window whose load a count can judge: one sure round of each load."""
-        return max(r.sure_s for r in self.rounds())
+        """The shortest window whose load a count can judge: one sure round of each load
+        (0 when no load is judged by a count)."""
+        return max((r.sure_s for r in self.rounds()), default=0.0)
 
 
 @dataclass(frozen=True)
@@ -219,7 +234,7 @@ def long_enough(offer: OfferedLoad, warmup: Warmup, *, ended_by_workload: bool) 
     MIN_LOAD_PERIODS status periods, where `delivered` says nothing): on a real
     cluster `workload = "true"` ends it ~1 s in, and a bad commit measures 0, a good
     verdict. Such a window shows nothing: a skip."""
-    if not ended_by_workload:
+    if not ended_by_workload or offer.nodes == 0:
         return
     span = warmup.span_s
     need = MIN_LOAD_PERIODS * offer.heartbeat().period_s
@@ -273,9 +288,12 @@ def delivered(
     answer included: a regression that answers 409s makes the kubelets try again, so
     its load reads high, where the watch events (successful writes only) would read
     low. Without that counter, on the load generator's events over the window (one per
-    write on each of the min(N, W) live names). None when neither was counted, or the
-    warmup spans under one sure round (ROUND_SLACK: a count cannot tell)."""
+    write on each of the min(N, W) live names). None when neither was counted, the
+    warmup spans under one sure round (ROUND_SLACK: a count cannot tell), or the hollow
+    nodes' writes are not the load (none, or a workload is: `counts_node_writes`)."""
     nodes, span = offer.nodes, warmup.span_s
+    if not offer.counts_node_writes:
+        return None
     if not offer.status_period_honoured:
         # The harness ignores the status period: its heartbeat is the Lease.
         renewals = request_count(metrics, LEASE_RENEWAL)

@@ -71,13 +71,17 @@ class BuildFix:
     since: str | None
     until: str | None
 
-    def describe(self) -> str:
+    def span(self) -> str:
+        """`from 1444d252e17a, before 7043372d0551`; "" for a fix of every tree."""
         span = []
         if self.since:
             span.append(f"from {self.since[:12]}")
         if self.until:
             span.append(f"before {self.until[:12]}")
-        return self.name + (f" ({', '.join(span)})" if span else "")
+        return ", ".join(span)
+
+    def describe(self) -> str:
+        return self.name + (f" ({self.span()})" if self.span() else "")
 
     def fingerprint(self) -> str:
         patch = self.patch.read_text(encoding="utf-8") if self.patch else ""
@@ -159,8 +163,8 @@ class ProcsSettings:
     hollow_nodes: int = setting(
         "int",
         100,
-        "hollow nodes per cluster",
-        low=1,
+        "hollow nodes per cluster (0: none, a workload against the API only)",
+        low=0,
         high=MAX_HOLLOW_NODES,
         why="each takes 2 loopback ports of 10000-65535",
     )

@@ -263,7 +263,7 @@ def test_plan_prints_every_command_of_an_evaluation(world: ProcsWorld) -> None:
     text = "\n".join(backend.plan(Candidate("c" * 40, world.root, world.run_dir / "e")))
     for expected in (
         "--storage-backend=etcd3",
-        "--insecure-port=8080",
+        "--insecure-port=<apiserver-port>",
         "--morph=kubelet --name=hollow-node-0",
         "HOLLOW_NODE_STATUS_PERIOD=1s",
         "bisector.backends.procs.load",

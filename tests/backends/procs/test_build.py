@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bisector import proc
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.options import BuildFix
@@ -131,3 +132,27 @@ def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None
         for p in (ahead, other):
             p.kill()
             p.wait()
+
+
+# Go 1.19's GOPATH-mode message for an import of a file the tree generates and does not
+# commit, as `go build` printed it for real here (4 directories follow the error line).
+GO_MISSING_PACKAGE = """\
+cmd/x/main.go:2:8: cannot find package "k8s.io/kubernetes/pkg/generated/openapi" in any of:
+\t/tmp/g/src/k8s.io/kubernetes/vendor/k8s.io/kubernetes/pkg/generated/openapi (vendor tree)
+\t/usr/lib/go-1.19/src/k8s.io/kubernetes/pkg/generated/openapi (from $GOROOT)
+\t/tmp/g/src/k8s.io/kubernetes/pkg/generated/openapi (from $GOPATH)
+"""
+
+
+def test_a_build_failure_keeps_the_compilers_error_line_before_the_tail() -> None:
+    exc = proc.CommandError(["go", "build"], 1, "", GO_MISSING_PACKAGE)
+    said = pb.build_failure(exc)
+    assert said.startswith('cmd/x/main.go:2:8: cannot find package "k8s.io/kubernetes/pkg/gen')
+    assert said.endswith("pkg/generated/openapi (from $GOPATH)")
+    many = GO_MISSING_PACKAGE + "pkg/a/a.go:3:1: undefined: B\n" + "note\n" * 5
+    assert "(and 1 more error lines)" in pb.build_failure(
+        proc.CommandError(["go", "build"], 1, "", many)
+    )
+    # A short output whose error line is in its last lines is said once.
+    short = proc.CommandError(["go", "build"], 1, "", "a.go:1:1: syntax error\n")
+    assert pb.build_failure(short) == "a.go:1:1: syntax error"

@@ -14,6 +14,7 @@ by the plan in a comment.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -149,3 +150,19 @@ def test_the_plan_is_what_an_evaluation_of_a_1_32_tree_runs(
     assert any("--secure-port=" in line for line in executed)
     assert any("--advertise-address=192.0.2.1" in line for line in executed)
     assert sum("./cmd/kube-scheduler" in line for line in executed) == 1
+
+
+def test_the_plan_shows_ports_by_their_role_not_numbers_a_run_does_not_use(
+    world: ProcsWorld,
+) -> None:
+    # A launch picks free loopback ports (pc.Ports.pick); the plan printed etcd's 2379, the
+    # apiserver's 8080 and kubelets from 10250, which no run used.
+    backend = world.backend()
+    text = "\n".join(backend.plan(Candidate("c" * 40, world.root, world.run_dir / "e")))
+    assert "http://127.0.0.1:<etcd-client-port>" in text
+    assert "--insecure-port=<apiserver-port>" in text
+    assert "--kubelet-port=<hollow-node-2-port>" in text
+    assert "--kubelet-read-only-port=<hollow-node-2-read-only-port>" in text
+    assert not re.search(r"127\.0\.0\.1:\d|-port=[1-9]", text), text
+    ports = pc.Ports.placeholder(3)
+    assert len({ports.etcd_client, ports.apiserver, *ports.kubelets[2]}) == 4  # distinct

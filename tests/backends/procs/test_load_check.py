@@ -134,3 +134,33 @@ def test_pod_watches_that_stopped_reopening_in_a_20s_warmup_did_not_run() -> Non
     assert stalled is not None and not stalled.ran, stalled
     reopened = lc.pod_watch_load(offer, warmup, reopened=600 - at_start)  # once each
     assert reopened is not None and reopened.ran, reopened
+
+
+# -- a workload is the load ---------------------------------------------------------------
+
+
+def test_a_workloads_hollow_nodes_are_not_counted_against_their_offer(tmp_path: Path) -> None:
+    # The frozen-looking count above (20 % of the writes) under a workload: the workload is
+    # the load, a lone hollow node beside it background; counted, it made a run whose
+    # workload kept the apiserver busy read "the load did not run".
+    offer = _offer(hollow_nodes=100, node_status_period=1.0, workload="kubectl apply -f x")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    _metrics(log_dir / METRICS_BEFORE, patches=0, get_us=7.7e8, patch_us=3.5e8)
+    _metrics(log_dir / METRICS_AFTER, patches=6_000, get_us=7.7e8 + 2e6, patch_us=3.5e8 + 1e7)
+    window = _window(300.0, 300.0)
+    assert lc.delivered(offer, window, lc.read_metrics(log_dir), 0) is None
+    without = _offer(hollow_nodes=100, node_status_period=1.0)
+    counted = lc.delivered(without, window, lc.read_metrics(log_dir), 0)
+    assert counted is not None and not counted.ran
+    # Their heartbeat still bounds how short a window can be judged at all.
+    assert [r.what for r in offer.rounds()] == ["node status period"]
+
+
+def test_no_hollow_node_is_no_node_load_to_judge_and_no_bound_on_looks(tmp_path: Path) -> None:
+    offer = _offer(hollow_nodes=0, watchers=0, workload="true")
+    assert offer.rounds() == [] and offer.judgeable_after_s() == 0.0
+    assert lc.delivered(offer, _window(1.0, 60.0), None, 0) is None
+    lc.not_ended_too_soon(offer, _window(1.0, 60.0))  # nothing to hold a short window to
+    lc.long_enough(offer, _window(1.0, 60.0), ended_by_workload=True)
+    lc.check_looks(0.5, 60.0, offer, "p.toml")

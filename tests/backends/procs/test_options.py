@@ -11,6 +11,7 @@ from bisector.backends.procs.options import DATA, ProcsSettings
 from bisector.backends.registry import backend_info
 from bisector.config import Section, load_config
 from bisector.errors import ConfigError
+from bisector.metrics.definitions import MATCHING, PrometheusMetric
 from bisector.settings import RunSettings
 from tests.helpers.procs_backend import procs_settings
 
@@ -25,7 +26,7 @@ def test_defaults_are_the_2017_setup() -> None:
 @pytest.mark.parametrize(
     ("data", "says"),
     [
-        ({"hollow_nodes": 0}, "hollow_nodes` must be at least 1"),
+        ({"hollow_nodes": -1}, "hollow_nodes` must be at least 0"),
         ({"watchers": -1}, "watchers` must be at least 0"),
         ({"node_status_period": "500ms"}, "at least 1s"),
         ({"serving": "tls"}, "serving` must be one of auto, insecure, secure"),
@@ -127,10 +128,21 @@ def test_the_shipped_config_reads() -> None:
     s = RunSettings.from_config(config, good="a", bad="b")
     cfg = ProcsSettings.from_section(s.backend_section)
     assert s.backend == "procs" and s.first_parent and s.check_every_s
-    assert [f.name for f in cfg.build_fixes] == [
-        "apiextensions-import-comments",
-        "generate-openapi",
-    ]
+    # One config for the era: what a tree needs beyond `go build` is read from the tree
+    # (bisector.backends.procs.recipe, tests/backends/procs/test_recipe.py), no fix by range.
+    assert cfg.build_fixes == ()
+
+
+def test_the_own_regression_example_config_reads() -> None:
+    # docs/procs.md "Your own regression": no load at all, and a count of numbered families.
+    config = load_config(Path(__file__).parents[3] / "configs" / "procs-2017-reflectors.toml")
+    s = RunSettings.from_config(config, good="a", bad="b")
+    cfg = ProcsSettings.from_section(s.backend_section)
+    assert (cfg.hollow_nodes, cfg.watchers, cfg.build_fixes) == (0, 0, ())
+    metric = s.metrics.source_metric(s.metric)
+    assert isinstance(metric, PrometheusMetric)
+    assert metric.kind == MATCHING and metric.absent == "zero"
+    assert metric.families == ("reflector_.+_last_resource_version",)
 
 
 def test_a_cache_directory_that_is_not_a_directory_is_refused_when_read() -> None:

@@ -303,3 +303,33 @@ def test_a_watch_spec_asks_for_what_it_names() -> None:
     assert pods.watch_path(2, "9") == (
         "/api/v1/pods?watch=1&labelSelector=app%3Dhollow-node-2&timeoutSeconds=10"
     )
+
+
+def test_no_hollow_node_means_none_a_workload_against_the_api_only(
+    world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = world.root / "go-calls.txt"
+    monkeypatch.setenv("FAKE_GO_CALLS", str(calls))
+    workload = _python(_PROBE, world, "probe")
+    backend = world.backend(warmup_s=2.0, hollow_nodes=0, watchers=0, workload=workload)
+    backend.setup()
+    assert backend.harness.kubemark is None  # nothing runs kubemark: it is not built
+    candidate = world.candidate(2)
+    plan = "\n".join(backend.plan(candidate))
+    assert "# no hollow node (hollow_nodes = 0)" in plan and "kubemark" not in plan
+    m = _evaluate(backend, candidate, "conflicts")
+    assert m.reason is None and m.value == 9, m.reason
+    assert not (candidate.eval_dir / "cluster" / "hollow-nodes").exists()
+    assert not (candidate.log_dir / "load.json").exists()  # no node load was judged
+    assert "workload: the apiserver answered" in (candidate.log_dir / "workload.log").read_text()
+    built = calls.read_text()
+    assert "./cmd/kube-apiserver" in built and "cmd/kubemark" not in built
+    assert world.leftovers() == []
+
+
+def test_hollow_nodes_below_zero_is_refused_and_zero_is_accepted(world: ProcsWorld) -> None:
+    from bisector.backends.procs.options import ProcsSettings
+
+    assert ProcsSettings.from_section(world.section(hollow_nodes=0)).hollow_nodes == 0
+    with pytest.raises(ConfigError, match="hollow_nodes"):
+        ProcsSettings.from_section(world.section(hollow_nodes=-1))
