@@ -17,10 +17,11 @@ from bisector.config import Section, load_config
 from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
+from bisector.executors import executor_checks
 from bisector.exitcodes import RunExit
 from bisector.report import Report, summary_lines
 from bisector.search.progress import make_progress
-from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings
 
 
 def build_settings(
@@ -144,6 +145,17 @@ def preflight(settings: RunSettings) -> None:
     with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
     minutes while doctor already said the limit was too low (issue 30, item 3)."""
     info = backend_info(settings.backend)
+    if settings.executor != LOCAL_EXECUTOR:
+        # The evaluations run elsewhere: what they need there is the executor's to check
+        # (this machine's tools and limits are not the pods').
+        info.create(settings.backend_context(CHECK_DIR))
+        missing = [f for f in executor_checks(settings) if not f.ok]
+        if missing:
+            raise ConfigError(
+                f"MISSING {missing[0].what}: {missing[0].detail} (bisector doctor --config "
+                f"{settings.config_file} says the same; nothing was started)"
+            )
+        return
     # The run's own checkout, not the current directory: procs asks its tree which Go it needs.
     missing = [f for f in info.doctor(settings.backend_section, settings.repo) if not f.ok]
     if not missing:
