@@ -99,6 +99,7 @@ def evaluation_of(
         teardown_error=m.teardown_error,
         command_logs=command_logs,
         load=m.load,
+        ran_on=m.ran_on,
     )
 
 

@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 import tarfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,7 @@ LEFT_OUT = "handback.json"  # the files that did not fit, when some did not
 MARK = "bisector-handback"
 CHUNK = 6 * 1024  # base64 characters a line: under containerd's 16 KiB split of long lines
 POD_LOG_LIMIT = 5 << 20  # bytes of the packed tar, under the kubelet's 10 MiB rotation
+TAR_SLACK = 64 << 10  # the tar's own headers and padding, about
 
 
 class HandbackError(InfraError):
@@ -66,22 +68,42 @@ def _relative(path: str, root: Path) -> str:
 
 def pack(eval_dir: Path, m: Measurement, limit: int | None = None) -> Packed:
     """The directory and `m` (as record.json) in one gzip'd tar of at most `limit` bytes:
-    the files that do not fit are left out (the scored logs last) and named."""
+    the files that do not fit are left out and named. The scored logs are kept first, then
+    the rest of the log directory, then the other files, smallest first."""
     eval_dir.mkdir(parents=True, exist_ok=True)
     record = json.dumps(record_of(m, eval_dir), sort_keys=True).encode()
     files = [p for p in sorted(eval_dir.rglob("*")) if p.is_file() and not p.is_symlink()]
     files = [p for p in files if p.name not in (RECORD, LEFT_OUT)]
     scored = {Path(p) for p in m.logs}
-    # The scored logs and the log directory first, then the rest from the smallest up.
     files.sort(key=lambda p: (p not in scored, "logs" not in p.relative_to(eval_dir).parts,
                               p.stat().st_size))  # fmt: skip
+    if limit is None:
+        return Packed(_tar(eval_dir, record, files, []))
+    kept: list[Path] = []
     left: list[str] = []
+    room = limit - len(zlib.compress(record)) - TAR_SLACK
+    for path in files:
+        size = _compressed_size(path)
+        if size <= room:
+            kept.append(path)
+            room -= size
+        else:
+            left.append(str(path.relative_to(eval_dir)))
     while True:
-        data = _tar(eval_dir, record, files, left)
-        if limit is None or len(data) <= limit or not files:
+        data = _tar(eval_dir, record, kept, left)
+        if len(data) <= limit or not kept:
             return Packed(data, tuple(left))
-        dropped = files.pop()  # the last kept: the largest of the least needed
-        left.insert(0, str(dropped.relative_to(eval_dir)))
+        left.append(str(kept.pop().relative_to(eval_dir)))  # the estimate was short
+
+
+def _compressed_size(path: Path) -> int:
+    """What `path` adds to the gzip'd tar, about: its own deflated size."""
+    z = zlib.compressobj(6)
+    size = 0
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            size += len(z.compress(chunk))
+    return size + len(z.flush())
 
 
 def _tar(root: Path, record: bytes, files: list[Path], left: list[str]) -> bytes:

@@ -21,7 +21,7 @@ report.json, version 2 (version 1's keys kept, new keys added):
     evaluations   [{n, commit, subject, phase, verdict, value, metrics, duration_s, reason,
                     launch_attempts, logs, cached, started_at, slot, eval_dir, why,
                     window: {start, end, span_s} | null, stopped_early, teardown_error,
-                    command_logs: [path]}]   in the order they were measured
+                    command_logs: [path], load, ran_on}]   in the order they were measured
     verdicts      {commit: good|bad|skip}   verdicts fed to git bisect
     verdict_reasons {commit: why}
     marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
@@ -168,6 +168,7 @@ class Evaluation:
     teardown_error: str | None = None
     command_logs: list[str] = field(default_factory=list)  # evals/NNN/build.log, ...
     load: str = ""  # the share of the offered load that ran, when the backend counts it
+    ran_on: str = ""  # where it ran when not in the driving process (a Job's pod, its node)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evaluation:

@@ -1,7 +1,7 @@
 """The Kubernetes API calls the Jobs executor makes, through the official client only.
 
 `KubeApi` holds the client's own API objects (BatchV1Api, CoreV1Api,
-AuthorizationV1Api, VersionApi) and names each call the executor makes once: what it
+AuthorizationV1Api) and names each call the executor makes once: what it
 asks, and how an answer that is no error (a 404 that means "gone", a pod log that is
 204 or not there yet) reads. Watches are the client's `watch.Watch().stream`. Tests
 hand it API objects that answer with a real cluster's recorded answers
@@ -98,13 +98,11 @@ class KubeApi:
         batch: k.BatchV1Api,
         core: k.CoreV1Api,
         auth: k.AuthorizationV1Api,
-        version: k.VersionApi,
     ) -> None:
         self.namespace = namespace
         self.batch = batch
         self.core = core
         self.auth = auth
-        self.version_api = version
 
     @classmethod
     def of(cls, cfg: KubernetesSettings) -> KubeApi:
@@ -114,8 +112,12 @@ class KubeApi:
             batch=k.BatchV1Api(api),
             core=k.CoreV1Api(api),
             auth=k.AuthorizationV1Api(api),
-            version=k.VersionApi(api),
         )
+
+    @property
+    def server(self) -> str:
+        """The API server's address, as the client reaches it."""
+        return str(self.core.api_client.configuration.host)
 
     # -- Jobs ------------------------------------------------------------------------------
     def create_job(self, job: k.V1Job) -> k.V1Job:
@@ -187,10 +189,6 @@ class KubeApi:
         return None if text is None else str(text)
 
     # -- what a preflight asks -----------------------------------------------------------
-    def server_version(self) -> str:
-        info = self.version_api.get_code(_request_timeout=REQUEST_TIMEOUT_S)
-        return str(info.git_version)
-
     def namespace_exists(self) -> bool:
         try:
             self.core.read_namespace(self.namespace, _request_timeout=REQUEST_TIMEOUT_S)

@@ -117,7 +117,8 @@ class KubernetesExecutor:
         self.run_id = ""
         self.watch: RunWatch | None = None
         self.lock = threading.Lock()
-        self.claimed: set[str] = set()  # Jobs a slot of this session follows
+        # Jobs a slot of this session followed or follows: never adopted again.
+        self.claimed: set[str] = set()
         self.job_of: dict[str, str] = {}  # evaluation name -> the Job that runs it
         self.at_once = threading.BoundedSemaphore(cfg.parallelism) if cfg.parallelism else None
         self._config = run_config(settings)
@@ -267,6 +268,11 @@ class KubernetesExecutor:
         m.slot = candidate.slot
         m.why = settings.why
         m.duration_s = round(self.clock() - began, 3)
+        if m.phase_s:
+            # The Job's own time (a node for its pod, the image, the fetch) before the
+            # evaluation in the pod began: the ETA counts it with the build, as it comes first.
+            waited = m.duration_s - sum(m.phase_s.values())
+            m.phase_s["build"] = round(m.phase_s.get("build", 0.0) + max(0.0, waited), 3)
         return m
 
     def _take_a_place(self, hooks: EvaluationHooks) -> None:
@@ -457,8 +463,6 @@ class KubernetesExecutor:
                     time.sleep(min(self.poll_s, 1.0))
         except _api_errors() as exc:
             raise InfraError(f"cannot delete the Job of {evaluation}: {said(exc)}") from None
-        with self.lock:
-            self.claimed -= names
 
 
 def _started(o: faults.Observed) -> bool:

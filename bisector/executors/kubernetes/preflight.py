@@ -59,26 +59,28 @@ def check(
     cfg: KubernetesSettings, api: Callable[[KubernetesSettings], KubeApi] = KubeApi.of
 ) -> list[Finding]:
     found: list[Finding] = []
+    ns = cfg.namespace
     try:
         kube = api(cfg)
-        version = kube.server_version()
     except BisectorError as exc:
         return [Finding(False, "kubernetes API", str(exc))]
+    exists: bool | None = None
+    try:
+        exists = kube.namespace_exists()
+    except k.ApiException as exc:  # an answer: the API is there, the namespace not readable
+        found.append(Finding(True, "kubernetes API", f"answers ({kube.server})"))
+        found.append(Finding(False, "namespace", f"cannot read namespace {ns}: {said(exc)}"))
     except Exception as exc:  # the client's errors: nothing answers
         return [
             Finding(
                 False,
                 "kubernetes API",
-                f"no answer ({said(exc)}); check [executor.kubernetes] kubeconfig and context",
+                f"no answer from {kube.server} ({said(exc)}); check [executor.kubernetes] "
+                "kubeconfig and context",
             )
         ]
-    found.append(Finding(True, "kubernetes API", f"answers, version {version}"))
-    ns = cfg.namespace
-    try:
-        exists = kube.namespace_exists()
-    except Exception as exc:
-        exists = None
-        found.append(Finding(False, "namespace", f"cannot read namespace {ns}: {said(exc)}"))
+    else:
+        found.append(Finding(True, "kubernetes API", f"answers ({kube.server})"))
     if exists is False:
         found.append(
             Finding(
