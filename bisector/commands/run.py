@@ -19,9 +19,10 @@ from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
 from bisector.executors import executor_checks
 from bisector.exitcodes import RunExit
-from bisector.report import Report, summary_lines
-from bisector.search.progress import make_progress
+from bisector.report import summary_lines
+from bisector.report.model import Report
 from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings
+from bisector.ui.progress_lines import make_progress
 
 
 def build_settings(
@@ -122,7 +123,9 @@ def run(
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
-            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+            model=backend_info(settings.backend).phases,
+            warmup_s=settings.warmup_s,
+            estimate_s=settings.estimate_s,
         )
     )
     try:
@@ -142,8 +145,8 @@ def run(
 
 def preflight(settings: RunSettings) -> None:
     """What `bisector doctor` finds missing for the backend, refused before anything starts,
-    with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
-    minutes while doctor already said the limit was too low (issue 30, item 3)."""
+    with doctor's own line: under `ulimit -n 256` a procs run would wait on its cluster for
+    minutes for a limit doctor already calls too low."""
     info = backend_info(settings.backend)
     if settings.executor != LOCAL_EXECUTOR:
         # The evaluations run elsewhere: what they need there is the executor's to check

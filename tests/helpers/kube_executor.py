@@ -12,13 +12,13 @@ from typing import Any
 from bisector.backends.base import Backend, Candidate
 from bisector.backends.registry import create_backend
 from bisector.config import Section
-from bisector.demo_repo import DemoRepo, demo_config
 from bisector.executors.kubernetes.executor import KubernetesExecutor
 from bisector.executors.kubernetes.settings import KubernetesSettings
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings
 from bisector.measure.provenance import WindowRule
 from bisector.search.progress import Phase
 from bisector.settings import RunSettings
+from bisector.sim.demo_repo import DemoRepo, demo_config
 from tests.helpers.kube_replay import FakeCluster
 
 

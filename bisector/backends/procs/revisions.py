@@ -4,7 +4,7 @@ only the candidate was fetched (a Job's pod, bisector.executors) fetches it too.
 
 from __future__ import annotations
 
-from bisector.backends.procs.settings import _commit, harness_revision
+from bisector.backends.procs.options import _commit, harness_revision
 from bisector.config import Section
 
 

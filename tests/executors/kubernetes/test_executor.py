@@ -18,11 +18,11 @@ from kubernetes import client as k
 from bisector.backends.base import Candidate
 from bisector.backends.registry import create_backend
 from bisector.backends.resources import ResourceRecord
-from bisector.demo_repo import DemoRepo, create_demo_repo
 from bisector.executors.kubernetes.manifest import LABEL_RUN
 from bisector.gitrepo import GitRepo
 from bisector.measure.evaluation import evaluate_candidate
 from bisector.measure.parallel import Interrupted
+from bisector.sim.demo_repo import DemoRepo, create_demo_repo
 from tests.helpers.kube_executor import Hooks, demo_settings, kubernetes_table, make_rig
 from tests.helpers.kube_pod import run_pod
 from tests.helpers.kube_replay import FakeCluster, recording
