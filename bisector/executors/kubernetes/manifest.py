@@ -49,10 +49,8 @@ def job_for(cfg: KubernetesSettings, spec: EvaluationSpec, run_id: str, evaluati
     env += [k.V1EnvVar(name=name, value=value) for name, value in sorted(cfg.pod_env.items())]
     mounts = [k.V1VolumeMount(name="work", mount_path=WORK)]
     volumes = [k.V1Volume(name="work", empty_dir=k.V1EmptyDirVolumeSource())]
-    if cfg.cache_paths:
-        for path in cfg.cache_paths:
-            # One subdirectory of the volume each, named after the path.
-            sub = path.strip("/").replace("/", "-")
+    if cfg.cache_mounts:
+        for path, sub in sorted(cfg.cache_mounts.items()):
             mounts.append(k.V1VolumeMount(name="cache", mount_path=path, sub_path=sub))
         volumes.append(_cache_volume(cfg))
     if cfg.shm_size:
@@ -85,6 +83,8 @@ def job_for(cfg: KubernetesSettings, spec: EvaluationSpec, run_id: str, evaluati
         service_account_name=cfg.service_account or None,
         automount_service_account_token=False,  # `bisector evaluate` never calls the API
         node_selector=dict(cfg.node_selector) or None,
+        dns_policy="None" if cfg.dns_nameservers else None,
+        dns_config=_dns(cfg),
         tolerations=[
             k.V1Toleration(
                 key=taint, operator="Exists", effect="NoExecute", toleration_seconds=lost
@@ -123,6 +123,21 @@ def job_for(cfg: KubernetesSettings, spec: EvaluationSpec, run_id: str, evaluati
                 spec=pod,
             ),
         ),
+    )
+
+
+def _dns(cfg: KubernetesSettings) -> k.V1PodDNSConfig | None:
+    """The pods' own nameservers: a cluster without DNS hands pods a nameserver they cannot
+    reach, and every lookup (a hollow node's own name, each status update) waits for its
+    timeouts; one that refuses at once (127.0.0.1 in the pod) fails them at once."""
+    if not cfg.dns_nameservers:
+        return None
+    return k.V1PodDNSConfig(
+        nameservers=list(cfg.dns_nameservers),
+        options=[
+            k.V1PodDNSConfigOption(name="timeout", value="1"),
+            k.V1PodDNSConfigOption(name="attempts", value="1"),
+        ],
     )
 
 

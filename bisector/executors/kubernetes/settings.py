@@ -91,8 +91,12 @@ class KubernetesSettings:
     )
     cache_claim: str = setting("str", "", "a PersistentVolumeClaim the pods share for caches")
     cache_host_path: str = setting("str", "", "or a directory on each node for caches")
-    cache_paths: tuple[str, ...] = setting(
-        "str_list", (), "where the cache volume is mounted in the pod, one subdirectory each"
+    cache_mounts: dict[str, str] = setting(
+        "table", doc="pod path = subdirectory of the cache volume mounted there",
+        reader=_str_table,
+    )  # fmt: skip
+    dns_nameservers: tuple[str, ...] = setting(
+        "str_list", (), "the pods' nameservers (empty: the cluster's DNS; none there: 127.0.0.1)"
     )
     shm_size: str = setting(
         "str", "", "a memory-backed /dev/shm of this size (empty: the runtime's)"
@@ -125,19 +129,20 @@ class KubernetesSettings:
                 f"{s.where('cache_claim')} and {s.where('cache_host_path')} are both set; "
                 "name one volume for the caches"
             )
-        if cfg.cache_paths and not (cfg.cache_claim or cfg.cache_host_path):
+        if cfg.cache_mounts and not (cfg.cache_claim or cfg.cache_host_path):
             raise ConfigError(
-                f"{s.where('cache_paths')} needs a volume: set cache_claim (a "
+                f"{s.where('cache_mounts')} needs a volume: set cache_claim (a "
                 "PersistentVolumeClaim the pods share) or cache_host_path"
             )
-        for path in cfg.cache_paths:
+        for path, sub in cfg.cache_mounts.items():
             if not path.startswith("/"):
-                raise ConfigError(f"{s.where('cache_paths')}: {path!r} is not an absolute path")
+                raise ConfigError(f"{s.where('cache_mounts')}: {path!r} is not an absolute path")
+            if sub.startswith("/") or ".." in sub.split("/"):
+                raise ConfigError(
+                    f"{s.where('cache_mounts')}: {sub!r} must be a relative path inside the "
+                    "volume (no leading /, no ..)"
+                )
         return cfg
-
-    @property
-    def cache_volume(self) -> bool:
-        return bool(self.cache_paths)
 
 
 KEYS = keys_of(KubernetesSettings)
