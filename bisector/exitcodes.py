@@ -89,6 +89,14 @@ class DoctorExit(IntEnum):
     INTERRUPTED = 130
 
 
+class EvaluateExit(IntEnum):
+    HANDED_BACK = 0  # the measurement (a value or a skip) was handed back
+    USAGE = 2  # no spec, or one that cannot be read
+    NOT_HANDED_BACK = 3  # measured, but the results could not be handed back (the bucket)
+    INTERNAL = 70
+    INTERRUPTED = 130
+
+
 class StatusExit(IntEnum):
     OK = 0
     USAGE = 2
@@ -132,6 +140,8 @@ _MEANING = {
     "PROBLEMS": "problems found",
     "REHEARSAL_FAILED": "the --rehearse run on the GCE twin did not pass",
     "OUTPUT_FAILED": "stdout could not be written",
+    "HANDED_BACK": "measurement handed back (a value or a skip)",
+    "NOT_HANDED_BACK": "measured, not handed back",
 }
 
 TABLES: dict[str, type[IntEnum]] = {
@@ -145,6 +155,7 @@ TABLES: dict[str, type[IntEnum]] = {
     "status": StatusExit,
     "mark": MarkExit,
     "runs": RunsExit,
+    "evaluate": EvaluateExit,
 }
 
 

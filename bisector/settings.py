@@ -35,7 +35,11 @@ DEFAULT_METRIC = "conflicts"  # what run, history and score are about when none 
 # The run directory of a backend built only to check its table (doctor, the run's
 # preflight, a nightly job's load): never set up, so nothing is written there.
 CHECK_DIR = Path(".bisector-doctor")
-TABLES = ("run", "search", "metrics", "backends")  # a run's config file
+TABLES = ("run", "search", "metrics", "backends", "executor")  # a run's config file
+# Where each evaluation runs: in this process ("local"), or as a Kubernetes Job whose pod
+# runs `bisector evaluate` (bisector.executors.kubernetes, `[executor.kubernetes]`).
+EXECUTORS = ("local", "kubernetes")
+LOCAL_EXECUTOR = "local"
 LIKELIHOODS = ("verdict", "metric")
 # Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
 # a cluster), and a value past them is a typo that would launch clusters without end
@@ -143,6 +147,10 @@ class RunTable:
         "int", 0, "builds ahead while a cluster warms up", low=0, high=MAX_SLOTS
     )
     price_per_cluster_hour: float | None = setting("float", None, "money in the cost model", low=0)
+    executor: str = setting(
+        "str", LOCAL_EXECUTOR, "where evaluations run: local or kubernetes ([executor.kubernetes])",
+        choices=EXECUTORS,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -209,6 +217,10 @@ class RunSettings:
     backend: str = RunTable.backend
     backend_section: Section = field(default_factory=Section)  # `[backends.<backend>]`
     metrics: MetricRegistry = field(default_factory=_builtin_metrics)
+    # `[metrics]` as written: an evaluation run elsewhere (a Job's pod) reads it again.
+    metrics_section: Section = field(default_factory=Section)
+    executor: str = RunTable.executor
+    executor_section: Section = field(default_factory=Section)  # `[executor.<executor>]`
     metric: str = RunTable.metric
     threshold: float | None = RunTable.threshold
     warmup_s: float = RunTable.warmup
@@ -276,6 +288,7 @@ class RunSettings:
         # A misspelt table ([serch], [backend.sim]) would leave its keys unread.
         config.check_tables(TABLES)
         config.table("backends").check_tables(BACKENDS)
+        config.table("executor").check_tables(EXECUTORS[1:])
         run = flags.over("run", config.table("run"))
         table = read_settings(RunTable, run)
         search = SearchSettings.from_section(flags.over("search", config.table("search")))
@@ -308,6 +321,9 @@ class RunSettings:
             backend=table.backend,
             backend_section=config.table("backends").table(table.backend),
             metrics=metrics,
+            metrics_section=config.table("metrics"),
+            executor=table.executor,
+            executor_section=config.table("executor").table(table.executor),
             metric=metric,
             threshold=threshold,
             # a backend may say how long its clusters run when [run] does not (the sim: 5m)

@@ -23,6 +23,8 @@ READING_ORDER = (
     "gce-2026.md",
     "kind.md",
     "procs.md",
+    "jobs.md",
+    "jobs-faults.md",
     "jobs-cluster.md",
     "failures.md",
     "ci-history.md",

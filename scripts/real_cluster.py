@@ -464,6 +464,12 @@ def kubelet_config(layout: Layout, ports: Ports, node_ip: str) -> str:
     failCgroupV1: false - this host has cgroup v1 (1.31+ refuses it by default).
     failSwapOn: false - not needed without swap, kept for hosts that have some.
     makeIPTablesUtilChains: false - nothing in the host's iptables to clean up.
+    imageGCHighThresholdPercent: 100 - no image garbage collection: no image can be pulled
+    back here. With the default 85 the kubelet deleted the pause image and the project's
+    image between two evaluations once the shared disk was 85% used (the next pods failed
+    with FailedCreatePodSandBox, then ErrImageNeverPull).
+    evictionHard: 1% of disk and inodes - the disk is shared with other work: a node under
+    the default 10%/15% "disk pressure" evicts every pod, though the pods write little.
     Authentication: webhook (bearer tokens) and x509 for the apiserver's client
     certificate; authorization: webhook (the apiserver answers for system:masters)."""
     return json.dumps(
@@ -479,6 +485,14 @@ def kubelet_config(layout: Layout, ports: Ports, node_ip: str) -> str:
             "failSwapOn": False,
             "failCgroupV1": False,
             "makeIPTablesUtilChains": False,
+            "imageGCHighThresholdPercent": 100,
+            "imageGCLowThresholdPercent": 99,
+            "evictionHard": {
+                "memory.available": "100Mi",
+                "nodefs.available": "1%",
+                "nodefs.inodesFree": "1%",
+                "imagefs.available": "1%",
+            },
             "containerRuntimeEndpoint": f"unix://{layout.containerd_socket}",
             "podLogsDir": str(layout.pod_logs),
             "volumePluginDir": str(layout.kubelet_root / "volume-plugins"),

@@ -153,7 +153,11 @@ def _run_settings(path: Path) -> object:
             "[backends.simm]\nnodes = 10\n",
             "`[backends.simm]` is not a known table; did you mean [backends.sim]?",
         ),
-        ("[zzz]\n", "`[zzz]` is not a known table; known tables here: backends, metrics, run"),
+        (
+            "[zzz]\n",
+            "`[zzz]` is not a known table; known tables here: "
+            "backends, executor, metrics, run, search",
+        ),
         ('warmup = "1m"\n[run]\n', "key `warmup` is in no known table; known tables here: b"),
     ],
 )

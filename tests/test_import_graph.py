@@ -102,6 +102,7 @@ PARTS: dict[str, tuple[str, ...]] = {
     "orchestration": ("bisector.bisection", "bisector.nightly"),
     "ui": ("bisector.ui",),
     "search": ("bisector.search",),
+    "executors": ("bisector.executors",),
     "measurement": ("bisector.measure",),
     "search vocabulary": (
         "bisector.search.base",
@@ -150,12 +151,13 @@ _BELOW_SETTINGS = ("backends", "evidence", "foundations")
 # loads it. `doctor --rehearse` reaches it only through the registry's "module:function"
 # string.
 MAY_IMPORT: dict[str, tuple[str, ...]] = {
-    "entry": ("orchestration", "ui", "search", "measurement", "search vocabulary", "settings",
-              *_BELOW_SETTINGS),
-    "orchestration": ("ui", "search", "measurement", "search vocabulary", "settings",
-                      *_BELOW_SETTINGS),
+    "entry": ("orchestration", "ui", "search", "executors", "measurement", "search vocabulary",
+              "settings", *_BELOW_SETTINGS),
+    "orchestration": ("ui", "search", "executors", "measurement", "search vocabulary",
+                      "settings", *_BELOW_SETTINGS),
     "ui": ("search vocabulary", "evidence", "foundations"),
     "search": ("measurement", "search vocabulary", "settings", *_BELOW_SETTINGS),
+    "executors": ("measurement", "search vocabulary", "settings", *_BELOW_SETTINGS),
     "measurement": ("search vocabulary", "settings", *_BELOW_SETTINGS),
     "search vocabulary": ("evidence", "foundations"),
     "settings": _BELOW_SETTINGS,

@@ -104,6 +104,10 @@ class BackendInfo:
     doctor_without_config: bool = False
     # "module:function", a RehearsalDriver: `doctor --rehearse` (the gce backend on its twin).
     rehearsal: str | None = None
+    # "module:function" giving the revisions of the repository an evaluation checks out
+    # beside the candidate, from the backend's table (procs: its harness commit): an
+    # evaluation run elsewhere, which fetches only the candidate, fetches those too.
+    revisions: str | None = None
 
     def cl2_problem(self, section: Section) -> str | None:
         """Why this backend, configured by `section`, gives no CL2 report (None: it can).
@@ -136,6 +140,13 @@ class BackendInfo:
         module, function = self.checks.split(":")
         check = cast("DoctorCheck", getattr(importlib.import_module(module), function))
         return check(section, tree)
+
+    def revisions_needed(self, section: Section) -> tuple[str, ...]:
+        if self.revisions is None:
+            return ()
+        module, function = self.revisions.split(":")
+        needed = cast("Callable[[Section], tuple[str, ...]]", _function(module, function))
+        return needed(section)
 
     def rehearse(self, section: Section, repo: Path, *, keep: bool) -> Rehearsed:
         """Run this backend's rehearsal (callers check `rehearsal` is set first)."""
@@ -196,11 +207,16 @@ BACKENDS: dict[str, BackendInfo] = {
             "ProcsBackend",
             ("git",),
             "bisector.backends.procs.checks:check",
+            revisions="bisector.backends.procs.revisions:revisions",
         ),
     )
 }
 
 DEFAULT_BACKEND = "sim"
+
+
+def _function(module: str, function: str) -> object:
+    return getattr(importlib.import_module(module), function)
 
 
 def backend_names() -> str:

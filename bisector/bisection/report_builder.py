@@ -101,6 +101,7 @@ def evaluation_of(
         command_logs=command_logs,
         load=m.load,
         build_fixes=read_build_fixes(eval_dir) if eval_dir is not None else [],
+        ran_on=m.ran_on,
     )
 
 

@@ -26,12 +26,14 @@ from bisector.bisection.question import other_question, refuse, set_aside
 from bisector.dirs import ensure_dir
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError, InfraError
+from bisector.executors import create_executor
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
 from bisector.logs.scores import Scorer
 from bisector.measure.early import rescoring
 from bisector.measure.evaluator import Evaluator, MeasureSettings
+from bisector.measure.executor import Executor
 from bisector.measure.journal import (
     LAUNCH_FAILED_SESSIONS,
     Failed,
@@ -64,7 +66,8 @@ class PreparedBisection:
     bad: str
     layout: RunLayout
     context: BackendContext
-    backend: Backend
+    backend: Backend  # as the driving process holds it (Executor.driving)
+    executor: Executor  # where each evaluation runs (bisector.executors)
 
 
 @dataclass
@@ -96,8 +99,10 @@ def prepare_bisection(
     repo: GitRepo | None = None,
     backend: Backend | None = None,
     wrap_backend: BackendWrapper | None = None,
+    executor: Executor | None = None,
 ) -> PreparedBisection:
-    """Resolve the range and build the backend; config errors here, before any state."""
+    """Resolve the range and build the backend and the executor; config errors here,
+    before any state."""
     repo = repo or GitRepo(settings.repo)
     good, bad = repo.resolve(settings.good), repo.resolve(settings.bad)
     repo.check_range(good, bad)
@@ -110,10 +115,11 @@ def prepare_bisection(
     if backend is None and (why := metric_unmeasurable(settings)) is not None:
         # Every evaluation would be a skip, each paid for with a cluster: refuse it now.
         raise ConfigError(f"{why}; set a workload that runs ClusterLoader2 (docs/metrics.md)")
-    backend = backend or create_backend(settings.backend, context)
+    executor = executor or create_executor(settings, layout.root)
+    backend = executor.driving(backend or create_backend(settings.backend, context))
     if wrap_backend is not None:
         backend = wrap_backend(backend)
-    return PreparedBisection(settings, repo, good, bad, layout, context, backend)
+    return PreparedBisection(settings, repo, good, bad, layout, context, backend, executor)
 
 
 def measure_settings(settings: RunSettings, backend: Backend) -> MeasureSettings:
@@ -242,6 +248,7 @@ def open_bisection(
             # A scorer given as a seam (tests, benchmarks) also judges the logs so far.
             growing_scorer=rescoring(scorer) if scorer else s.metrics.growing_scorer(),
             slots=max(1, slots or 1, s.search.parallel),
+            executor=prepared.executor,
         )
         try:
             try:

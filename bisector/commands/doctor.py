@@ -36,7 +36,7 @@ from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.exitcodes import DoctorExit
 from bisector.gitrepo import GitRepo
-from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings
 
 if TYPE_CHECKING:
     from bisector.nightly.config import JobConfig, NightlyConfig
@@ -143,6 +143,8 @@ def doctor(
         _check_tool(TOOLS[name], report)
     _say_log_scanner(report)
     settings = _check_run_config(root, flags, report) if root is not None else None
+    if settings is not None and settings.executor != LOCAL_EXECUTOR:
+        _check_executor(settings, report)
     if info.doctor_builds:
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
@@ -307,6 +309,21 @@ def _check_tool(tool: Tool, report: Report) -> None:
         return
     first = (result.stdout or result.stderr).strip().splitlines()
     report.ok(tool.name, first[0] if first else "present")
+
+
+def _check_executor(settings: RunSettings, report: Report) -> None:
+    """Where the evaluations run ([run] executor): reachable, allowed, its image there."""
+    from bisector.executors import executor_checks
+
+    if not report.as_json:
+        typer.echo(f"the {settings.executor} executor ([executor.{settings.executor}]):")
+    try:
+        findings = executor_checks(settings)
+    except BisectorError as exc:
+        report.bad(f"[executor.{settings.executor}]", str(exc))
+        return
+    for finding in findings:
+        (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
 
 
 def _check_run_config(root: Section, flags: RunFlags, report: Report) -> RunSettings | None:

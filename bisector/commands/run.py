@@ -17,10 +17,11 @@ from bisector.config import Section, load_config
 from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
+from bisector.executors import executor_checks
 from bisector.exitcodes import RunExit
 from bisector.report import summary_lines
 from bisector.report.model import Report
-from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings
 from bisector.ui.progress_lines import make_progress
 
 
@@ -147,6 +148,17 @@ def preflight(settings: RunSettings) -> None:
     with doctor's own line: under `ulimit -n 256` a procs run would wait on its cluster for
     minutes for a limit doctor already calls too low."""
     info = backend_info(settings.backend)
+    if settings.executor != LOCAL_EXECUTOR:
+        # The evaluations run elsewhere: what they need there is the executor's to check
+        # (this machine's tools and limits are not the pods').
+        info.create(settings.backend_context(CHECK_DIR))
+        missing = [f for f in executor_checks(settings) if not f.ok]
+        if missing:
+            raise ConfigError(
+                f"MISSING {missing[0].what}: {missing[0].detail} (bisector doctor --config "
+                f"{settings.config_file} says the same; nothing was started)"
+            )
+        return
     # The run's own checkout, not the current directory: procs asks its tree which Go it needs.
     missing = [f for f in info.doctor(settings.backend_section, settings.repo) if not f.ok]
     if not missing:

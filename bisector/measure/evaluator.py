@@ -38,7 +38,8 @@ from bisector.measure.early import (
     EarlyStop,
     rescoring,
 )
-from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
+from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings
+from bisector.measure.executor import LOCAL, Executor
 from bisector.measure.journal import (
     Begin,
     Cleaned,
@@ -117,8 +118,10 @@ class Evaluator(Deciding):
         scorer: Scorer,
         slots: int = 1,
         growing_scorer: GrowingScorerFactory | None = None,
+        executor: Executor = LOCAL,
     ) -> None:
         self.settings = settings
+        self.executor = executor
         self.repo = repo
         self.journal = journal
         self.backend = backend
@@ -162,7 +165,8 @@ class Evaluator(Deciding):
         )
         self.prefetch = Prefetcher(
             backend=backend,
-            builds=settings.prefetch_builds,
+            # A build made here serves only evaluations run here.
+            builds=settings.prefetch_builds if executor.builds_ahead else 0,
             repo=repo,
             journal=journal,
             worktrees_dir=layout.worktrees,
@@ -248,11 +252,12 @@ class Evaluator(Deciding):
         worktree = self.layout.slot_worktree(slot)
         tree = self.repo.tree_of(job.commit)
         with self.lock:
-            self.worktrees.add(worktree)
-            try:
-                self.repo.add_worktree(worktree, job.commit)
-            except InfraError as exc:  # e.g. objects missing in a mirror: this commit skips
-                return self._unchecked_out(job, tree, slot, exc.reason)
+            if self.executor.checks_out:  # else the evaluation gets its tree elsewhere
+                self.worktrees.add(worktree)
+                try:
+                    self.repo.add_worktree(worktree, job.commit)
+                except InfraError as exc:  # e.g. objects missing in a mirror: this commit skips
+                    return self._unchecked_out(job, tree, slot, exc.reason)
             self._begun += 1
             eval_dir = self.layout.eval_dir(self._begun, job.commit)
             candidate = Candidate(job.commit, worktree, eval_dir, slot, uuid.uuid4().hex)
@@ -335,7 +340,7 @@ class Evaluator(Deciding):
             early=early,
         )
         backend = CancellableBackend(self.teardowns.finishing(), self.cancelled)
-        return evaluate_candidate(backend, candidate, settings, hooks)
+        return self.executor.evaluate(backend, candidate, settings, hooks)
 
     def batch(self, jobs: Sequence[Job], then: Sequence[str] = ()) -> list[Measurement]:
         """One fresh run per job, `slots` at a time (one round per `slots` jobs).
@@ -421,12 +426,20 @@ class Evaluator(Deciding):
         """Tear down what a killed run left up (a cluster costs money), before anything else."""
         for begun in self.journal.unfinished():
             worktree = self.layout.slot_worktree(begun.slot)
+            candidate = Candidate(begun.commit, worktree, Path(begun.eval_dir), begun.slot)
+            taken = self.executor.left_by_a_crash(candidate)
+            if taken is not None:
+                # Still running where the executor runs it: the evaluation that asks for
+                # this commit again takes it over; this begun one is closed, and what it
+                # started stays in the executor's care (its close and `bisector cleanup`).
+                self.progress.note(f"{begun.commit[:12]}, begun by a killed run: {taken}")
+                self.journal.write(Cleaned(str(begun.eval_dir)))
+                continue
             self.worktrees.add(worktree)
             self.progress.note(
                 f"tearing down {begun.commit[:12]}, left up by a killed run or a failed teardown"
             )
             self.repo.add_worktree(worktree, begun.commit)
-            candidate = Candidate(begun.commit, worktree, Path(begun.eval_dir), begun.slot)
             self.teardowns.now(candidate)
 
 

@@ -65,6 +65,9 @@ class Measurement:
     # Seconds spent in each phase (build, launch, warmup, collect, teardown) as measured
     # here: the ETA's figures (bisector.cost.MeasuredPhases). Older journals: empty.
     phase_s: dict[str, float] = field(default_factory=dict)
+    # Where the evaluation ran when not in the driving process (a Kubernetes Job's pod and
+    # node: bisector.executors); empty: here.
+    ran_on: str = ""
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ report.json, version 2 (version 1's keys kept, new keys added):
     evaluations   [{n, commit, subject, phase, verdict, value, metrics, duration_s, reason,
                     launch_attempts, logs, cached, started_at, slot, eval_dir, why,
                     window: {start, end, span_s} | null, stopped_early, teardown_error,
-                    command_logs: [path],
+                    command_logs: [path], load, ran_on,
                     build_fixes: [{name, why, source: "tree"|"config", commands, range}]}]
                   in the order they were measured
     verdicts      {commit: good|bad|skip}   verdicts fed to git bisect
@@ -177,6 +177,7 @@ class Evaluation:
     # What its build applied beyond `go build` of the tree (<eval>/build-fixes.json): the
     # tree's own steps and the configured build fixes.
     build_fixes: list[BuildFixApplied] = field(default_factory=list)
+    ran_on: str = ""  # where it ran when not in the driving process (a Job's pod, its node)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evaluation:

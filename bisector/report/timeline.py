@@ -54,6 +54,8 @@ def window_text(e: Evaluation) -> str:
 
 def _notes(e: Evaluation, parallel: bool) -> list[str]:
     notes = [f"slot {e.slot}"] if parallel else []
+    if e.ran_on:
+        notes.append(f"ran in {e.ran_on}")
     if e.cached:
         notes.append("cached: reused from an earlier run's measurement")
     if e.stopped_early:
