@@ -88,6 +88,8 @@ def confirm(b: Bisection, found: Found, descended: Sequence[str], threshold: flo
     # full-length one.
     todo = [c for i, c in enumerate(claim) if i < 2 or basis[c.commit]]
     b.evaluator.runs_after_search = 0
+    # The culprit's and its parent's runs profile the apiserver: what grew, and where.
+    b.evaluator.profiled = {claim[0].commit, claim[1].commit} if len(claim) > 1 else set()
     per_commit = 1 if b.settings.noise_aware else b.settings.repeats // 2 + 1
     b.evaluator.expect(len(todo) * per_commit, full_length=True)
     rules = [_rule(b, c) for c in todo]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
-from bisector.report.model import RevertCheck
+from bisector.report.model import ProfileDiff, RevertCheck
 from bisector.search.base import Found, Search
 
 
@@ -23,6 +23,7 @@ class Hunt:
     merges: list[str]  # the merges that brought its culprit in (for the report)
     confirmation: Confirmation
     revert: RevertCheck | None = None  # the bad endpoint with this and earlier culprits reverted
+    profiles: list[ProfileDiff] = field(default_factory=list)  # the culprit's against its parent's
 
     @property
     def confirmed(self) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 from bisector.backends.base import Backend
 from bisector.bisection.confirm import confirm
@@ -32,8 +33,9 @@ from bisector.gitrepo import BisectSession, GitRepo
 from bisector.measure.early import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold, format_value
+from bisector.pprof import diff_profiles, pairs
 from bisector.report import Report, write_reports
-from bisector.report.model import EtaCheck
+from bisector.report.model import EtaCheck, ProfileDiff
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
@@ -191,7 +193,32 @@ def _hunt(
     for problem in confirmation.problems:
         b.progress.note(f"not confirmed: {problem}")
     reverted = b.evaluator.reverts.culprits
-    return Hunt(reverted, ends, search, found, descended, merges, confirmation)
+    hunt = Hunt(reverted, ends, search, found, descended, merges, confirmation)
+    if found.culprit is not None and confirmation.confirmed:
+        hunt.profiles = _profile_diffs(b, found.culprit)
+    return hunt
+
+
+def _profile_diffs(b: Bisection, culprit: str) -> list[ProfileDiff]:
+    """The culprit's confirmation-run profiles against its parent's (any `*.pprof` its
+    backend left in their evaluation directories): what grew, marked where the culprit
+    changed the code."""
+    parent = b.repo.info(culprit).parents[0]
+    runs = [
+        [m for m in b.evaluator.runs(c, "confirm") if m.value is not None and m.eval_dir]
+        for c in (culprit, parent)
+    ]
+    if not all(runs):
+        return []
+    mine, theirs = (Path(r[-1].eval_dir) for r in runs)
+    if not pairs(mine, theirs):  # no backend left profiles: nothing to diff or mark
+        return []
+    out_dir = b.layout.root / "profiles" / culprit[:12]
+    diffs = diff_profiles(mine, theirs, b.repo.changed_files(culprit), out_dir)
+    for diff in diffs:
+        said = diff.error or (diff.rows[0].function if diff.rows else "nothing grew")
+        b.progress.note(f"profile diff ({diff.kind}) of {culprit[:12]} against its parent: {said}")
+    return diffs
 
 
 def _further_culprits(

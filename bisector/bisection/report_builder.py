@@ -268,6 +268,7 @@ def _culprit(
         inside=inside,
         revert=hunt.revert,
         is_merge=info.is_merge,
+        profiles=list(hunt.profiles),
     )
 
 

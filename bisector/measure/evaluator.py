@@ -131,6 +131,9 @@ class Evaluator(Deciding):
         # Culprits found so far, reverted in the candidates that contain them (none until
         # the pipeline hunts a further culprit): bisector.measure.reverts.
         self.reverts = Reverts(repo)
+        # Commits whose confirmation runs take profiles of the apiserver (the culprit and
+        # its parent: bisector.bisection.confirm), for the report's smoking gun.
+        self.profiled: set[str] = set()
         self.used: dict[str, Measurement] = {}  # every measurement the report rests on
         self.worktrees: set[Path] = set()
         self.rounds: Counter[str] = Counter()  # phase -> rounds of concurrent evaluations
@@ -276,7 +279,10 @@ class Evaluator(Deciding):
             self._begun += 1
             eval_dir = self.layout.eval_dir(self._begun, job.commit)
             # The backend builds what is checked out: with reverts, the tool's commit.
-            candidate = Candidate(sub.build, worktree, eval_dir, slot, uuid.uuid4().hex)
+            profile = job.phase == "confirm" and job.commit in self.profiled
+            candidate = Candidate(
+                sub.build, worktree, eval_dir, slot, uuid.uuid4().hex, profile=profile
+            )
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self.teardowns.in_flight[slot] = candidate
             self._slot_runs[slot] += 1

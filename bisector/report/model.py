@@ -130,6 +130,41 @@ class RevertCheck:
 
 
 @dataclass(frozen=True)
+class ProfileRow:
+    """One function of a profile diff (`go tool pprof -top -diff_base`): how much its own
+    time or memory (`flat`) and with its callees (`cum`) grew, as pprof prints it."""
+
+    flat: str
+    flat_value: float  # seconds or bytes
+    cum: str
+    cum_value: float
+    function: str
+    file: str  # its source file, as the profile names it
+    in_culprit: bool  # the file is one the culprit changed
+
+
+@dataclass(frozen=True)
+class ProfileDiff:
+    """The culprit's confirmation-run profile against its parent's (bisector.pprof)."""
+
+    kind: str  # "cpu", "heap in use", "heap allocated"
+    culprit: str  # the culprit run's profile file
+    parent: str  # the parent run's
+    command: str  # the go tool pprof command run
+    go: str  # the Go whose pprof ran it
+    rows: list[ProfileRow]  # what grew most, then the culprit's files' functions
+    total: str  # pprof's "Showing nodes accounting for ..." line
+    text: str = ""  # the whole -top output, kept in the run directory
+    error: str = ""  # why there is no diff ("" when there is)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProfileDiff:
+        values = dict(data)
+        values["rows"] = [_build(ProfileRow, r) for r in data.get("rows", [])]
+        return _build(cls, values)
+
+
+@dataclass(frozen=True)
 class Culprit:
     commit: str
     subject: str
@@ -156,6 +191,8 @@ class Culprit:
     share: float | None = None
     share_basis: str = ""  # "revert" or "step"
     is_merge: bool = False  # reverted against its first parent (`git revert -m 1`)
+    # The culprit's confirmation-run profiles against its parent's: what grew, where.
+    profiles: list[ProfileDiff] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Culprit:
@@ -183,6 +220,7 @@ class Culprit:
             share=data.get("share"),
             share_basis=data.get("share_basis", ""),
             is_merge=bool(data.get("is_merge", False)),
+            profiles=[ProfileDiff.from_json(p) for p in data.get("profiles", [])],
         )
 
 
