@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 
 from bisector.backends.base import Backend
+from bisector.backends.registry import backend_info
 from bisector.bisection.confirm import confirm
 from bisector.bisection.descent import descend, merge_path
 from bisector.bisection.endpoints import EndpointCheck, Endpoints, endpoint_runs
@@ -30,12 +31,12 @@ from bisector.bisection.start import (
 from bisector.cost import phases_for
 from bisector.errors import BisectorError
 from bisector.gitrepo import BisectSession, GitRepo
-from bisector.measure.early import Scorer
+from bisector.logs.scores import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold, format_value
 from bisector.pprof import diff_profiles, pairs
-from bisector.report import Report, write_reports
-from bisector.report.model import EtaCheck, ProfileDiff
+from bisector.report import write_reports
+from bisector.report.model import EtaCheck, ProfileDiff, Report
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
@@ -126,7 +127,7 @@ def find_culprit(b: Bisection) -> Report:
     s = b.settings
     # The ETA's guesses until this run's phases are measured: the cost model's, as --dry-run.
     b.evaluator.phase_times.guess = phases_for(
-        backend=s.backend, warmup_s=s.warmup_s, estimate_s=s.estimate_s
+        model=backend_info(s.backend).phases, warmup_s=s.warmup_s, estimate_s=s.estimate_s
     )
     whole = whole_range(b)
     searches = _Searches(b, whole)

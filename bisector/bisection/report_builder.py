@@ -7,7 +7,6 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import Backend, ReportsAdaptations, capability
 from bisector.bisection.endpoints import Endpoints
 from bisector.bisection.hunt import Hunt
@@ -19,6 +18,7 @@ from bisector.measure.journal import TeardownFailed
 from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
 from bisector.report.action import action_lines
+from bisector.report.adaptation import Adaptation
 from bisector.report.model import (
     Culprit,
     Endpoint,

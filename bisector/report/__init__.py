@@ -1,17 +1,22 @@
 """The bisection's report: typed data (model.py) and what renders it.
 
-Report                      the typed report; report.json is Report.to_json()
+model.Report                the typed report; report.json is Report.to_json()
 write_reports(report, dir)  report.json, report.md, report.html
 summary_lines(report)       the end-of-run evidence printed by run, demo and nightly
+
+The package loads no module of its own: a backend names `adaptation.Adaptation`
+without loading the report's model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bisector.report.model import Report
+if TYPE_CHECKING:
+    from bisector.report.model import Report
 
-__all__ = ["Report", "summary_lines", "write_reports"]
+__all__ = ["summary_lines", "write_reports"]
 
 
 def write_reports(report: Report, run_dir: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE, format_threshold, format_value
-from bisector.report.model import Endpoint, Evaluation, Report
+from bisector.report.model import Evaluation, Report
 from bisector.report.wording import same_tree_plain
 
 
@@ -36,13 +36,6 @@ def runs_text(runs: list[float], metric: str = "") -> str:
         return "no run"
     values = ", ".join(format_value(v, metric) for v in runs)
     return f"1 run: {values}" if len(runs) == 1 else f"{len(runs)} runs: {values}"
-
-
-def endpoint_text(report: Report, which: str, end: Endpoint) -> str:
-    return (
-        f"{report.metric} at {which} {short(end.commit)}: "
-        f"{value_text(end.value, report.metric)} ({runs_text(end.runs, report.metric)})"
-    )
 
 
 def threshold_how(report: Report) -> str:

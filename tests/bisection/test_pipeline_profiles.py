@@ -13,7 +13,7 @@ import pytest
 
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo

@@ -23,8 +23,9 @@ from bisector.exitcodes import RunExit
 from bisector.gitrepo import GitRepo
 from bisector.measure.journal import Measured, read_journal
 from bisector.measure.measurement import Measurement
-from bisector.report import Report, summary_lines
-from bisector.search.progress import PlainProgress
+from bisector.report import summary_lines
+from bisector.report.model import Report
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo, build_repo

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.backends.procs import load_check as lc
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.config import Section
 
 UA = "kubemark/v0.0.0 (linux/amd64) kubernetes/7043372"
