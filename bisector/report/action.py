@@ -8,6 +8,7 @@ measure it again instead.
 from __future__ import annotations
 
 from bisector.numbers import format_value
+from bisector.report.answer import profile_line
 from bisector.report.culprits import inside_text, names, revert_command, revert_text, share_text
 from bisector.report.facts import measured_runs_text, short, threshold_text
 from bisector.report.links import commit_url, pr_url
@@ -67,4 +68,5 @@ def _culprit_block(report: Report, culprit: Culprit, number: int) -> list[str]:
         lines.append("  revert check: off ([run] revert_check = false)")
     if share := share_text(report, culprit):
         lines.append(f"  share: {share}")
+    lines += [f"  profile diff ({d.kind}): {profile_line(d)}" for d in culprit.profiles]
     return lines
