@@ -178,3 +178,32 @@ def test_max_culprits_stops_the_hunt_and_says_what_is_left(tmp_path: Path) -> No
     assert outcome_code(report) == RunExit.PARTIAL
     assert "NOT ALL EXPLAINED" in "\n".join(summary_lines(report))
     assert "Not all explained" in "\n".join(report.action)
+
+
+def test_candidates_where_the_first_culprits_revert_conflicts_are_skips_never_a_culprit(
+    tmp_path: Path,
+) -> None:
+    # value2 regresses at 3 (to 200), value at 6 (by 30), as in the two-regression
+    # history; commits 4 to 7 put a blank line after value2's number, so reverting 3 on
+    # them conflicts; 8 drops it, and the revert applies on 8 and the bad endpoint 9.
+    built = build_repo(tmp_path / "repo", TWO_VALUE, second=TWO_SECOND, tangled=range(4, 8))
+    first, tangled = built.mainline[3], built.mainline[4:8]
+    report = _run(tmp_path, built, threshold=20.0)
+
+    one = report.culprits[0]
+    assert one.commit == first and one.confirmed
+    assert one.revert is not None and one.revert.outcome == "does not restore"
+    # The second search could not measure 4..7 with 3 reverted: each a skip that says
+    # the conflict and its file, none measured, none named or confirmed as a culprit.
+    second_search = [e for e in report.evaluations if e.phase == "bisect" and e.commit in tangled]
+    assert {e.commit for e in second_search if e.value is None} == set(tangled)
+    for e in second_search:
+        if e.value is None:
+            assert e.reason is not None and "does not apply (conflict: value2)" in e.reason
+    measured = {m.commit for m in _measured(tmp_path) if m.reverted and m.value is not None}
+    assert not measured & set(tangled)
+    assert [c.commit for c in report.culprits if c.confirmed] == [first]
+    assert all(c.commit not in tangled or not c.confirmed for c in report.culprits)
+    # Not all explained, and said so: never exit 0 as if the answer were whole.
+    assert "ended without a single culprit" in report.unexplained
+    assert outcome_code(report) == RunExit.PARTIAL

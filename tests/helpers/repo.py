@@ -6,6 +6,9 @@ a file `BROKEN`. With `revertable`, each commit adds a file of its own under `se
 instead of rewriting `serial`, so a commit's revert applies on a later one the way a
 real change's does; `second` then gives mainline commits a file `value2`, added to
 `value` by the test backends (two regressions in two files: each reverts alone).
+`tangled` mainline commits write `value2` with a blank line after its number: a revert
+of the commit that changed that number does not apply on them (git's merge conflicts
+on adjacent changes), and applies again once a later commit drops the line.
 Mainline commits are created in order; a pull request becomes a branch forked from
 the previous mainline commit plus a `--no-ff` merge whose subject names the PR number,
 like GitHub's. Built with `git fast-import`, so a 1024-commit history takes well under
@@ -99,8 +102,9 @@ class _Revertable:
     """Files for `revertable` histories: each commit adds `serial/<serial>` to the ones
     before it (every commit made earlier is its ancestor here), and `value2`."""
 
-    def __init__(self, second: Sequence[int] | None) -> None:
+    def __init__(self, second: Sequence[int] | None, tangled: Collection[int] = ()) -> None:
         self.second = second
+        self.tangled = tangled
         self.serials: list[str] = []
         self.value2: int | None = None
 
@@ -110,7 +114,8 @@ class _Revertable:
         if self.second is not None and index is not None:
             self.value2 = self.second[index]
         if self.value2 is not None:
-            files["value2"] = f"{self.value2}\n"
+            blank = "\n" if index is not None and index in self.tangled else ""
+            files["value2"] = f"{self.value2}\n{blank}"
         if broken:
             files["BROKEN"] = "this commit does not build\n"
         return files
@@ -125,6 +130,7 @@ def build_repo(
     branch: str = "main",
     revertable: bool = False,
     second: Sequence[int] | None = None,
+    tangled: Collection[int] = (),
 ) -> BuiltRepo:
     """Create a repository at `path` with mainline commits carrying `values`.
 
@@ -132,7 +138,7 @@ def build_repo(
     named by a PR's `at` becomes that PR's merge (its own value is the PR's last).
     `revertable` and `second`: see the module docstring (`second` implies `revertable`).
     """
-    kept = _Revertable(second) if revertable or second is not None else None
+    kept = _Revertable(second, tangled) if revertable or second is not None else None
 
     def files_of(value: int, serial: str, broken: bool, index: int | None) -> dict[str, str]:
         if kept is None:
