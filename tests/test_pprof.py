@@ -90,3 +90,46 @@ def test_no_go_is_said_not_raised(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     (diff,) = diff_profiles(tmp_path / "culprit", tmp_path / "parent", [], tmp_path / "out")
     assert diff.rows == [] and "no Go to diff the profiles with" in diff.error
+
+
+# The real 2017 apiserver's profiles (tests/data/pprof/README.md): f93a270 against 48d0249.
+KUBE = DATA / "kube-apiserver-2017"
+F93A270_FILES = [  # `git diff-tree -r --name-only 48d0249 f93a270`
+    "staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go",
+    "staging/src/k8s.io/apiserver/pkg/storage/selection_predicate.go",
+]
+STORAGE = "k8s.io/kubernetes/vendor/k8s.io/apiserver/pkg/storage"
+
+
+def test_the_real_2017_diff_shows_the_cachers_watchers_and_the_culprits_file() -> None:
+    cpu = grown(parse_top((KUBE / "cpu-diff-go1.19.8.txt").read_text(), F93A270_FILES))
+    assert cpu[0].function == f"{STORAGE}.(*cacheWatcher).sendWatchCacheEvent"
+    assert cpu[0].flat == "0.19s" and not cpu[0].in_culprit  # cacher.go: not its change
+    # runtime.findObject shrank (-0.25s): what shrank is never "what grew".
+    assert all(r.flat_value > 0 for r in cpu if not r.in_culprit)
+    mine = [r for r in cpu if r.in_culprit]
+    assert mine[0].function.endswith("registry.(*Store).Update") and mine[0].cum == "0.69s"
+    heap = grown(parse_top((KUBE / "heap-inuse-diff-go1.19.8.txt").read_text(), F93A270_FILES))
+    # 16,000 watches each given a bigger cacheWatcher (no trigger for their selector).
+    assert heap[0].function == f"{STORAGE}.newCacheWatcher" and heap[0].flat == "401709.77kB"
+    assert any(
+        r.function.endswith("(*SelectionPredicate).RemoveMatchesSingleRequirements")
+        and r.in_culprit
+        for r in heap
+    )
+
+
+@pytest.mark.skipif(GO is None, reason="no Go installed (Debian: apt-get install golang-1.19-go)")
+def test_the_real_2017_profiles_diff_the_same_today(tmp_path: Path) -> None:
+    assert GO is not None
+    for side in ("culprit", "parent"):
+        profiles = tmp_path / side / "profiles"
+        profiles.mkdir(parents=True)
+        for kind in ("cpu", "heap"):
+            shutil.copy(KUBE / f"{side}-{kind}.pprof", profiles / f"{kind}.pprof")
+        (profiles / "go.txt").write_text(GO + "\n")
+    diffs = diff_profiles(tmp_path / "culprit", tmp_path / "parent", F93A270_FILES, tmp_path)
+    cpu, inuse, _allocated = diffs
+    recorded = grown(parse_top((KUBE / "cpu-diff-go1.19.8.txt").read_text(), F93A270_FILES))
+    assert cpu.rows == recorded
+    assert inuse.rows[0].function == f"{STORAGE}.newCacheWatcher"
