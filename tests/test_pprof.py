@@ -63,15 +63,20 @@ def test_pprof_amounts() -> None:
     assert amount("512kB") == 512e3 and amount("0") == 0
 
 
-@pytest.mark.skipif(GO is None, reason="no Go installed (Debian: apt-get install golang-1.19-go)")
-def test_the_culprits_profiles_diffed_against_its_parents(tmp_path: Path) -> None:
+def _lay_out(source: Path, run: Path) -> None:
+    """The recorded profiles where the procs backend writes them, with the Go to diff."""
     assert GO is not None
     for side in ("culprit", "parent"):
-        profiles = tmp_path / side / "profiles"
+        profiles = run / side / "profiles"
         profiles.mkdir(parents=True)
         for kind in ("cpu", "heap"):
-            shutil.copy(DATA / f"{side}-{kind}.pprof", profiles / f"{kind}.pprof")
+            shutil.copy(source / f"{side}-{kind}.pprof", profiles / f"{kind}.pprof")
         (profiles / "go.txt").write_text(GO + "\n")
+
+
+@pytest.mark.skipif(GO is None, reason="no Go installed (Debian: apt-get install golang-1.19-go)")
+def test_the_culprits_profiles_diffed_against_its_parents(tmp_path: Path) -> None:
+    _lay_out(DATA, tmp_path)
     diffs = diff_profiles(tmp_path / "culprit", tmp_path / "parent", [CACHER], tmp_path / "out")
     assert [d.kind for d in diffs] == ["cpu", "heap in use", "heap allocated"]
     cpu, _inuse, allocated = diffs
@@ -121,13 +126,7 @@ def test_the_real_2017_diff_shows_the_cachers_watchers_and_the_culprits_file() -
 
 @pytest.mark.skipif(GO is None, reason="no Go installed (Debian: apt-get install golang-1.19-go)")
 def test_the_real_2017_profiles_diff_the_same_today(tmp_path: Path) -> None:
-    assert GO is not None
-    for side in ("culprit", "parent"):
-        profiles = tmp_path / side / "profiles"
-        profiles.mkdir(parents=True)
-        for kind in ("cpu", "heap"):
-            shutil.copy(KUBE / f"{side}-{kind}.pprof", profiles / f"{kind}.pprof")
-        (profiles / "go.txt").write_text(GO + "\n")
+    _lay_out(KUBE, tmp_path)
     diffs = diff_profiles(tmp_path / "culprit", tmp_path / "parent", F93A270_FILES, tmp_path)
     cpu, inuse, _allocated = diffs
     recorded = grown(parse_top((KUBE / "cpu-diff-go1.19.8.txt").read_text(), F93A270_FILES))

@@ -5,19 +5,15 @@ with a backend that leaves real Go profiles (tests/data/pprof) where procs write
 
 from __future__ import annotations
 
-import io
 import shutil
 from pathlib import Path
 
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.bisection.pipeline import run_bisection
-from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.repo import build_repo
-from tests.helpers.settings import settings_for
 
 DATA = Path(__file__).parents[1] / "data" / "pprof"
 GO = next(
@@ -50,16 +46,8 @@ class ProfilingBackend(FileValueBackend):
 @pytest.mark.skipif(GO is None, reason="no Go installed (Debian: apt-get install golang-1.19-go)")
 def test_the_report_says_what_grew_between_the_culprit_and_its_parent(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", VALUES)
-    config = write_local_config(tmp_path / "cfg").config
-    settings = settings_for(
-        config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        run_dir=tmp_path / "run",
-    )
     backend = ProfilingBackend()
-    report = run_bisection(settings, backend=backend, progress=PlainProgress(io.StringIO()))
+    report, _ = bisect_built(tmp_path, built, backend, run_dir=tmp_path / "run")
     culprit = report.culprit
     assert culprit is not None and culprit.commit == built.mainline[4] and culprit.confirmed
     # Only the culprit's and its parent's confirmation runs were profiled.
@@ -78,17 +66,7 @@ def test_the_report_says_what_grew_between_the_culprit_and_its_parent(tmp_path: 
 
 def test_no_profiles_left_means_no_diff_and_no_go_needed(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", VALUES)
-    config = write_local_config(tmp_path / "cfg").config
-    settings = settings_for(
-        config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        run_dir=tmp_path / "run",
-    )
-    report = run_bisection(
-        settings, backend=FileValueBackend(), progress=PlainProgress(io.StringIO())
-    )
+    report, _ = bisect_built(tmp_path, built, FileValueBackend(), run_dir=tmp_path / "run")
     assert report.culprit is not None and report.culprit.confirmed
     assert report.culprit.profiles == []
     assert not (tmp_path / "run" / "profiles").exists()

@@ -9,14 +9,12 @@ over real git histories (tests.helpers.repo) with the file-value backend.
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.bisection.pipeline import run_bisection
 from bisector.commands.run import outcome_code
 from bisector.errors import LaunchError
 from bisector.exitcodes import RunExit
@@ -25,11 +23,9 @@ from bisector.measure.journal import Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.report import summary_lines
 from bisector.report.model import Report
-from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
-from tests.helpers.local_backend import write_local_config
+from tests.helpers.inprocess import bisect_built
 from tests.helpers.repo import BuiltRepo, build_repo
-from tests.helpers.settings import settings_for
 
 ONE = [2, 2, 2, 2, 40, 40, 40, 40, 40]  # the culprit is mainline index 4
 # value2 regresses at 3 (to 200), value at 6 (by 30): 2 -> 202 -> 232.
@@ -43,18 +39,8 @@ def _run(
     backend: FileValueBackend | None = None,
     **flags: Any,
 ) -> Report:
-    config = write_local_config(tmp_path / "cfg").config
-    settings = settings_for(
-        config,
-        good=built.mainline[0],
-        bad=built.mainline[-1],
-        repo=built.path,
-        run_dir=tmp_path / "run",
-        **flags,
-    )
-    return run_bisection(
-        settings, backend=backend or FileValueBackend(), progress=PlainProgress(io.StringIO())
-    )
+    backend = backend or FileValueBackend()
+    return bisect_built(tmp_path, built, backend, run_dir=tmp_path / "run", **flags)[0]
 
 
 def _measured(tmp_path: Path) -> list[Measurement]:
