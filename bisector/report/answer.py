@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bisector.pprof import amount
 from bisector.report.culprits import hunt_text, inside_text, revert_text, share_text
 from bisector.report.facts import short
 from bisector.report.model import Culprit, ProfileDiff, ProfileRow, Report
@@ -137,7 +138,7 @@ def _profile_blocks(report: Report, culprit: Culprit, diff: ProfileDiff) -> list
 def profile_row(row: ProfileRow) -> list[str]:
     """A row as the report shows it: pprof's amounts signed, the file as the import path."""
     file = short_file(row.file) + (f" ({IN_CULPRIT})" if row.in_culprit else "")
-    return [_signed(row.flat), _signed(row.cum), row.function, file]
+    return [_shown(row.flat), _shown(row.cum), short_function(row.function), file]
 
 
 def profile_line(diff: ProfileDiff, count: int = 3) -> str:
@@ -145,20 +146,37 @@ def profile_line(diff: ProfileDiff, count: int = 3) -> str:
     if diff.error or not diff.rows:
         return diff.error or "nothing grew"
     top = [r for r in diff.rows if not r.in_culprit][:count] or diff.rows[:count]
-    said = ", ".join(f"{r.function} {_signed(r.flat)}" for r in top)
+    said = ", ".join(f"{short_function(r.function)} {_shown(r.flat)}" for r in top)
     mine = [r for r in diff.rows if r.in_culprit][:count]
     if mine:
-        said += "; in its files: " + ", ".join(f"{r.function} {_signed(r.cum)}" for r in mine)
+        said += "; in its files: " + ", ".join(
+            f"{short_function(r.function)} {_shown(r.cum)}" for r in mine
+        )
     return said
 
 
+def short_function(name: str) -> str:
+    """A function by its package's import path: a vendored one's without the vendoring
+    tree (`k8s.io/kubernetes/vendor/k8s.io/apiserver/...` is `k8s.io/apiserver/...`)."""
+    return name.rsplit("/vendor/", 1)[-1]
+
+
 def short_file(path: str) -> str:
-    """A profile's file by its import path (after the last `/src/`), as a reader finds it."""
-    return path.rsplit("/src/", 1)[-1] if path else ""
+    """A profile's file by its import path (after the last `/src/`, a vendored one's
+    after `/vendor/`), as a reader finds it."""
+    return path.rsplit("/src/", 1)[-1].rsplit("/vendor/", 1)[-1] if path else ""
 
 
-def _signed(amount: str) -> str:
-    return amount if amount.startswith("-") or amount in ("0", "") else f"+{amount}"
+def _shown(text: str) -> str:
+    """pprof's amount, signed; bytes in kB, MB or GB with one decimal (pprof prints
+    `401709.77kB` and `409253552B`)."""
+    if text.endswith("B") and (value := amount(text)):
+        size = abs(value)
+        unit, scale = next(
+            ((u, f) for u, f in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)) if size >= f), ("B", 1.0)
+        )
+        text = f"{value / scale:.1f}{unit}" if scale > 1 else f"{value:.0f}B"
+    return text if text.startswith("-") or text in ("0", "") else f"+{text}"
 
 
 def _relative(report: Report, path: str) -> str:

@@ -59,7 +59,7 @@ ul.facts{margin:.3em 0;padding-left:1.2em}
 p.why{background:#f3f6fb;border-left:3px solid #0b57d0;padding:.4em .8em;margin:.6em 0}
 @media (max-width:760px){table{display:block;overflow-x:auto}dl.kv dd{overflow-wrap:anywhere}
  table.cost,table.gun{min-width:0}}
-table.profile caption{text-align:left;font-size:12px;color:#555;padding:.2em 0}
+table.profile td{overflow-wrap:anywhere}table.profile td.num{overflow-wrap:normal}
 pre.action{border-left-color:#0b57d0;word-break:normal;overflow-wrap:anywhere}
 @media print{body{max-width:none;margin:0;font-size:11px}h2{break-after:avoid}
  figure,tr{break-inside:avoid}a{color:inherit;text-decoration:none}}
@@ -347,8 +347,8 @@ def _sections(sections: list[Section | None]) -> str:
                     for row, marked in zip(block.rows, block.marked, strict=True)
                 )
                 out.append(
-                    f'<table class="profile"><caption>{escape(block.caption)}</caption>'
-                    f"<tr>{head}</tr>{rows}</table>"
+                    f'<p class="small muted">{escape(block.caption)}</p>'
+                    f'<table class="profile"><tr>{head}</tr>{rows}</table>'
                 )
             elif isinstance(block, Pre):
                 out.append(f'<pre class="out action">{escape(block.text)}</pre>')

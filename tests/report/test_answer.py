@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bisector.pprof import grown, parse_top
 from bisector.report.action import action_lines
+from bisector.report.answer import profile_row
 from bisector.report.model import ProfileDiff, Report, RevertCheck
 from bisector.report.render import render_both
 from tests.helpers.sample_report import MAINLINE, sample_report
@@ -115,3 +116,19 @@ def test_no_profiles_is_said_not_hidden(tmp_path: Path) -> None:
     culprit = replace(report.culprit, profiles=[])
     md, _ = render_both(replace(report, culprit=culprit, culprits=[culprit]))
     assert "**Profiles**: none taken" in md
+
+
+def test_a_row_reads_as_its_package_and_memory_in_a_readable_unit() -> None:
+    (row,) = parse_top(
+        "401709.77kB 54.34% 54.34% 409253552B 54.34%  "
+        "k8s.io/kubernetes/vendor/k8s.io/apiserver/pkg/storage.newCacheWatcher "
+        "k8s.io/kubernetes/vendor/k8s.io/apiserver/pkg/storage/cacher.go"
+    )
+    assert profile_row(row) == [
+        "+401.7MB",
+        "+409.3MB",
+        "k8s.io/apiserver/pkg/storage.newCacheWatcher",
+        "k8s.io/apiserver/pkg/storage/cacher.go",
+    ]
+    (shrank,) = parse_top("-34219883B 4.54% 49.80% -512B 4.54%  bufio.NewWriterSize bufio/bufio.go")
+    assert profile_row(shrank)[:2] == ["-34.2MB", "-512B"]
