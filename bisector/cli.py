@@ -389,6 +389,7 @@ def run_cmd(
     ),
 )
 def demo_cmd(
+    *,
     directory: Annotated[
         Path | None,
         typer.Option(
@@ -406,10 +407,17 @@ def demo_cmd(
         typer.Option(metavar="DURATION", help="Simulated cluster time per evaluation, e.g. 2m."),
     ] = "2m",
     prs: Annotated[int, typer.Option(metavar="N", help="PR merges in the synthetic history.")] = 40,
+    culprits: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="Regressions planted: 1, or 2 (an earlier, smaller one too: both are hunted).",
+        ),
+    ] = 1,
 ) -> int:
     from bisector.commands.demo import demo
 
-    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs)
+    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs, culprits=culprits)
 
 
 @app.command(

@@ -3,7 +3,10 @@
 Used by `--dry-run` (bisector.bisection.plan) and scripts/bench_hours.py.
 
 Evaluations and rounds (what scripts/bench_bisect.py counts: endpoints, search,
-descent into a merged branch, confirmation of culprit and parent):
+descent into a merged branch, confirmation of culprit and parent; then, with `[run]
+revert_check`, the bad endpoint with the culprit reverted, measured like a confirmation:
+r runs in ceil(r / K) rounds, or 1 with a noise model. A further culprit's hunt, when
+that revert does not restore the good value, is not foreseen: it is a search again):
 * plain git bisect, K slots: each round splits what is left into K + 1 parts, so
   ceil(log_{K+1} N) search rounds of K evaluations (K = 1: git's ceil(log2 N));
   the endpoints take ceil(2 r / K) rounds, the confirmation ceil(2 r / K) (r: runs
@@ -90,6 +93,7 @@ class SearchShape:
     confidence: float = 0.99
     parallel: int = 1
     endpoint_runs: int | None = None
+    revert_check: bool = False  # the bad endpoint with the culprit reverted, measured once
 
     @property
     def noise_aware(self) -> bool:
@@ -120,8 +124,9 @@ def expected_search(shape: SearchShape) -> Expected:
         ends = 2 * (shape.endpoint_runs or r)
         steps = _log(shape.range_size, k + 1) + _log(shape.descent_size, k + 1)
         search = steps * k * r
-        rounds = math.ceil(ends / k) + steps * r + math.ceil(2 * r / k)
-        return Expected(ends + search + 2 * r, rounds)
+        reverts = r if shape.revert_check else 0
+        rounds = math.ceil(ends / k) + steps * r + math.ceil(2 * r / k) + math.ceil(reverts / k)
+        return Expected(ends + search + 2 * r + reverts, rounds)
     p = shape.error_rate if shape.likelihood == "verdict" else METRIC_EQUIVALENT_ERROR
     capacity = max(1 - _entropy(p), 1e-3)
     ends_each = shape.endpoint_runs or (3 if shape.likelihood == "metric" else shape.repeats)
@@ -129,8 +134,9 @@ def expected_search(shape: SearchShape) -> Expected:
     bits = math.log2(max(shape.range_size, 2)) + math.log2(max(shape.descent_size, 1))
     bits += CONFIDENCE_SHARE * math.log2(1 / (1 - shape.confidence))
     search = math.ceil(bits / capacity)
-    rounds = math.ceil(ends / k) + math.ceil(search / k) + math.ceil(2 / k)
-    return Expected(ends + search + 2, rounds)
+    reverts = 1 if shape.revert_check else 0
+    rounds = math.ceil(ends / k) + math.ceil(search / k) + math.ceil(2 / k) + reverts
+    return Expected(ends + search + 2 + reverts, rounds)
 
 
 @dataclass(frozen=True)

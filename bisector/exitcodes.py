@@ -39,6 +39,10 @@ class RunExit(IntEnum):
     FOUND = 0  # culprit found and confirmed
     USAGE = 2  # bad input: one line says what to fix
     INCONCLUSIVE = 3  # no single confirmed culprit (the report names the candidates)
+    # Culprits found and confirmed, but with all of them reverted the bad endpoint still
+    # measures bad: more culprits than found (max_culprits, or a further search ended
+    # without a confirmed one); the report says which and what was measured.
+    PARTIAL = 4
     LEFT_UP = 6  # a teardown failed: something may still be running; see `bisector cleanup`
     INTERNAL = 70  # a bug in bisector
     INTERRUPTED = 130
@@ -129,6 +133,7 @@ _MEANING = {
     "INTERRUPTED": "interrupted",
     "FOUND": "culprit found",
     "INCONCLUSIVE": "inconclusive",
+    "PARTIAL": "culprits confirmed, not all of the regression explained",
     "LEFT_UP": "teardown failed, something may be left up",
     "MISSED": "planted commit missed",
     "NOTHING": "nothing new",

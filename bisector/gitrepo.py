@@ -19,6 +19,10 @@ touch only what they name (git 2.39.5 checked):
   checkout fail (its exit status becomes git checkout's).
 - No branch, tag, stash, config or index of the user's is written: candidates are
   detached checkouts; the user's bisect lives in their worktree's own refs/bisect.
+- A candidate with culprits reverted (`revert_onto`) is a commit of the tool's own, made
+  in a temporary index (never the user's) and kept under refs/bisector/reverts/ so git
+  never collects it: its author, committer and dates are fixed, so the same reverts on
+  the same commit are the same commit in every run, and a resumed run finds it again.
 
 No `git.GitCommandError` leaves this module: a failing git command is a
 `GitFailure` (a BisectorError: one line naming the command and git's own last
@@ -33,6 +37,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +63,8 @@ _MISSING_OBJECT = re.compile(
 )
 
 _UNWRITTEN = re.compile(r"^\s*error: unable to write file ")
+REVERTS_REF = "refs/bisector/reverts"
+_REVERT_AUTHOR = ("bisector", "bisector@localhost")
 
 
 def _free_space(path: Path) -> str:
@@ -105,6 +112,23 @@ def _last_error_line(text: str) -> str:
     return line if len(line) <= 300 else line[:299] + "…"
 
 
+@dataclass(frozen=True)
+class Reverted:
+    """`base` with `culprits` reverted: the tool's commit of that tree, or why there is none
+    (a revert that does not apply: the culprit whose revert conflicted and the files)."""
+
+    base: str
+    culprits: tuple[str, ...]  # in the order they were reverted (newest first)
+    commit: str | None = None
+    tree: str | None = None
+    conflict_with: str | None = None  # the culprit whose revert did not apply
+    conflict_files: tuple[str, ...] = ()
+
+    @property
+    def applied(self) -> bool:
+        return self.commit is not None
+
+
 class GitRepo:
     """One repository, opened from any path inside it."""
 
@@ -120,12 +144,13 @@ class GitRepo:
         self.root = Path(self.repo.working_tree_dir or path)
         self.common_dir = Path(self.repo.common_dir)
 
-    def git(self, *args: str, cwd: Path | None = None) -> str:
-        """`git ARGS` in `cwd` (default: the checkout's root); raises GitFailure (one line).
-        The user's hooks never run (see the module docstring)."""
+    def git(self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
+        """`git ARGS` in `cwd` (default: the checkout's root), `env` added to the
+        environment; raises GitFailure (one line). The user's hooks never run (see the
+        module docstring)."""
         cmd = git.Git(str(cwd or self.root))
         try:
-            return str(cmd.execute(["git", *_NO_HOOKS, *args]))
+            return str(cmd.execute(["git", *_NO_HOOKS, *args], env=env))
         except git.GitCommandError as exc:
             # GitPython shows them as "\n  stderr: '<text>'"; keep only git's text.
             stderr = str(exc.stderr or "").removeprefix("\n  stderr: '").removesuffix("'")
@@ -179,6 +204,82 @@ class GitRepo:
 
     def tree_of(self, commit: str) -> str:
         return self.git("rev-parse", f"{commit}^{{tree}}").strip()
+
+    def changed_files(self, commit: str) -> list[str]:
+        """The files `commit` changed against its first parent (a merge: what its branch
+        brought in), repository-relative."""
+        info = self.info(commit)
+        if not info.parents:
+            return self.git("ls-tree", "-r", "--name-only", commit).split("\n")
+        out = self.git("diff-tree", "-r", "--name-only", "--no-commit-id", info.parents[0], commit)
+        return [line for line in out.split("\n") if line]
+
+    def revert_onto(self, base: str, culprits: Sequence[str]) -> Reverted:
+        """`base` with each of `culprits` reverted against its first parent (a merge's:
+        what its branch brought in; a commit inside a branch: that commit alone), newest
+        first, as `git revert` would (a three-way apply of each reverse diff).
+
+        Made in a temporary index: the user's index, HEAD and files are not touched. The
+        result is a commit of the tool's own whose parent is `base`, with fixed author,
+        committer and dates (the same culprits on the same base give the same commit,
+        in any run), under REVERTS_REF. A revert that does not apply is no error: the
+        culprit and the conflicting files come back instead of a commit.
+        """
+        ordered = self._newest_first(culprits)
+        with tempfile.TemporaryDirectory(prefix="bisector-revert-") as scratch:
+            env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+            self.git("read-tree", base, env=env)
+            for culprit in ordered:
+                parent = self.info(culprit).parents[:1]
+                if not parent:
+                    return Reverted(base, tuple(ordered), conflict_with=culprit)
+                patch = Path(scratch) / "patch"
+                self.git(
+                    "diff-tree", "-p", "--binary", "--full-index", f"--output={patch}",
+                    parent[0], culprit,
+                )  # fmt: skip
+                if not patch.stat().st_size:
+                    continue  # a same-tree merge: nothing to revert
+                try:
+                    self.git("apply", "--cached", "--reverse", "--3way", str(patch), env=env)
+                except GitFailure:
+                    unmerged = self.git("ls-files", "--unmerged", env=env)
+                    files = sorted({line.split("\t", 1)[-1] for line in unmerged.splitlines()})
+                    return Reverted(
+                        base, tuple(ordered), conflict_with=culprit, conflict_files=tuple(files)
+                    )
+            tree = self.git("write-tree", env=env).strip()
+        commit = self._tool_commit(tree, base, ordered)
+        return Reverted(base, tuple(ordered), commit=commit, tree=tree)
+
+    def _newest_first(self, commits: Sequence[str]) -> list[str]:
+        """`commits` with every descendant before its ancestors (reverts apply newest
+        first, as a person reverts a stack)."""
+        out: list[str] = []
+        for commit in commits:
+            at = next((i for i, c in enumerate(out) if self.is_ancestor(c, commit)), len(out))
+            out.insert(at, commit)
+        return out
+
+    def _tool_commit(self, tree: str, base: str, culprits: Sequence[str]) -> str:
+        date = self.git("show", "-s", "--format=%ct", base).strip() + " +0000"
+        name, email = _REVERT_AUTHOR
+        env = {
+            "GIT_AUTHOR_NAME": name,
+            "GIT_AUTHOR_EMAIL": email,
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": name,
+            "GIT_COMMITTER_EMAIL": email,
+            "GIT_COMMITTER_DATE": date,
+        }
+        lines = [f"Revert {len(culprits)} culprit(s) on {base[:12]} (bisector)", ""]
+        lines += [f"revert {c} {self.info(c).subject}" for c in culprits]
+        message = "\n".join(lines) + "\n"
+        commit = self.git(
+            "commit-tree", "--no-gpg-sign", tree, "-p", base, "-m", message, env=env
+        ).strip()
+        self.git("update-ref", f"{REVERTS_REF}/{commit}", commit)
+        return commit
 
     def rev_list(
         self, good: str, bad: str, *, first_parent: bool = False, paths: tuple[str, ...] = ()

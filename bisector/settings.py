@@ -47,6 +47,7 @@ LIKELIHOODS = ("verdict", "metric")
 MAX_RUNS = 100  # repeats, endpoint runs, launch attempts
 MAX_SLOTS = 64  # parallel slots, builds ahead
 MAX_EVALUATIONS = 100_000
+MAX_CULPRITS = 10  # each culprit past the first is a whole search of its own
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,13 @@ class RunTable:
         "str", LOCAL_EXECUTOR, "where evaluations run: local or kubernetes ([executor.kubernetes])",
         choices=EXECUTORS,
     )  # fmt: skip
+    revert_check: bool = setting(
+        "bool", True, "measure the bad endpoint with the culprit reverted; hunt on if still bad"
+    )
+    max_culprits: int = setting(
+        "int", 3, "culprits hunted, each with the ones before reverted", low=1,
+        high=MAX_CULPRITS, why="each culprit past the first is a search of its own",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -234,6 +242,9 @@ class RunSettings:
     early_good: bool = RunTable.early_good  # search runs may also end early as good
     prefetch_builds: int = RunTable.prefetch_builds  # builds ahead while a cluster warms up
     price_per_cluster_hour: float | None = RunTable.price_per_cluster_hour  # the cost model's
+    # The confirmed culprit reverted on the bad endpoint and measured; further culprits.
+    revert_check: bool = RunTable.revert_check
+    max_culprits: int = RunTable.max_culprits
     seed: int = RunTable.seed
     run_dir: Path | None = None
     resume_command: str = ""
@@ -340,6 +351,8 @@ class RunSettings:
             early_good=table.early_good,
             prefetch_builds=table.prefetch_builds,
             price_per_cluster_hour=table.price_per_cluster_hour,
+            revert_check=table.revert_check,
+            max_culprits=table.max_culprits,
             seed=table.seed,
             run_dir=run_dir,
             resume_command=resume_command,

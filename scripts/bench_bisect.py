@@ -292,7 +292,9 @@ def _options(
     world: World, method: Method, run_dir: Path, repo_path: Path, commits: list[str]
 ) -> RunSettings:
     search: dict[str, object] = {"parallel": method.slots}
-    run: dict[str, object] = {"backend": "sim", "repeats": method.repeats}
+    # The search's cost is measured here: no revert check (an in-memory history has no trees
+    # to revert), as the model it is held to counts none without one.
+    run: dict[str, object] = {"backend": "sim", "repeats": method.repeats, "revert_check": False}
     if world.model == "flip":
         run["threshold"] = (GOOD_VALUE * BAD_VALUE) ** 0.5
         if method.noise_aware:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -116,7 +118,14 @@ def test_dry_run_prints_the_cost_model(
     assert dry_run(settings) == 0
     out = capsys.readouterr().out
     s = settings.search
-    shape = SearchShape(32, error_rate=s.error_rate, likelihood=s.likelihood, parallel=s.parallel)
+    # `[run] revert_check` is on by default: the model counts the reverted bad endpoint.
+    shape = SearchShape(
+        32,
+        error_rate=s.error_rate,
+        likelihood=s.likelihood,
+        parallel=s.parallel,
+        revert_check=True,
+    )
     expected = expected_search(shape)
     # warmup 0s in this config: the 1h19m are split as the 2017 job's other phases.
     phases = Phases(
@@ -173,7 +182,7 @@ def test_dry_run_hides_the_builds_made_ahead_and_says_warmups_are_whole(
     )
     assert dry_run(settings) == 0
     out = capsys.readouterr().out
-    expected = expected_search(SearchShape(32, parallel=parallel))
+    expected = expected_search(SearchShape(32, parallel=parallel, revert_check=True))
     phases = Phases(
         build_s=4740 * 30 / 49,
         launch_s=4740 * 12 / 49,
@@ -185,3 +194,36 @@ def test_dry_run_hides_the_builds_made_ahead_and_says_warmups_are_whole(
     assert f"estimated wall time: {format_duration(ahead.wall_s)}\n" in out
     assert f"builds ahead ({builds}): {share:.0%} of builds hidden" in out
     assert "early bad and good verdicts on: warmups are counted whole here" in out
+
+
+@pytest.mark.parametrize("slots", [1, 2])
+def test_the_revert_check_costs_one_more_confirmation_like_measurement(slots: int) -> None:
+    # Plain search, repeats 3 (a majority plans 2 runs): the revert's 2 runs in
+    # ceil(2 / K) rounds, like one commit of the confirmation.
+    without = expected_search(SearchShape(64, repeats=2, parallel=slots))
+    with_it = expected_search(SearchShape(64, repeats=2, parallel=slots, revert_check=True))
+    assert with_it.evaluations == without.evaluations + 2
+    assert with_it.rounds == without.rounds + math.ceil(2 / slots)
+    # A noise model confirms with one run each, and the revert with one.
+    noisy = SearchShape(64, error_rate=0.1, parallel=slots)
+    assert expected_search(dataclasses.replace(noisy, revert_check=True)) == Expected(
+        expected_search(noisy).evaluations + 1, expected_search(noisy).rounds + 1
+    )
+
+
+def test_dry_run_says_the_revert_check_and_how_far_the_hunt_goes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    built = build_repo(tmp_path / "repo", [1] * 33)
+    on = write_local_config(tmp_path / "on", run={"max_culprits": 2}).config
+    off = write_local_config(tmp_path / "off", run={"revert_check": False}).config
+    for config in (on, off):
+        settings = settings_for(
+            config, good=built.mainline[0], bad=built.mainline[-1], repo=built.path
+        )
+        assert dry_run(settings) == 0
+    out = capsys.readouterr().out
+    assert "(endpoints, search, confirm, revert check)" in out
+    assert "revert check: the bad endpoint with the culprit reverted" in out
+    assert "up to 2 culprits ([run] max_culprits" in out
+    assert "revert check: off ([run] revert_check = false)" in out

@@ -117,6 +117,7 @@ PARTS: dict[str, tuple[str, ...]] = {
         "bisector.ci",
         "bisector.report",
         "bisector.metric_registry",
+        "bisector.pprof",
         "bisector.upload",
     ),
     "foundations": (

@@ -22,6 +22,15 @@ class Candidate:
     # This evaluation's launch id: a log naming it (`bisector-launch-id=<id>`) shows it is
     # this launch's (bisector.measure.provenance.WindowRule); the local backend exports it.
     launch_id: str = ""
+    # Take CPU and heap profiles of the apiserver during this evaluation (the culprit's and
+    # its parent's confirmation), into `profile_dir`: a backend that can reach the
+    # apiserver does (procs); any backend's `*.pprof` files under the evaluation's
+    # directory are diffed all the same (bisector.pprof).
+    profile: bool = False
+
+    @property
+    def profile_dir(self) -> Path:
+        return self.eval_dir / "profiles"
 
     @property
     def log_dir(self) -> Path:

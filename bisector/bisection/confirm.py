@@ -51,12 +51,17 @@ class Confirmation:
         return bool(self.verdicts) and not self.problems
 
 
-def claims(repo: GitRepo, culprit: str, descended: Sequence[str]) -> list[Claim]:
+def claims(
+    repo: GitRepo, culprit: str, descended: Sequence[str], *, branch_bad: bool = False
+) -> list[Claim]:
     """What "`culprit` is the culprit" rests on: it, its parents, the merges descended
-    into (outermost first) and their first parents, each commit once."""
+    into (outermost first) and their first parents, each commit once. `branch_bad`: the
+    culprit is a merge whose branch holds the regression (its inner commits could not
+    be narrowed down): it is claimed against its first parent only."""
     info = repo.info(culprit)
     out = [Claim(culprit, "bad", "the culprit")]
-    for i, parent in enumerate(info.parents):
+    parents = info.parents[:1] if branch_bad else info.parents
+    for i, parent in enumerate(parents):
         role = "the culprit's parent" if i == 0 else "the culprit's merged branch's tip"
         out.append(Claim(parent, "good", role))
     for merge in descended:
@@ -76,13 +81,15 @@ def confirm(b: Bisection, found: Found, descended: Sequence[str], threshold: flo
     """Measure the claim's commits at full length (see the module docstring)."""
     if found.culprit is None:
         return Confirmation()
-    claim = claims(b.repo, found.culprit, descended)
+    claim = claims(b.repo, found.culprit, descended, branch_bad=found.inside is not None)
     risky = _early_goods_used(b) or _marked_any(b)
     basis = {c.commit: _basis(b, c, risky) for c in claim}
     # The culprit and its first parent always; the rest when their verdict was not a
     # full-length one.
     todo = [c for i, c in enumerate(claim) if i < 2 or basis[c.commit]]
     b.evaluator.runs_after_search = 0
+    # The culprit's and its parent's runs profile the apiserver: what grew, and where.
+    b.evaluator.profiled = {claim[0].commit, claim[1].commit} if len(claim) > 1 else set()
     per_commit = 1 if b.settings.noise_aware else b.settings.repeats // 2 + 1
     b.evaluator.expect(len(todo) * per_commit, full_length=True)
     rules = [_rule(b, c) for c in todo]

@@ -10,7 +10,7 @@ culprit when its branch is good (a bad merge of good parents).
 from __future__ import annotations
 
 from bisector.gitrepo import GitRepo
-from bisector.search.base import Found, Search, SearchRange
+from bisector.search.base import Found, Inside, Search, SearchRange
 from bisector.search.progress import Progress
 
 
@@ -42,8 +42,30 @@ def descend(
             inner.sure = inner.sure and inner.confidence >= confidence ** (len(merges) + 1)
             if not inner.sure:
                 inner.culprit = None
+        inside = _inside(inner, within, search.verdicts)
+        if inside is not None:
+            # The PR is the culprit: its branch is bad and nothing narrower can be said.
+            inner = Found(merge, [], inner.confidence, True, inside=inside)
         found = inner
     return found, merges
+
+
+def _inside(found: Found, within: SearchRange, verdicts: dict[str, str]) -> Inside | None:
+    """Where in the branch `within` the first bad commit lies, when the search ended
+    with only unmeasured commits between a good and a bad one; None otherwise."""
+    if found.culprit is not None or not found.sure or not found.candidates:
+        return None
+    order = {c: i for i, c in enumerate(within.commits)}
+    candidates = sorted(found.candidates, key=lambda c: order.get(c, len(order)))
+    unmeasured = [c for c in candidates if verdicts.get(c) == "skip"]
+    if not unmeasured:
+        return None
+    bad = next((c for c in reversed(candidates) if verdicts.get(c) == "bad"), within.bad)
+    # Everything older than the first unmeasured commit is good (measured, or an
+    # ancestor of a good one): the commit just before it is the good side.
+    first = order.get(unmeasured[0])
+    good = within.commits[first - 1] if first else within.good
+    return Inside(good, bad, [c for c in unmeasured if c != bad])
 
 
 def merge_path(repo: GitRepo, outer: str, culprit: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""The run as a short pipeline: endpoints -> search -> descent -> confirmation -> report.
+"""The run as a short pipeline: endpoints -> search -> descent -> confirmation -> revert
+check -> (the next culprit's hunt, with the ones found reverted) -> report.
 
 Every measurement goes to the journal before its verdict goes to git, and every
 verdict is recomputed from journaled measurements, so a run killed at any moment
@@ -7,14 +8,18 @@ and started again with the same command repeats no finished measurement.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from pathlib import Path
 
 from bisector.backends.base import Backend
 from bisector.backends.registry import backend_info
 from bisector.bisection.confirm import confirm
 from bisector.bisection.descent import descend, merge_path
 from bisector.bisection.endpoints import EndpointCheck, Endpoints, endpoint_runs
+from bisector.bisection.hunt import Hunt
 from bisector.bisection.report_builder import build_report
+from bisector.bisection.revert import check_revert, revert_runs
 from bisector.bisection.start import (
     BackendWrapper,
     Bisection,
@@ -24,12 +29,14 @@ from bisector.bisection.start import (
     prepare_bisection,
 )
 from bisector.cost import phases_for
+from bisector.errors import BisectorError
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.logs.scores import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
-from bisector.numbers import format_threshold
+from bisector.numbers import format_threshold, format_value
+from bisector.pprof import diff_profiles, pairs
 from bisector.report import write_reports
-from bisector.report.model import EtaCheck, Report
+from bisector.report.model import EtaCheck, ProfileDiff, Report
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
@@ -134,18 +141,43 @@ def find_culprit(b: Bisection) -> Report:
     shown = format_threshold(ends.threshold, s.metric, s.worse)
     b.progress.note(f"threshold {shown} ({ends.how})")
     b.journal.write(ThresholdSet(ends.threshold, ends.how))
-    likelihood = _likelihood(s, ends) if s.noise_aware else None
-    if likelihood is not None:
-        b.progress.note(likelihood.describe())
-        b.journal.write(LikelihoodSet(likelihood.describe()))
-    search = searches.make(ends.threshold, likelihood)
     ahead = None
     if s.search.measure_ahead and not s.noise_aware:
         fresh = 2 * endpoint_runs(s)  # what the endpoint rounds left idle
-        ahead = [j.commit for j in search.first_picks(whole, (-fresh) % b.evaluator.slots)]
+        ahead = [j.commit for j in planner.first_picks(whole, (-fresh) % b.evaluator.slots)]
+    hunts = [_hunt(b, searches, whole, ends, ahead, journal_likelihood=True)]
+    unexplained = _further_culprits(b, searches, whole, ends, hunts)
+    report = build_report(
+        b,
+        ends=ends,
+        hunts=hunts,
+        unexplained=unexplained,
+        bisect_log=b.session.log(),
+        remote=github_remote(b.repo),
+    )
+    report.eta = eta_check(b)
+    return report
+
+
+def _hunt(
+    b: Bisection,
+    searches: _Searches,
+    whole: SearchRange,
+    ends: Endpoints,
+    ahead: list[str] | None,
+    *,
+    journal_likelihood: bool = False,
+) -> Hunt:
+    """Search, descend, confirm: one culprit, with the reverts in force."""
+    s = b.settings
+    likelihood = _likelihood(s, ends) if s.noise_aware else None
+    if likelihood is not None:
+        b.progress.note(likelihood.describe())
+        if journal_likelihood:
+            b.journal.write(LikelihoodSet(likelihood.describe()))
+    search = searches.make(ends.threshold, likelihood)
     b.evaluator.runs_after_search = _descent_runs(b, whole) + _confirm_runs(b)
     found, descended, merges = _search(b, search, whole, ahead)
-    bisect_log = b.session.log()
     confirmation = confirm(b, found, descended, ends.threshold)
     if confirmation.withdraw:
         # The safety net of early good verdicts: a regression that shows later than the
@@ -158,22 +190,97 @@ def find_culprit(b: Bisection) -> Report:
         search.reasons.clear()
         search.same_tree.clear()
         found, descended, merges = _search(b, search, whole, None)
-        bisect_log = b.session.log()
         confirmation = confirm(b, found, descended, ends.threshold)
     for problem in confirmation.problems:
         b.progress.note(f"not confirmed: {problem}")
-    report = build_report(
-        b,
-        ends=ends,
-        found=found,
-        merges=merges,
-        confirmation=confirmation,
-        search=search,
-        bisect_log=bisect_log,
-        remote=github_remote(b.repo),
+    reverted = b.evaluator.reverts.culprits
+    hunt = Hunt(reverted, ends, search, found, descended, merges, confirmation)
+    if found.culprit is not None and confirmation.confirmed:
+        hunt.profiles = _profile_diffs(b, found.culprit)
+    return hunt
+
+
+def _profile_diffs(b: Bisection, culprit: str) -> list[ProfileDiff]:
+    """The culprit's confirmation-run profiles against its parent's (any `*.pprof` its
+    backend left in their evaluation directories): what grew, marked where the culprit
+    changed the code."""
+    parent = b.repo.info(culprit).parents[0]
+    runs = [
+        [m for m in b.evaluator.runs(c, "confirm") if m.value is not None and m.eval_dir]
+        for c in (culprit, parent)
+    ]
+    if not all(runs):
+        return []
+    mine, theirs = (Path(r[-1].eval_dir) for r in runs)
+    if not pairs(mine, theirs):  # no backend left profiles: nothing to diff or mark
+        return []
+    out_dir = b.layout.root / "profiles" / culprit[:12]
+    diffs = diff_profiles(mine, theirs, b.repo.changed_files(culprit), out_dir)
+    for diff in diffs:
+        said = diff.error or (diff.rows[0].function if diff.rows else "nothing grew")
+        b.progress.note(f"profile diff ({diff.kind}) of {culprit[:12]} against its parent: {said}")
+    return diffs
+
+
+def _further_culprits(
+    b: Bisection, searches: _Searches, whole: SearchRange, ends: Endpoints, hunts: list[Hunt]
+) -> str:
+    """The revert check after each confirmed culprit and, while the bad endpoint with
+    every culprit found reverted still measures bad, the next hunt with them reverted.
+    Returns why the culprits found may not explain the whole regression ("": they do,
+    or it was not checked)."""
+    s = b.settings
+    metric = s.metric
+    while s.revert_check and hunts[-1].confirmed:
+        culprits = [h.found.culprit for h in hunts if h.found.culprit is not None]
+        check = check_revert(b, culprits, ends.threshold)
+        hunts[-1].revert = check
+        names = ", ".join(c[:12] for c in check.reverted)
+        if check.outcome != "does not restore":
+            b.progress.note(f"revert check: reverting {names} on the bad endpoint: {check.outcome}")
+            return ""
+        value = format_value(check.value, metric)
+        still = (
+            f"with {names} reverted, the bad endpoint {b.bad[:12]} still measures {value} (bad "
+            f"at the threshold {format_threshold(ends.threshold, metric, s.worse)})"
+        )
+        if len(hunts) >= s.max_culprits:
+            return (
+                f"{still}: more culprits may be in the range; the hunt stopped at "
+                f"max_culprits = {s.max_culprits} ([run] max_culprits)"
+            )
+        b.progress.note(f"{still}: hunting the next culprit with them reverted")
+        try:
+            hunt = _next_hunt(b, searches, whole, ends)
+        except BisectorError as exc:
+            return f"{still}; the search for another culprit stopped: {exc}"
+        if not hunt.confirmed:
+            suspect = hunt.found.culprit
+            why = (
+                f"it named {suspect[:12]}, not confirmed: " + "; ".join(hunt.confirmation.problems)
+                if suspect
+                else "it ended without a single culprit"
+            )
+            return f"{still}; the search for another culprit with them reverted: {why}"
+        hunts.append(hunt)
+    return ""
+
+
+def _next_hunt(b: Bisection, searches: _Searches, whole: SearchRange, ends: Endpoints) -> Hunt:
+    """A hunt with the culprits in force reverted: the endpoints checked again at the
+    first hunt's threshold (the good one's runs and the revert check's are reused)."""
+    fixed = dataclasses.replace(b.settings, threshold=ends.threshold)
+    planner = searches.make(ends.threshold, None)
+    again = EndpointCheck(b.evaluator, fixed, planner, whole, b.rule).check()
+    kept = Endpoints(
+        ends.threshold,
+        ends.how,
+        again.good_value,
+        again.bad_value,
+        again.good_runs,
+        again.bad_runs,
     )
-    report.eta = eta_check(b)
-    return report
+    return _hunt(b, searches, whole, kept, None)
 
 
 def eta_check(b: Bisection) -> EtaCheck:
@@ -215,7 +322,9 @@ def _descent_runs(b: Bisection, whole: SearchRange) -> int:
 
 def _confirm_runs(b: Bisection) -> int:
     """The culprit and its parent measured again, and the safety net of early good
-    verdicts: the culprit merge's first parent at full length (when it can be needed)."""
+    verdicts: the culprit merge's first parent at full length (when it can be needed);
+    then the revert check."""
     s = b.settings
     runs = 2 if s.noise_aware else 2 * (s.repeats // 2 + 1)
+    runs += revert_runs(b) if s.revert_check else 0
     return runs + (1 if s.early_good and s.first_parent else 0)

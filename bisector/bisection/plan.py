@@ -55,6 +55,7 @@ def search_shape(settings: RunSettings, range_size: int, descent_size: float) ->
         confidence=s.confidence,
         parallel=s.parallel,
         endpoint_runs=s.endpoint_runs,
+        revert_check=settings.revert_check,
     )
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bisector.backends.base import Backend, ReportsAdaptations, capability
-from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
+from bisector.bisection.hunt import Hunt
 from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary, measured_phases
@@ -15,12 +17,14 @@ from bisector.measure.journal import Mark as MarkRecord
 from bisector.measure.journal import TeardownFailed
 from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
+from bisector.report.action import action_lines
 from bisector.report.adaptation import Adaptation, read_build_fixes
 from bisector.report.evidence import build_adaptations
 from bisector.report.model import (
     Culprit,
     Endpoint,
     Evaluation,
+    InsideRange,
     LogWindow,
     Mark,
     MergeRef,
@@ -29,7 +33,7 @@ from bisector.report.model import (
     TeardownFailure,
     Threshold,
 )
-from bisector.search.base import Found, Search
+from bisector.search.base import Found
 
 _PR = re.compile(r"(?:Merge pull request #|\(#)(\d+)")
 
@@ -102,6 +106,8 @@ def evaluation_of(
         load=m.load,
         build_fixes=read_build_fixes(eval_dir) if eval_dir is not None else [],
         ran_on=m.ran_on,
+        reverted=list(m.reverted),
+        built=m.built,
     )
 
 
@@ -109,10 +115,8 @@ def build_report(
     b: Bisection,
     *,
     ends: Endpoints,
-    found: Found,
-    merges: list[str],
-    confirmation: Confirmation,
-    search: Search,
+    hunts: Sequence[Hunt],
+    unexplained: str,
     bisect_log: str,
     remote: str | None,
 ) -> Report:
@@ -143,35 +147,14 @@ def build_report(
         )
         for i, m in enumerate(ordered, 1)
     ]
-    merge_refs = [MergeRef(c, subject(c), pr_number(subject(c))) for c in merges]
-    culprit = None
-    summary = search.summary()
-    if found.culprit:
-        info = repo.info(found.culprit)
-        parent = info.parents[0]
-        values = [m.value for m in ordered if m.commit == found.culprit and m.value is not None]
-        parent_values = [m.value for m in ordered if m.commit == parent and m.value is not None]
-        outer = merge_refs[0] if merge_refs else None
-        inner_pr = next((m.pr for m in reversed(merge_refs) if m.pr), None)
-        culprit = Culprit(
-            commit=found.culprit,
-            subject=info.subject,
-            author=info.author,
-            date=info.date,
-            pr=pr_number(info.subject) or inner_pr,
-            merge=outer,
-            merges=merge_refs,
-            confirmed=confirmation.confirmed,
-            confirmation=dict(confirmation.verdicts),
-            confidence=summary.confidence,
-            value=values[-1] if values else None,
-            parent=ParentResult(
-                parent,
-                parent_values[-1] if parent_values else None,
-                confirmation.verdicts.get(parent),
-            ),
-            unconfirmed=list(confirmation.problems),
-        )
+    first = hunts[0]
+    summary = first.search.summary()
+    culprits = [
+        _culprit(b, hunt, i, ordered, subject=subject, confidence=summary.confidence)
+        for i, hunt in enumerate(hunts, 1)
+        if hunt.found.culprit is not None
+    ]
+    culprits = _with_shares(culprits, ends)
     first_parent_range = [b.good, *repo.rev_list(b.good, b.bad, first_parent=True, paths=s.paths)]
     marks = [
         Mark(r.commit, r.verdict, r.note) for r in b.journal.records if isinstance(r, MarkRecord)
@@ -196,10 +179,10 @@ def build_report(
         earlier=sum(1 for m in b.journal.own if m.id in b.journal.earlier_ids),
         remodel=None if phases is None else estimate(s, repo, b.good, b.bad, measured=phases),
     )
-    return Report(
-        status=_status(found),
-        culprit=culprit,
-        candidates=found.candidates,
+    report = Report(
+        status=_status(first.found),
+        culprit=culprits[0] if culprits and first.found.culprit else None,
+        candidates=first.found.candidates,
         search=summary,
         good=Endpoint(b.good, subject(b.good), ends.good_value, ends.good_runs),
         bad=Endpoint(b.bad, subject(b.bad), ends.bad_value, ends.bad_runs),
@@ -215,9 +198,9 @@ def build_report(
         range=[b.good, *repo.rev_list(b.good, b.bad, paths=s.paths)],
         first_parent_range=first_parent_range,
         evaluations=evaluations,
-        verdicts=dict(search.verdicts),
-        verdict_reasons=dict(search.reasons),
-        same_tree_verdicts={c: s.text() for c, s in search.same_tree.items()},
+        verdicts=dict(first.search.verdicts),
+        verdict_reasons=dict(first.search.reasons),
+        same_tree_verdicts={c: s.text() for c, s in first.search.same_tree.items()},
         bisect_log=bisect_log,
         marks=marks,
         teardown_failures=failures,
@@ -225,7 +208,97 @@ def build_report(
         repo=str(Path(s.repo).resolve()),
         cost=costs,
         adaptations=_adaptations(b.backend) + build_adaptations(evaluations),
+        culprits=culprits,
+        unexplained=unexplained,
+        revert_check=s.revert_check,
     )
+    report.action = action_lines(report)
+    return report
+
+
+def _culprit(
+    b: Bisection,
+    hunt: Hunt,
+    number: int,
+    ordered: Sequence[Measurement],
+    *,
+    subject: Callable[[str], str],
+    confidence: float | None,
+) -> Culprit:
+    """The culprit `hunt` found, with the runs of it and its parent as that hunt measured
+    them (the reverts in force then applied)."""
+    repo = b.repo
+    found, confirmation = hunt.found, hunt.confirmation
+    assert found.culprit is not None
+    info = repo.info(found.culprit)
+    parent = info.parents[0]
+    mine = b.evaluator.reverts.of(found.culprit, hunt.reverted)
+    theirs = b.evaluator.reverts.of(parent, hunt.reverted)
+
+    def values_of(commit: str, tree: str) -> list[float]:
+        return [
+            m.value
+            for m in ordered
+            if m.commit == commit and m.tree == tree and m.value is not None
+        ]
+
+    values = values_of(found.culprit, mine.tree)
+    parent_values = values_of(parent, theirs.tree)
+    merge_refs = [MergeRef(c, subject(c), pr_number(subject(c))) for c in hunt.merges]
+    outer = merge_refs[0] if merge_refs else None
+    inner_pr = next((m.pr for m in reversed(merge_refs) if m.pr), None)
+    inside = None
+    if found.inside is not None:
+        where = found.inside
+        inside = InsideRange(where.good, where.bad, list(where.unmeasured))
+    return Culprit(
+        commit=found.culprit,
+        subject=info.subject,
+        author=info.author,
+        date=info.date,
+        pr=pr_number(info.subject) or inner_pr,
+        merge=outer,
+        merges=merge_refs,
+        confirmed=confirmation.confirmed,
+        confirmation=dict(confirmation.verdicts),
+        confidence=confidence if number == 1 else hunt.search.summary().confidence,
+        value=values[-1] if values else None,
+        parent=ParentResult(
+            parent,
+            parent_values[-1] if parent_values else None,
+            confirmation.verdicts.get(parent),
+            list(theirs.reverted),
+        ),
+        unconfirmed=list(confirmation.problems),
+        hunt=number,
+        reverted=list(mine.reverted),
+        inside=inside,
+        revert=hunt.revert,
+        is_merge=info.is_merge,
+        profiles=list(hunt.profiles),
+    )
+
+
+def _with_shares(culprits: list[Culprit], ends: Endpoints) -> list[Culprit]:
+    """Each culprit's share of the step from good to bad: what reverting it took off the
+    bad endpoint (the revert checks, each with the earlier culprits reverted too), or,
+    where that was not measured, its own step over its parent."""
+    step = ends.bad_value - ends.good_value
+    if not step:
+        return culprits
+    out = []
+    before: float | None = ends.bad_value
+    for c in culprits:
+        after = c.revert.value if c.revert is not None else None
+        if before is not None and after is not None:
+            share, basis = (before - after) / step, "revert"
+        elif c.value is not None and c.parent.value is not None:
+            share, basis = (c.value - c.parent.value) / step, "step"
+        else:
+            share, basis = None, ""
+        out.append(dataclasses.replace(c, share=share, share_basis=basis))
+        before = after
+    return out
 
 
 def _adaptations(backend: Backend) -> list[Adaptation]:

@@ -50,6 +50,7 @@ MIN_PRS = 12  # fewer leave no room for the unbuildable stretch away from the cu
 MAX_PRS = 1000
 MAX_NODES = 100_000
 MAX_DURATION_S = 3600.0
+MAX_CULPRITS = 2  # the trigger index's commit, and an earlier, smaller regression
 
 
 def prepare_dir(target: Path) -> Path:
@@ -71,7 +72,9 @@ def prepare_dir(target: Path) -> Path:
     )
 
 
-def _check_inputs(nodes: int, duration: str, prs: int) -> None:
+def _check_inputs(nodes: int, duration: str, prs: int, culprits: int = 1) -> None:
+    if not 1 <= culprits <= MAX_CULPRITS:
+        raise BisectorError(f"--culprits must be 1 or {MAX_CULPRITS}, got {culprits}")
     if prs < MIN_PRS:
         raise BisectorError(f"--prs must be at least {MIN_PRS}, got {prs}")
     if prs > MAX_PRS:
@@ -94,12 +97,20 @@ def demo(
     seed: int = 0,
     duration: str = DEMO_DURATION,
     prs: int = DEMO_PRS,
+    culprits: int = 1,
 ) -> int:
-    _check_inputs(nodes, duration, prs)
+    """The demo; `culprits` 2 plants an earlier, smaller regression too (the first search
+    finds it, its revert leaves the bad endpoint bad, the next search finds the other)."""
+    _check_inputs(nodes, duration, prs, culprits)
     where = prepare_dir(target or DEFAULT_DIR)
     typer.echo(f"demo directory: {where}")
-    demo_repo = create_demo_repo(where / "kubernetes", nodes=nodes, seed=seed, prs=prs)
-    (where / MARKER).write_text(json.dumps({"culprit": demo_repo.culprit, "seed": seed}) + "\n")
+    demo_repo = create_demo_repo(
+        where / "kubernetes", nodes=nodes, seed=seed, prs=prs, second_culprit=culprits == 2
+    )
+    planted = {"culprit": demo_repo.culprit, "seed": seed}
+    if demo_repo.second_culprit is not None:
+        planted["second_culprit"] = demo_repo.second_culprit
+    (where / MARKER).write_text(json.dumps(planted) + "\n")
     config = where / "demo.toml"
     config.write_text(demo_config(demo_repo, duration), encoding="utf-8")
     run_dir = where / "run"
@@ -142,6 +153,11 @@ def _describe_history(demo_repo: DemoRepo, nodes: int, duration: str) -> None:
         f"history: {demo_repo.merges} PR merges after good {demo_repo.good[:12]} up to bad "
         f"{demo_repo.bad[:12]}, {len(demo_repo.unbuildable)} commits that do not build"
     )
+    if demo_repo.second_culprit is not None:
+        typer.echo(
+            f"two regressions planted: {demo_repo.second_culprit[:12]} (smaller, earlier) and "
+            f"{demo_repo.culprit[:12]}"
+        )
     typer.echo(f"each evaluation: {nodes} hollow nodes, {duration} of simulated cluster time")
 
 
@@ -157,8 +173,24 @@ def _print_evidence(report: Report, demo_repo: DemoRepo, run_dir: Path) -> int:
             f"  skipped: none (the search never picked one of the {len(demo_repo.unbuildable)} "
             "commits that do not build)"
         )
+    if demo_repo.second_culprit is not None:
+        return _both_found(report, demo_repo)
     if culprit.commit != demo_repo.culprit:
         typer.echo(f"this is NOT the planted commit {demo_repo.culprit}")
         return DemoExit.MISSED
     typer.echo("this is the commit the demo planted (the second commit of its PR, not the merge)")
     return DemoExit.FOUND if culprit.confirmed else DemoExit.MISSED
+
+
+def _both_found(report: Report, demo_repo: DemoRepo) -> int:
+    """Both planted commits named, each confirmed."""
+    planted = [demo_repo.second_culprit, demo_repo.culprit]
+    found = [c.commit for c in report.culprits if c.confirmed]
+    if found != planted:
+        typer.echo(
+            f"the demo planted {', '.join(str(c)[:12] for c in planted)}; the run confirmed "
+            f"{', '.join(c[:12] for c in found) or 'none'}: NOT both"
+        )
+        return DemoExit.MISSED
+    typer.echo("these are the two commits the demo planted, each confirmed")
+    return DemoExit.FOUND

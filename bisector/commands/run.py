@@ -55,7 +55,11 @@ def dry_run(settings: RunSettings) -> int:
     plan = plan_bisection(settings)
     typer.echo(f"range: {plan.good[:12]}..{plan.bad[:12]}, {_count(plan.range_size, 'commit')}")
     search = "search, descent into the culprit merge" if settings.first_parent else "search"
-    typer.echo(f"expected evaluations: {plan.expected_evaluations} (endpoints, {search}, confirm)")
+    revert = ", revert check" if settings.revert_check else ""
+    typer.echo(
+        f"expected evaluations: {plan.expected_evaluations} (endpoints, {search}, confirm{revert})"
+    )
+    typer.echo(revert_plan(settings))
     for line in cost_lines(settings, plan):
         typer.echo(line)
     typer.echo(f"run directory: {plan.run_dir}")
@@ -66,6 +70,25 @@ def dry_run(settings: RunSettings) -> int:
     for command in plan.commands:
         typer.echo(f"  {command}")
     return RunExit.FOUND
+
+
+def revert_plan(settings: RunSettings) -> str:
+    """What the run does after the culprit is confirmed ([run] revert_check, max_culprits)."""
+    if not settings.revert_check:
+        return (
+            "revert check: off ([run] revert_check = false): one culprit, its revert not measured"
+        )
+    further = (
+        f"if it still measures bad, the next culprit is hunted with the found ones reverted in "
+        f"every candidate, up to {settings.max_culprits} culprits ([run] max_culprits; each "
+        "further hunt is a search of its own, not counted above)"
+        if settings.max_culprits > 1
+        else "no further culprit is hunted ([run] max_culprits = 1)"
+    )
+    return (
+        "revert check: the bad endpoint with the culprit reverted (git revert -m 1 for a merge), "
+        f"built and measured at full length in its own worktree; {further}"
+    )
 
 
 def _count(n: int, what: str) -> str:
@@ -189,7 +212,9 @@ def upload_report(settings: RunSettings, run_dir: Path) -> None:
 def outcome_code(report: Report) -> RunExit:
     if report.teardown_failures:
         return RunExit.LEFT_UP
-    return RunExit.FOUND if report.confirmed else RunExit.INCONCLUSIVE
+    if not report.confirmed:
+        return RunExit.INCONCLUSIVE
+    return RunExit.PARTIAL if report.unexplained else RunExit.FOUND
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,13 @@ class Deciding:
     def concurrently(self, tasks: Sequence[Callable[[], T]], phase: str) -> list[T]:
         raise NotImplementedError
 
+    def tree_for(self, commit: str) -> str:
+        """The tree a measurement of `commit` is of (the evaluator's: reverts applied)."""
+        return self.repo.tree_of(commit)
+
     def runs(self, commit: str, phase: str) -> list[Measurement]:
         """The journaled (or cached) runs of `commit` usable in `phase`; they count as used."""
-        found = self.journal.for_tree(self.repo.tree_of(commit), confirm=phase == "confirm")
+        found = self.journal.for_tree(self.tree_for(commit), confirm=phase == "confirm")
         if self.early.withdrawn or not self.early.early_good:
             # Withdrawn, or turned off for a resumed run: early goods decide nothing.
             found = [m for m in found if m.early_verdict != "good"]

@@ -46,7 +46,7 @@ from bisector.measure.journal import (
     EarlyGoodWithdrawn,
     Journal,
 )
-from bisector.measure.measurement import Measurement
+from bisector.measure.measurement import REVERT_SKIP, Measurement
 from bisector.measure.parallel import (
     CancellableBackend,
     Interrupted,
@@ -54,6 +54,7 @@ from bisector.measure.parallel import (
 )
 from bisector.measure.prefetch import Prefetcher
 from bisector.measure.provenance import WindowRule
+from bisector.measure.reverts import Reverts, Substitute
 from bisector.measure.teardown import Teardowns
 from bisector.numbers import NO_VALUE, format_value
 from bisector.runfiles import gzip_logs
@@ -129,6 +130,12 @@ class Evaluator(Deciding):
         self.progress = progress
         self.scorer = scorer
         self.slots = max(1, slots)
+        # Culprits found so far, reverted in the candidates that contain them (none until
+        # the pipeline hunts a further culprit): bisector.measure.reverts.
+        self.reverts = Reverts(repo)
+        # Commits whose confirmation runs take profiles of the apiserver (the culprit and
+        # its parent: bisector.bisection.confirm), for the report's smoking gun.
+        self.profiled: set[str] = set()
         self.used: dict[str, Measurement] = {}  # every measurement the report rests on
         self.worktrees: set[Path] = set()
         self.rounds: Counter[str] = Counter()  # phase -> rounds of concurrent evaluations
@@ -215,8 +222,17 @@ class Evaluator(Deciding):
         return time.monotonic() - self.session_started
 
     def upcoming(self, commits: Sequence[str]) -> None:
-        """Commits the search may measure next, likeliest first: builds to prefetch."""
-        self.prefetch.set_upcoming(commits)
+        """Commits the search may measure next, likeliest first: builds to prefetch (what
+        would be built: the reverts in force applied)."""
+        if not self.prefetch.enabled:
+            return
+        subs = [self.reverts.of(c) for c in commits]
+        self.prefetch.set_upcoming([s.build for s in subs if not s.conflict])
+
+    def tree_for(self, commit: str) -> str:
+        """The tree a measurement of `commit` is of, under the reverts in force: the key of
+        its journaled runs."""
+        return self.reverts.of(commit).tree
 
     def early_stop(self, threshold: float | None, phase: str = "bisect") -> EarlyStop | None:
         """How a warmup in `phase` is watched and may end early (bisector.measure.early)."""
@@ -250,17 +266,24 @@ class Evaluator(Deciding):
     def measure(self, job: Job, slot: int = 0, early_threshold: float | None = None) -> Measurement:
         """One evaluation of `job.commit`; with `early_threshold`, it may end early."""
         worktree = self.layout.slot_worktree(slot)
-        tree = self.repo.tree_of(job.commit)
+        sub = self.reverts.of(job.commit)
+        if sub.conflict:
+            return self._unrevertable(job, sub, slot)
+        tree = sub.tree
         with self.lock:
             if self.executor.checks_out:  # else the evaluation gets its tree elsewhere
                 self.worktrees.add(worktree)
                 try:
-                    self.repo.add_worktree(worktree, job.commit)
+                    self.repo.add_worktree(worktree, sub.build)
                 except InfraError as exc:  # e.g. objects missing in a mirror: this commit skips
                     return self._unchecked_out(job, tree, slot, exc.reason)
             self._begun += 1
             eval_dir = self.layout.eval_dir(self._begun, job.commit)
-            candidate = Candidate(job.commit, worktree, eval_dir, slot, uuid.uuid4().hex)
+            # The backend builds what is checked out: with reverts, the tool's commit.
+            profile = job.phase == "confirm" and job.commit in self.profiled
+            candidate = Candidate(
+                sub.build, worktree, eval_dir, slot, uuid.uuid4().hex, profile=profile
+            )
             self.journal.write(Begin(job.commit, slot, str(eval_dir), job.why))
             self.teardowns.in_flight[slot] = candidate
             self._slot_runs[slot] += 1
@@ -270,9 +293,11 @@ class Evaluator(Deciding):
             self.progress.status(f"{job.phase}: evaluating", job.commit, self._runs_left(), eta)
             self._started_since_expect += 1
         early = self.early_stop(early_threshold, job.phase)
-        hooks = _SlotHooks(self, candidate, job.phase)
+        hooks = _SlotHooks(self, candidate, job.phase, job.commit)
         try:
             m = self._evaluate(candidate, job, tree, early, hooks)
+            if sub.reverted:  # the search's commit, with what was built in its place
+                m.commit, m.built, m.reverted = job.commit, sub.build, list(sub.reverted)
             m.logs = gzip_logs(m.logs)  # scored: kept gzipped at rest (bisector.runfiles)
             # Torn down: the slot's line ends, so a wait for a build ahead shows as that
             # build, not as a teardown far longer than expected.
@@ -307,6 +332,21 @@ class Evaluator(Deciding):
                 why += f"; stopped early: {m.stopped_early}"
             took = format_duration(m.duration_s)  # before the reason: it has durations too
             self.progress.note(f"measured {job.commit[:12]} [{job.phase}] in {took}: {shown}{why}")
+        return m
+
+    def _unrevertable(self, job: Job, sub: Substitute, slot: int) -> Measurement:
+        """A candidate whose reverts do not apply: a skip of its own (final: the tree's),
+        nothing built or launched."""
+        m = Measurement(
+            job.commit, sub.tree, job.phase, reason=f"revert: {sub.conflict}",
+            skipped_at=REVERT_SKIP, slot=slot,
+        )  # fmt: skip
+        m.started_at = time.time()
+        m.why = job.why
+        m.reverted = list(sub.reverted)
+        with self.lock:
+            self.journal.add(m)
+            self.progress.note(f"measured {job.commit[:12]} [{job.phase}]: no value ({m.reason})")
         return m
 
     def _unchecked_out(self, job: Job, tree: str, slot: int, why: str) -> Measurement:
@@ -447,10 +487,11 @@ class _SlotHooks(EvaluationHooks):
     """The evaluator's part in one evaluation of a slot: builds ahead, a cancelled run,
     the progress line, and whether anything of it can still be up."""
 
-    def __init__(self, evaluator: Evaluator, candidate: Candidate, phase: str) -> None:
+    def __init__(self, evaluator: Evaluator, candidate: Candidate, phase: str, commit: str) -> None:
         self.evaluator = evaluator
         self.candidate = candidate
         self.phase = phase
+        self.commit = commit  # the search's commit (the candidate's may have reverts in it)
         self.nothing_left_up = threading.Event()
 
     def before_build(self, m: Measurement) -> None:
@@ -465,9 +506,7 @@ class _SlotHooks(EvaluationHooks):
     def phase_begins(self, phase: Phase) -> None:
         evaluator = self.evaluator
         expected = evaluator.phase_times.expected(phase, search=self.phase == "bisect")
-        evaluator.progress.phase(
-            PhaseStarted(self.candidate.slot, self.candidate.commit, phase, expected)
-        )
+        evaluator.progress.phase(PhaseStarted(self.candidate.slot, self.commit, phase, expected))
 
     def reading(self, reading: Reading) -> None:
         self.evaluator.progress.reading(self.candidate.slot, reading)

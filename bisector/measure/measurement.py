@@ -15,6 +15,9 @@ from typing import Any
 from bisector.errors import BuildError
 from bisector.logs import Scores
 
+# A candidate whose reverts do not apply (bisector.measure.reverts): the tree's, final.
+REVERT_SKIP = "revert"
+
 # A build that failed says the tree does not build, unless its output says the machine
 # was the trouble (a full disk, memory, a timeout, a kill, the network), or the tool itself
 # could not do an OS call (an `[Errno N]` of an OSError the build step let out: a missing
@@ -68,6 +71,11 @@ class Measurement:
     # Where the evaluation ran when not in the driving process (a Kubernetes Job's pod and
     # node: bisector.executors); empty: here.
     ran_on: str = ""
+    # Culprits found earlier in the run, reverted in this candidate before its build
+    # (bisector.measure.reverts), and the tool's commit that was built then ("": the
+    # candidate's own). `tree` is that commit's.
+    reverted: list[str] = field(default_factory=list)
+    built: str = ""
     id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,6 +105,8 @@ class Measurement:
         own (the tree does not build, the patch does not apply) is the tree's."""
         if self.value is not None:
             return False
+        if self.skipped_at == REVERT_SKIP:
+            return False  # the reverts do not apply to this tree: that is the tree's
         if self.skipped_at != BuildError.kind:
             return True
         # The build's own output says when the machine, not the tree, failed it.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,13 +150,16 @@ def search_text(report: Report) -> str:
     return text
 
 
-def runs_of(report: Report, commit: str) -> list[Evaluation]:
-    return [e for e in report.evaluations if e.commit == commit]
+def runs_of(report: Report, commit: str, reverted: Sequence[str] | None = None) -> list[Evaluation]:
+    """The runs of `commit` as measured with `reverted` reverted in it (default: none,
+    the commit as it is; a later hunt measures it with earlier culprits reverted)."""
+    wanted = list(reverted or [])
+    return [e for e in report.evaluations if e.commit == commit and list(e.reverted) == wanted]
 
 
-def measured_runs_text(report: Report, commit: str) -> str:
+def measured_runs_text(report: Report, commit: str, reverted: Sequence[str] | None = None) -> str:
     """`45 (bisect), 49 (confirm)`: every run of a commit with the phase it was measured in."""
-    runs = runs_of(report, commit)
+    runs = runs_of(report, commit, reverted)
     if not runs:
         return "not measured"
     return ", ".join(f"{value_text(e.value, report.metric)} ({e.phase})" for e in runs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from html import escape
 
+from bisector.report.answer import Files, Para, Pre, Section, Table, action_section, answer_sections
 from bisector.report.costs import (
     MEASURED_HEADER,
     NO_ESTIMATE,
@@ -58,6 +59,8 @@ ul.facts{margin:.3em 0;padding-left:1.2em}
 p.why{background:#f3f6fb;border-left:3px solid #0b57d0;padding:.4em .8em;margin:.6em 0}
 @media (max-width:760px){table{display:block;overflow-x:auto}dl.kv dd{overflow-wrap:anywhere}
  table.cost,table.gun{min-width:0}}
+table.profile td{overflow-wrap:anywhere}table.profile td.num{overflow-wrap:normal}
+pre.action{border-left-color:#0b57d0;word-break:normal;overflow-wrap:anywhere}
 @media print{body{max-width:none;margin:0;font-size:11px}h2{break-after:avoid}
  figure,tr{break-inside:avoid}a{color:inherit;text-decoration:none}}
 """
@@ -343,6 +346,38 @@ def _adaptations(report: Report) -> str:
     )
 
 
+def _sections(sections: list[Section | None]) -> str:
+    """The answer's blocks (bisector.report.answer) in HTML."""
+    out = []
+    for section in (s for s in sections if s is not None):
+        if section.title:
+            out.append(f"<h{section.level}>{escape(section.title)}</h{section.level}>")
+        for block in section.blocks:
+            if isinstance(block, Para):
+                label = f"<strong>{escape(block.label)}</strong>: " if block.label else ""
+                cls = ' class="alarm"' if block.alarm else ""
+                out.append(f"<p{cls}>{label}{escape(block.text)}</p>")
+            elif isinstance(block, Table):
+                head = "".join(f"<th>{escape(h)}</th>" for h in block.header)
+                rows = "".join(
+                    ('<tr class="culprit">' if marked else "<tr>")
+                    + f'<td class="num">{escape(row[0])}</td><td class="num">{escape(row[1])}</td>'
+                    f"<td><code>{escape(row[2])}</code></td>"
+                    f'<td class="small">{escape(row[3])}</td></tr>'
+                    for row, marked in zip(block.rows, block.marked, strict=True)
+                )
+                out.append(
+                    f'<p class="small muted">{escape(block.caption)}</p>'
+                    f'<table class="profile"><tr>{head}</tr>{rows}</table>'
+                )
+            elif isinstance(block, Pre):
+                out.append(f'<pre class="out action">{escape(block.text)}</pre>')
+            elif isinstance(block, Files):
+                links = ", ".join(_a(name, path) for name, path in block.links)
+                out.append(f'<p class="small">{escape(block.label)}: {links}</p>')
+    return "".join(out)
+
+
 def render_html(report: Report, gun: SmokingGun) -> str:
     state = "ok" if report.confirmed else "warn"
     return (
@@ -351,7 +386,8 @@ def render_html(report: Report, gun: SmokingGun) -> str:
         f"<style>{CSS}</style></head><body>"
         f'<h1>bisector report</h1>{_teardown(report)}<div class="status {state}">'
         f"{escape(headline(report))}</div>"
-        f"{_culprit(report)}{_evidence(report)}{_range_plot(report)}{_gun(report, gun)}"
+        f"{_culprit(report)}{_sections([*answer_sections(report)])}"
+        f"{_evidence(report)}{_range_plot(report)}{_gun(report, gun)}"
         f"{_cost(report)}{_timeline(report)}{_adaptations(report)}{_details(report)}"
-        "</body></html>\n"
+        f"{_sections([action_section(report)])}</body></html>\n"
     )

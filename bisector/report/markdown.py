@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisector.report.answer import Files, Para, Pre, Section, Table, action_section, answer_sections
 from bisector.report.costs import (
     MEASURED_HEADER,
     cost_notes,
@@ -241,6 +242,30 @@ def _details(report: Report) -> list[str]:
     return [*lines, ""]
 
 
+def _sections(sections: list[Section | None]) -> list[str]:
+    """The answer's blocks (bisector.report.answer) in Markdown."""
+    lines: list[str] = []
+    for section in (s for s in sections if s is not None):
+        if section.title:
+            lines += ["#" * section.level + " " + esc(section.title), ""]
+        for block in section.blocks:
+            if isinstance(block, Para):
+                label = f"**{esc(block.label)}**: " if block.label else ""
+                lines += [f"{label}{esc(block.text)}", ""]
+            elif isinstance(block, Table):
+                rows = [
+                    [*(code(c) if i == 2 else esc(c) for i, c in enumerate(row))]
+                    for row in block.rows
+                ]
+                lines += [esc(block.caption) + ":", "", *table(block.header, rows), ""]
+            elif isinstance(block, Pre):
+                lines += ["```", block.text, "```", ""]
+            elif isinstance(block, Files):
+                links = ", ".join(f"[{esc(name)}]({path})" for name, path in block.links)
+                lines += [f"{esc(block.label)}: {links}", ""]
+    return lines
+
+
 def render_markdown(report: Report, gun: SmokingGun) -> str:
     lines = [
         "# bisector report",
@@ -248,11 +273,13 @@ def render_markdown(report: Report, gun: SmokingGun) -> str:
         *_teardown(report),
         *([f"**{headline(report)}**", ""] if report.culprit is not None else []),
         *_culprit(report),
+        *_sections([*answer_sections(report)]),
         *_evidence(report),
         *_gun(gun),
         *_cost(report),
         *_timeline(report),
         *_adaptations(report),
         *_details(report),
+        *_sections([action_section(report)]),
     ]
     return "\n".join(lines).rstrip() + "\n"

@@ -103,6 +103,71 @@ class ParentResult:
     commit: str
     value: float | None
     verdict: str | None  # its confirmation verdict
+    reverted: list[str] = field(default_factory=list)  # culprits reverted in its runs
+
+
+@dataclass(frozen=True)
+class InsideRange:
+    """A culprit merge whose branch could not be narrowed to one commit: the first bad
+    commit is after `good` and at or before `bad`; `unmeasured` between could not be
+    measured (each a skip, with its reason in the timeline)."""
+
+    good: str
+    bad: str
+    unmeasured: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RevertCheck:
+    """The bad endpoint with the culprits found so far reverted, built and measured at
+    full length like any candidate: does it measure good again?"""
+
+    base: str  # the bad endpoint
+    reverted: list[str]  # the culprits reverted, newest first
+    built: str | None  # the tool's commit of it (refs/bisector/reverts/...); None: no revert
+    # "restores" (good), "does not restore" (bad), "conflict" (the revert does not
+    # apply), "not measured" (every run a skip: `reason`)
+    outcome: str
+    verdict: str | None  # good, bad or skip against the threshold; None on a conflict
+    value: float | None  # the median of its runs
+    runs: list[float] = field(default_factory=list)
+    reason: str = ""  # a skip's reason, or the conflict
+    conflict_files: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    """One function of a profile diff (`go tool pprof -top -diff_base`): how much its own
+    time or memory (`flat`) and with its callees (`cum`) grew, as pprof prints it."""
+
+    flat: str
+    flat_value: float  # seconds or bytes
+    cum: str
+    cum_value: float
+    function: str
+    file: str  # its source file, as the profile names it
+    in_culprit: bool  # the file is one the culprit changed
+
+
+@dataclass(frozen=True)
+class ProfileDiff:
+    """The culprit's confirmation-run profile against its parent's (bisector.pprof)."""
+
+    kind: str  # "cpu", "heap in use", "heap allocated"
+    culprit: str  # the culprit run's profile file
+    parent: str  # the parent run's
+    command: str  # the go tool pprof command run
+    go: str  # the Go whose pprof ran it
+    rows: list[ProfileRow]  # what grew most, then the culprit's files' functions
+    total: str  # pprof's "Showing nodes accounting for ..." line
+    text: str = ""  # the whole -top output, kept in the run directory
+    error: str = ""  # why there is no diff ("" when there is)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ProfileDiff:
+        values = dict(data)
+        values["rows"] = [_build(ProfileRow, r) for r in data.get("rows", [])]
+        return _build(cls, values)
 
 
 @dataclass(frozen=True)
@@ -121,10 +186,25 @@ class Culprit:
     parent: ParentResult
     # Why it is not confirmed: a commit of the claim measured against it at full length.
     unconfirmed: list[str] = field(default_factory=list)
+    hunt: int = 1  # which search found it: the first, or one with culprits reverted
+    reverted: list[str] = field(default_factory=list)  # culprits reverted in its own runs
+    # A merge whose branch could not be narrowed to one commit (inner commits unbuildable).
+    inside: InsideRange | None = None
+    # The bad endpoint with this culprit and the ones found before it reverted.
+    revert: RevertCheck | None = None
+    # Its share of the step from good to bad: from the revert checks (what reverting it
+    # took off the bad endpoint) or, without them, from its own step over its parent.
+    share: float | None = None
+    share_basis: str = ""  # "revert" or "step"
+    is_merge: bool = False  # reverted against its first parent (`git revert -m 1`)
+    # The culprit's confirmation-run profiles against its parent's: what grew, where.
+    profiles: list[ProfileDiff] = field(default_factory=list)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Culprit:
         merge = data.get("merge")
+        inside = data.get("inside")
+        revert = data.get("revert")
         return cls(
             commit=data["commit"],
             subject=data.get("subject", ""),
@@ -139,6 +219,14 @@ class Culprit:
             value=data.get("value"),
             parent=_build(ParentResult, data["parent"]),
             unconfirmed=list(data.get("unconfirmed", [])),
+            hunt=int(data.get("hunt", 1)),
+            reverted=list(data.get("reverted", [])),
+            inside=_build(InsideRange, inside) if inside else None,
+            revert=_build(RevertCheck, revert) if revert else None,
+            share=data.get("share"),
+            share_basis=data.get("share_basis", ""),
+            is_merge=bool(data.get("is_merge", False)),
+            profiles=[ProfileDiff.from_json(p) for p in data.get("profiles", [])],
         )
 
 
@@ -178,6 +266,8 @@ class Evaluation:
     # tree's own steps and the configured build fixes.
     build_fixes: list[BuildFixApplied] = field(default_factory=list)
     ran_on: str = ""  # where it ran when not in the driving process (a Job's pod, its node)
+    reverted: list[str] = field(default_factory=list)  # culprits reverted in it before its build
+    built: str = ""  # the tool's commit built in its place (reverts applied), "" for its own
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evaluation:
@@ -352,6 +442,14 @@ class Report:
     cost: CostSummary | None = None  # None: a report written before the cost section
     adaptations: list[Adaptation] = field(default_factory=list)
     eta: EtaCheck | None = None  # None: a report written before the field
+    # Every culprit found, the first search's first: `culprit` is culprits[0].
+    culprits: list[Culprit] = field(default_factory=list)
+    # Why the culprits found may not explain the whole regression ("": they do, or it
+    # was not checked): the bad endpoint with all of them reverted still measures bad.
+    unexplained: str = ""
+    revert_check: bool = True  # whether `[run] revert_check` was on
+    # What to do, in one block a person pastes into an issue (bisector.report.action).
+    action: list[str] = field(default_factory=list)
     version: int = REPORT_VERSION
 
     @property
@@ -395,6 +493,11 @@ class Report:
             cost=CostSummary.from_json(data["cost"]) if data.get("cost") else None,
             adaptations=[_build(Adaptation, a) for a in data.get("adaptations", [])],
             eta=_build(EtaCheck, data["eta"]) if data.get("eta") else None,
+            culprits=[Culprit.from_json(c) for c in data.get("culprits", [])]
+            or ([Culprit.from_json(culprit)] if culprit else []),
+            unexplained=data.get("unexplained", ""),
+            revert_check=bool(data.get("revert_check", False)),
+            action=list(data.get("action", [])),
             version=data.get("version", 1),
         )
 

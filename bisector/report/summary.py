@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bisector.report.costs import cost_summary_lines, eta_text
+from bisector.report.culprits import hunt_text, inside_text, revert_text, share_text
 from bisector.report.facts import (
     confidence_text,
     measured_elsewhere,
@@ -37,8 +38,14 @@ def summary_lines(report: Report) -> list[str]:
     if culprit is not None:
         lines.append(f"culprit: {culprit.commit} {culprit.subject}")
         pr = f"PR #{culprit.pr}" if culprit.pr else "no PR"
-        inside = f", merged as {culprit.merge.commit[:12]}" if culprit.merge else ""
+        merged = culprit.merge is not None and culprit.merge.commit != culprit.commit
+        inside = f", merged as {culprit.merge.commit[:12]}" if merged and culprit.merge else ""
         lines.append(f"  {pr}{inside}; author {culprit.author}, {culprit.date}")
+        if where := inside_text(culprit):
+            lines.append(f"  {where}")
+        for later in report.culprits[1:]:
+            lines.append(f"culprit {later.hunt}: {later.commit} {later.subject}")
+            lines.append(f"  {hunt_text(later)}")
     elif report.status == "unsure" and report.search.likely_range is not None:
         likely = report.search.likely_range
         lines.append(
@@ -78,6 +85,7 @@ def summary_lines(report: Report) -> list[str]:
         )
         if same := same_tree_text(report, culprit.commit):
             lines.append(f"    {same_tree_plain(same, 'the culprit')}")
+        lines += _culprits_evidence(report)
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")
@@ -103,6 +111,30 @@ def summary_lines(report: Report) -> list[str]:
     if run_dir.is_dir():
         lines.append(f"disk: {disk_line(run_dir, report.repo)}")
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
+    if report.action:
+        lines += ["what to do (paste into the issue):", *(f"  {line}" for line in report.action)]
+    return lines
+
+
+def _culprits_evidence(report: Report) -> list[str]:
+    """Each culprit's revert check and share, and what the culprits may leave unexplained."""
+    lines = []
+    for c in report.culprits:
+        said = f"culprit {c.hunt} {short(c.commit)}" if len(report.culprits) > 1 else "culprit"
+        if c.hunt > 1:
+            lines.append(
+                f"  {said} {_value(c.value, report.metric)} vs its parent "
+                f"{short(c.parent.commit)} {_value(c.parent.value, report.metric)} "
+                f"({hunt_text(c)}); confirmed: " + ("yes" if c.confirmed else "NO")
+            )
+        if c.revert is not None:
+            lines.append(f"  revert check: {revert_text(report, c.revert)}")
+        if share := share_text(report, c):
+            lines.append(f"  {said}'s share: {share}")
+    if not report.revert_check and report.culprit is not None:
+        lines.append("  revert check: off ([run] revert_check = false)")
+    if report.unexplained:
+        lines.append(f"  NOT ALL EXPLAINED: {report.unexplained}")
     return lines
 
 

@@ -42,6 +42,17 @@ class SearchRange:
     merge: str | None = None
 
 
+@dataclass(frozen=True)
+class Inside:
+    """Where inside a culprit merge's branch the first bad commit lies when the commits
+    between could not be measured: after `good`, at or before `bad`, the `unmeasured`
+    between (each a skip: not built, not launched, ...)."""
+
+    good: str
+    bad: str
+    unmeasured: list[str]
+
+
 @dataclass
 class Found:
     """What a search concluded about one range."""
@@ -53,6 +64,9 @@ class Found:
     likely: list[str] = field(default_factory=list)  # smallest range holding 95 % (unsure)
     likely_mass: float = 0.0
     best_guess: list[str] = field(default_factory=list)
+    # The culprit is a merge whose branch could not be narrowed to one commit: where in
+    # the branch the first bad commit lies (bisector.bisection.descent).
+    inside: Inside | None = None
 
 
 class Search(Protocol):

@@ -119,7 +119,8 @@ class PosteriorSearch:
             m
             for runs in b.journal.by_tree.values()
             for m in runs
-            if m.phase != "confirm" and m.commit in post.index
+            # A measurement of the commit as this search measures it (reverts applied).
+            if m.phase != "confirm" and m.commit in post.index and m.tree == b.tree_for(m.commit)
         ]
         for m in sorted(history, key=lambda m: m.started_at):
             b.used[m.id] = m
@@ -175,7 +176,7 @@ class PosteriorSearch:
             return []
         culprit = post.commits[best.last]
         pair = [culprit, self.repo.info(culprit).parents[0]]
-        if any(b.journal.for_tree(self.repo.tree_of(c), confirm=True) for c in pair):
+        if any(b.journal.for_tree(b.tree_for(c), confirm=True) for c in pair):
             return []  # asked for already: the final confirmation decides with those
         return pair
 

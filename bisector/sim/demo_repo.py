@@ -7,6 +7,13 @@ innocent and its second, "Optimize selector for single-matching items" (f93a270
 in 2017), drops the Cacher's trigger index, which the sim backend turns into the
 node-cacher lag. Author and committer dates are fixed, so hashes are the same on
 every machine for a given seed.
+
+With `second_culprit`, an earlier PR plants a smaller regression too (each watch event
+dispatched at ten times the cost: the node cacher lags, conflicts grow, by far less
+than without the trigger index), the shape of the 2017 thread's "two separate
+regressions" (4,449 -> 46,305 -> 1.5 M conflicts): the first search finds it, its
+revert leaves the bad endpoint bad, and the next search, with it reverted, finds the
+trigger index's commit.
 """
 
 from __future__ import annotations
@@ -25,6 +32,14 @@ CACHER_GO = "staging/src/k8s.io/apiserver/pkg/storage/cacher.go"
 SELECTOR_GO = "staging/src/k8s.io/apimachinery/pkg/fields/selector.go"
 CULPRIT_PR = 46588
 CULPRIT_SUBJECT = "Optimize selector for single-matching items"
+WATCH_CACHE_GO = "staging/src/k8s.io/apiserver/pkg/storage/watch_cache.go"
+WATCH_CACHE_TEST_GO = "staging/src/k8s.io/apiserver/pkg/storage/watch_cache_test.go"
+SECOND_PR = 46507
+SECOND_SUBJECT = "Copy each watch event before it is dispatched"
+# The second regression's dispatch cost: 2 minutes of 5,000 simulated nodes count about
+# 50 thousand conflicts with it alone, against 50 healthy and 180 thousand without the
+# trigger index (bisector.sim, seed 0).
+SECOND_DISPATCH_BASE_US = 2000.0
 START_EPOCH = 1495706400  # 2017-05-25 10:00 UTC: the range spans the end of May into June
 
 _USERS = (
@@ -72,6 +87,8 @@ class DemoRepo:
     merges: int  # PR merges after `good`
     nodes: int
     seed: int
+    second_culprit: str | None = None  # the earlier, smaller regression, when planted
+    second_merge: str | None = None
 
 
 DEMO_NODES = 5000
@@ -129,9 +146,15 @@ class _Builder:
 
 
 def create_demo_repo(
-    path: Path, *, nodes: int = DEMO_NODES, seed: int = 0, prs: int = 40
+    path: Path,
+    *,
+    nodes: int = DEMO_NODES,
+    seed: int = 0,
+    prs: int = 40,
+    second_culprit: bool = False,
 ) -> DemoRepo:
-    """Create the demo repository at `path` (which must not exist or be empty)."""
+    """Create the demo repository at `path` (which must not exist or be empty);
+    `second_culprit` plants an earlier, smaller regression too (the module docstring)."""
     if path.exists() and any(path.iterdir()):
         raise BisectorError(f"{path} is not empty; pass a new directory for the demo repository")
     if prs < 12:
@@ -152,19 +175,37 @@ def create_demo_repo(
     broken_at = (
         rng.choice(far) if far else max(range(2, prs - 2), key=lambda k: abs(k - culprit_at))
     )
+    second_at = _second_at(culprit_at, broken_at) if second_culprit else None
     inner_broken = set(
-        rng.sample([k for k in range(prs) if k not in (culprit_at, broken_at, broken_at + 1)], 3)
+        rng.sample(
+            [k for k in range(prs) if k not in (culprit_at, broken_at, broken_at + 1, second_at)],
+            3,
+        )
     )
     pr_number = 46400
     main = root
     merges: list[git.Commit] = []
     unbuildable: list[str] = []
-    culprit = first = merge_of_culprit = None
+    culprit = first = merge_of_culprit = second = merge_of_second = None
+    current = healthy  # the mainline's profile so far
     for k in range(prs):
         pr_number += rng.randint(3, 30)
         user = rng.choice(_USERS)
         tip = main
-        if k == culprit_at:
+        if k == second_at:
+            number, user, branch, title = (
+                SECOND_PR,
+                "dev-watch",
+                "copy_watch_events",
+                SECOND_SUBJECT,
+            )
+            b.touch(WATCH_CACHE_TEST_GO, "a watch event keeps its resource version")
+            tip = b.commit("Test that a watch event keeps its resource version", [tip], user)
+            b.touch(WATCH_CACHE_GO, "copy the event for every watcher before dispatching it")
+            current = replace(current, dispatch_base_us=SECOND_DISPATCH_BASE_US)
+            b.write(PROFILE_PATH, render_profile(current))
+            second = tip = b.commit(SECOND_SUBJECT, [tip], user)
+        elif k == culprit_at:
             number, user, branch, title = (
                 CULPRIT_PR,
                 "wojtek-t",
@@ -174,7 +215,8 @@ def create_demo_repo(
             b.touch(SELECTOR_GO, "fast path: a selector matching a single field value")
             first = tip = b.commit("Add fast path for single-matching field selectors", [tip], user)
             b.touch(CACHER_GO, "strip the single-name field selector before Storage.Watch")
-            b.write(PROFILE_PATH, render_profile(replace(healthy, trigger_index=False)))
+            current = replace(current, trigger_index=False)
+            b.write(PROFILE_PATH, render_profile(current))
             culprit = tip = b.commit(CULPRIT_SUBJECT, [tip], user)
         else:
             number = pr_number
@@ -188,11 +230,11 @@ def create_demo_repo(
                     b.write(PROFILE_PATH, render_profile(healthy).replace("true", "yes please", 1))
                     broken = True
                 elif k in inner_broken:
-                    b.write(PROFILE_PATH, render_profile(_current_profile(healthy, culprit)))
+                    b.write(PROFILE_PATH, render_profile(current))
                 if k == broken_at and j == 0:
                     b.write(PROFILE_PATH, None)
                 if k == broken_at + 1 and j == 0:
-                    b.write(PROFILE_PATH, render_profile(_current_profile(healthy, culprit)))
+                    b.write(PROFILE_PATH, render_profile(current))
                 subject = title[0].upper() + title[1:] + ("" if j == 0 else f" ({j + 1}/n)")
                 tip = b.commit(subject, [tip], user)
                 if broken or PROFILE_PATH not in b.files:
@@ -202,7 +244,7 @@ def create_demo_repo(
                 and PROFILE_PATH in b.files
                 and "yes please" in b.files[PROFILE_PATH]
             ):
-                b.write(PROFILE_PATH, render_profile(_current_profile(healthy, culprit)))
+                b.write(PROFILE_PATH, render_profile(current))
                 tip = b.commit("Fix the kubemark profile", [tip], user)
         message = (
             f"Merge pull request #{number} from {user}/{branch}\n\n"
@@ -213,6 +255,8 @@ def create_demo_repo(
             unbuildable.append(main.hexsha)
         if k == culprit_at:
             merge_of_culprit = main
+        if k == second_at:
+            merge_of_second = main
         merges.append(main)
     assert culprit is not None and first is not None and merge_of_culprit is not None
     good = merges[0]
@@ -229,12 +273,18 @@ def create_demo_repo(
         merges=prs - 1,
         nodes=nodes,
         seed=seed,
+        second_culprit=second.hexsha if second is not None else None,
+        second_merge=merge_of_second.hexsha if merge_of_second is not None else None,
     )
 
 
-def _current_profile(healthy: SimProfile, culprit: git.Commit | None) -> SimProfile:
-    """The profile the mainline carries at this point: healthy until the culprit lands."""
-    return replace(healthy, trigger_index=culprit is None)
+def _second_at(culprit_at: int, broken_at: int) -> int:
+    """Where the second regression's PR lands: before the culprit's, after the good end,
+    away from the stretch that does not build (its neighbours must be measurable)."""
+    fits = [k for k in range(1, culprit_at - 1) if abs(k - broken_at) > 2]
+    if not fits:
+        raise BisectorError("a demo history this short has no room for a second culprit")
+    return min(fits, key=lambda k: abs(k - culprit_at // 2))
 
 
 def demo_config(demo: DemoRepo, duration: str = DEMO_DURATION) -> str:

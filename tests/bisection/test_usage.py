@@ -95,7 +95,9 @@ def test_wall_time_is_while_evaluations_ran_parallel_slots_overlap() -> None:
 def test_a_gce_run_reports_the_models_figures_beside_a_known_journals(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [1] * 8 + [50] * 9)  # 16 commits after good
     good, bad = built.mainline[0], built.mainline[-1]
-    settings = RunSettings(good, bad, backend="gce", warmup_s=30 * MIN, price_per_cluster_hour=4.0)
+    settings = RunSettings(
+        good, bad, backend="gce", warmup_s=30 * MIN, price_per_cluster_hour=4.0, revert_check=False
+    )
     model = estimate(settings, GitRepo(built.path), good, bad)
     # The model as written down by hand: the 2017 job's phases, git bisect over 16 commits.
     expected = expected_search(SearchShape(16))
@@ -187,7 +189,8 @@ def test_a_sim_run_without_estimate_shows_what_was_measured_and_no_model_time(
     assert (model.wall_s, model.cluster_s, model.cluster_hours, model.money) == (None,) * 4
     assert "no phase durations for the sim backend" in model.basis
     size = len(GitRepo(demo.path).rev_list(demo.good, demo.bad))
-    assert model.evaluations == expected_search(SearchShape(size)).evaluations
+    shape = SearchShape(size, revert_check=True)  # on by default: the reverted bad endpoint
+    assert model.evaluations == expected_search(shape).evaluations
     # The simulator runs in-process: no launch command, so every cluster time is the
     # evaluation's whole duration, and the report says so.
     journal = read_journal(tmp_path / "run" / "journal.jsonl")

@@ -140,3 +140,34 @@ def test_default_directory_is_bisector_demo_under_the_current_directory(tmp_path
     (tmp_path / "bisector-demo" / "other").write_text("not a demo\n")
     result = _demo(cwd=tmp_path)
     _assert_one_line_exit_2(result, f"{tmp_path / 'bisector-demo'} is not empty")
+
+
+@pytest.mark.slow
+def test_demo_with_two_culprits_names_both_each_confirmed_with_its_share(tmp_path: Path) -> None:
+    # The default history (40 PRs, 5000 nodes for 2m): the second regression is sized
+    # for it (bisector.demo_repo.SECOND_DISPATCH_BASE_US).
+    expected = create_demo_repo(tmp_path / "expected", seed=0, second_culprit=True)
+    assert expected.second_culprit is not None
+    where = tmp_path / "demo"
+    result = _demo("--dir", str(where), "--culprits", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads((where / "run" / "report.json").read_text())
+    first, second = report["culprits"]
+    assert (first["commit"], second["commit"]) == (expected.second_culprit, expected.culprit)
+    assert first["confirmed"] and second["confirmed"]
+    # The earlier, smaller one explains a small part; its revert leaves the bad end bad.
+    assert first["revert"]["outcome"] == "does not restore" and first["share"] < 0.2
+    assert second["revert"]["outcome"] == "restores" and second["share"] > 0.8
+    assert second["hunt"] == 2 and second["reverted"] == [expected.second_culprit]
+    assert report["unexplained"] == ""
+    out = result.stdout
+    assert "two regressions planted" in out
+    assert "these are the two commits the demo planted, each confirmed" in out
+    assert f"Culprit 2: {expected.culprit}" in out
+
+
+def test_demo_refuses_more_culprits_than_it_can_plant(tmp_path: Path) -> None:
+    result = _demo("--dir", str(tmp_path / "d"), "--culprits", "3")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "bisector: error: --culprits must be 1 or 2, got 3"
+    assert not (tmp_path / "d").exists()

@@ -67,12 +67,12 @@ EXPECTED: dict[str, list[str]] = {
     ],
 }
 # Wall time printed: expected evaluations (9 for every config here) x the config's `estimate`.
-ESTIMATE = {
-    "default.toml": "estimated wall time: 2m15s",  # 9 x 15s
-    "local-example.toml": "estimated wall time: 5h15m",  # 9 x 35m
-    "gce-kubemark-5000.toml": "estimated wall time: 13h30m",  # 9 x 1h30m
-    "gce-kubemark-500.toml": "estimated wall time: 10h30m",  # 9 x 1h10m
-    "kind-kubemark.toml": "estimated wall time: 7h30m",  # 9 x 50m
+ESTIMATE = {  # 10 evaluations: 9 of the search and its confirmation, 1 revert check
+    "default.toml": "estimated wall time: 2m30s",  # 10 x 15s
+    "local-example.toml": "estimated wall time: 5h50m",  # 10 x 35m
+    "gce-kubemark-5000.toml": "estimated wall time: 15h00m",  # 10 x 1h30m
+    "gce-kubemark-500.toml": "estimated wall time: 11h40m",  # 10 x 1h10m
+    "kind-kubemark.toml": "estimated wall time: 8h20m",  # 10 x 50m
 }
 
 
@@ -119,13 +119,16 @@ def test_dry_run_prints_the_real_commands_and_runs_none(
     lines = out.splitlines()
     if name.startswith("gce-"):  # the gce configs walk the PR merges (first_parent = true)
         # 15 merges/commits after good; 2 + ceil(log2 15) + 1 descent step (19/15 commits
-        # per merge) + 2
-        size, evaluations = 15, 9
-    else:  # 19 commits after good, PR branches included; 2 + ceil(log2 19) + 2
-        size, evaluations = 19, 9
+        # per merge) + 2 + 1 revert check
+        size, evaluations = 15, 10
+    else:  # 19 commits after good, PR branches included; 2 + ceil(log2 19) + 2 + 1 revert
+        size, evaluations = 19, 10
     assert lines[0] == f"range: {good[:12]}..{bad[:12]}, {size} commits"
     assert lines[1].startswith(f"expected evaluations: {evaluations} ")
-    assert lines[2].startswith(ESTIMATE[name])
+    assert lines[1].endswith("confirm, revert check)")  # [run] revert_check is on by default
+    # The revert check is planned and said, with the hunt for further culprits.
+    assert lines[2].startswith("revert check: the bad endpoint with the culprit reverted")
+    assert lines[3].startswith(ESTIMATE[name])
     _in_order(lines, EXPECTED[name])
     # The commands are the first evaluation's: the good endpoint, in the run's slot-0 worktree.
     assert f"good endpoint {good[:12]}" in out
@@ -149,5 +152,5 @@ def test_without_estimate_the_wall_time_says_how_to_get_one(
         main(argv)
     out = capsys.readouterr().out
     assert exit_info.value.code == 0
-    assert "15 commits" in out and "expected evaluations: 9 " in out
+    assert "15 commits" in out and "expected evaluations: 10 " in out
     assert "estimated wall time: unknown; set [run] estimate" in out

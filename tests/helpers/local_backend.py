@@ -42,7 +42,7 @@ fi
 """
 _COLLECT = """echo "$BISECTOR_COMMIT" >> "$T/collected.txt"
 if [ -e "$T/nodata" ]; then : > "$BISECTOR_LOG"; exit 0; fi
-n=$(cat value)
+n=$(( $(cat value) + $(cat value2 2>/dev/null || echo 0) ))
 {{ echo "{launch}"; yes '{conflict}' | head -n "$n"; yes '{write}' | head -n 3; }} > "$BISECTOR_LOG"
 """
 _TEARDOWN = 'echo "$BISECTOR_COMMIT" >> "$T/teardowns.txt"\n'

@@ -2,10 +2,17 @@
 
 Each commit holds a file `value` (the metric a run of it would score), a file
 `serial` (so no two commits share a tree) and, for commits that must not build,
-a file `BROKEN`. Mainline commits are created in order; a pull request becomes
-a branch forked from the previous mainline commit plus a `--no-ff` merge whose
-subject names the PR number, like GitHub's. Built with `git fast-import`, so a
-1024-commit history takes well under a second.
+a file `BROKEN`. With `revertable`, each commit adds a file of its own under `serial/`
+instead of rewriting `serial`, so a commit's revert applies on a later one the way a
+real change's does; `second` then gives mainline commits a file `value2`, added to
+`value` by the test backends (two regressions in two files: each reverts alone).
+`tangled` mainline commits write `value2` with a blank line after its number: a revert
+of the commit that changed that number does not apply on them (git's merge conflicts
+on adjacent changes), and applies again once a later commit drops the line.
+Mainline commits are created in order; a pull request becomes a branch forked from
+the previous mainline commit plus a `--no-ff` merge whose subject names the PR number,
+like GitHub's. Built with `git fast-import`, so a 1024-commit history takes well under
+a second.
 """
 
 from __future__ import annotations
@@ -91,6 +98,29 @@ def _files(value: int, serial: str, broken: bool) -> dict[str, str]:
     return files
 
 
+class _Revertable:
+    """Files for `revertable` histories: each commit adds `serial/<serial>` to the ones
+    before it (every commit made earlier is its ancestor here), and `value2`."""
+
+    def __init__(self, second: Sequence[int] | None, tangled: Collection[int] = ()) -> None:
+        self.second = second
+        self.tangled = tangled
+        self.serials: list[str] = []
+        self.value2: int | None = None
+
+    def files(self, value: int, serial: str, broken: bool, index: int | None) -> dict[str, str]:
+        self.serials.append(serial)
+        files = {"value": f"{value}\n", **{f"serial/{s}": f"{s}\n" for s in self.serials}}
+        if self.second is not None and index is not None:
+            self.value2 = self.second[index]
+        if self.value2 is not None:
+            blank = "\n" if index is not None and index in self.tangled else ""
+            files["value2"] = f"{self.value2}\n{blank}"
+        if broken:
+            files["BROKEN"] = "this commit does not build\n"
+        return files
+
+
 def build_repo(
     path: Path,
     values: Sequence[int],
@@ -98,12 +128,23 @@ def build_repo(
     broken: Collection[int] = (),
     prs: Sequence[PR] = (),
     branch: str = "main",
+    revertable: bool = False,
+    second: Sequence[int] | None = None,
+    tangled: Collection[int] = (),
 ) -> BuiltRepo:
     """Create a repository at `path` with mainline commits carrying `values`.
 
     `broken` holds mainline indexes that must fail to build. A mainline index
     named by a PR's `at` becomes that PR's merge (its own value is the PR's last).
+    `revertable` and `second`: see the module docstring (`second` implies `revertable`).
     """
+    kept = _Revertable(second, tangled) if revertable or second is not None else None
+
+    def files_of(value: int, serial: str, broken: bool, index: int | None) -> dict[str, str]:
+        if kept is None:
+            return _files(value, serial, broken)
+        return kept.files(value, serial, broken, index)
+
     path.mkdir(parents=True, exist_ok=True)
     repo = git.Repo.init(path, initial_branch=branch)
     with repo.config_writer() as cfg:
@@ -120,7 +161,8 @@ def build_repo(
         if pr is None or previous is None:
             subject = f"Commit {index}: value {value}"
             is_broken = index in broken
-            mark = stream.commit(branch, subject, _files(value, str(index), is_broken), previous)
+            files = files_of(value, str(index), is_broken, index)
+            mark = stream.commit(branch, subject, files, previous)
             marks.append((mark, value, is_broken, subject, True))
         else:
             number = pr.number or 1000 + index
@@ -129,14 +171,14 @@ def build_repo(
             for j, pr_value in enumerate(pr.values):
                 subject = f"PR {number} part {j + 1}: value {pr_value}"
                 pr_broken = j in pr.broken
-                files = _files(pr_value, f"{index}.{j}", pr_broken)
+                files = files_of(pr_value, f"{index}.{j}", pr_broken, None)
                 tip = stream.commit(f"pr-{number}", subject, files, tip)
                 marks.append((tip, pr_value, pr_broken, subject, False))
                 pr_marks[number].append(tip)
             subject = f"Merge pull request #{number} from dev/pr-{number}"
             last = pr.values[-1] if pr.values else value
             is_broken = index in broken
-            files = _files(last, f"{index}.merge", is_broken)
+            files = files_of(last, f"{index}.merge", is_broken, index)
             mark = stream.commit(branch, subject, files, previous, merge=tip)
             marks.append((mark, last, is_broken, subject, True))
         main_marks.append(mark)

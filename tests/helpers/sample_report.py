@@ -164,22 +164,24 @@ def sample_report(
         evaluation(11, parent, "confirm", 12.5, logs=[str(parent_log)]),
     ]
     merge = MergeRef(MAINLINE[4], "Merge pull request #46588 from wojtek-t/selectors", 46588)
+    found = Culprit(
+        commit=culprit,
+        subject="Optimize selector for single-matching items",
+        author="wojtek-t <wojtek-t@users.noreply.github.com>",
+        date="2017-05-26T15:06:03+00:00",
+        pr=46588,
+        merge=merge,
+        merges=[merge],
+        confirmed=True,
+        confirmation={culprit: "bad", parent: "good"},
+        confidence=None,
+        value=2350.0,
+        parent=ParentResult(parent, 12.5, "good"),
+    )
     return Report(
         status="found",
-        culprit=Culprit(
-            commit=culprit,
-            subject="Optimize selector for single-matching items",
-            author="wojtek-t <wojtek-t@users.noreply.github.com>",
-            date="2017-05-26T15:06:03+00:00",
-            pr=46588,
-            merge=merge,
-            merges=[merge],
-            confirmed=True,
-            confirmation={culprit: "bad", parent: "good"},
-            confidence=None,
-            value=2350.0,
-            parent=ParentResult(parent, 12.5, "good"),
-        ),
+        culprit=found,
+        culprits=[found],  # as a run writes it: `culprit` is culprits[0]
         candidates=[],
         search=SearchSummary(mode="git-bisect"),
         good=Endpoint(MAINLINE[0], "good subject", 11.0, [10.0, 12.0]),

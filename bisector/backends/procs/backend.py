@@ -29,6 +29,7 @@ from bisector.backends.procs.dry_run import plan_lines
 from bisector.backends.procs.harness import Harness
 from bisector.backends.procs.launch import Launcher
 from bisector.backends.procs.options import KEYS, ProcsSettings
+from bisector.backends.procs.profiles import Profiles
 from bisector.backends.procs.running import Clusters, Running
 from bisector.backends.procs.teardown import stop_slot
 from bisector.backends.resources import ResourceRecord
@@ -56,6 +57,7 @@ class ProcsBackend:
             context, self.cfg, self.clusters, record=self.record, sleep=self._sleep, mark=self._mark
         )
         self.window = Window(context, self.cfg, self.clusters, self.offer, self._sleep)
+        self.profiles = Profiles(self.cfg.profile_seconds, context.warmup_s)
         self._check_looks()
 
     def _sleep(self, seconds: float) -> None:
@@ -110,19 +112,34 @@ class ProcsBackend:
         self.launcher.launch(candidate, built, kubemark, h.hollow_flags, h.etcd)
 
     def warmup(self, candidate: Candidate) -> None:
+        self._profile(candidate)
         self.window.warmup(candidate)
 
     def warmup_steps(self, candidate: Candidate, every_s: float) -> Iterator[float]:
+        self._profile(candidate)
         return self.window.warmup_steps(candidate, every_s)
+
+    def _profile(self, candidate: Candidate) -> None:
+        """The culprit's and its parent's confirmation: profiles of the warmup's end."""
+        running = self.clusters.get(candidate.slot)
+        if candidate.profile and running is not None:
+            self.profiles.start(candidate, running.api)
 
     def peek(self, candidate: Candidate) -> list[Path]:
         return self.window.peek(candidate)
 
     def collect(self, candidate: Candidate) -> list[Path]:
-        return self.window.collect(candidate)
+        logs = self.window.collect(candidate)
+        running = self.clusters.get(candidate.slot)
+        if candidate.profile and running is not None:
+            # The cluster still runs: the heap, beside the CPU profile. Evidence only:
+            # a missing cluster here is the measurement's business (collect), not this.
+            self.profiles.finish(candidate, running.api, self.builds.go_of(candidate.commit))
+        return logs
 
     def teardown(self, candidate: Candidate) -> None:
         """Stop the slot's cluster; a failure keeps it in resources.json and raises."""
+        self.profiles.stop(candidate.slot)
         stop_slot(candidate.slot, self.clusters, self.record, self.cfg.stop_grace, self._mark)
 
     def plan(self, candidate: Candidate) -> list[str]:

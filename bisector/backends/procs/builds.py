@@ -112,6 +112,7 @@ class Builds:
         self.mark = mark  # this run's builds ahead (build.ahead_mark), no other's
         self.cache = BuildCache(cfg.build_cache_dir)
         self._built: dict[str, Built] = {}  # commit -> its kube-apiserver
+        self._go: dict[str, str] = {}  # commit -> the Go that built it (its profiles' pprof)
         self._prefetched: set[str] = set()
         self._go_versions: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -146,6 +147,11 @@ class Builds:
     def prefetch_log(self, commit: str) -> Path:
         return self.work / "prefetch-logs" / f"{commit[:12]}-build.log"
 
+    def go_of(self, commit: str) -> str | None:
+        """The Go `commit`'s kube-apiserver was built with (or would be, from the cache)."""
+        with self._lock:
+            return self._go.get(commit)
+
     def built(self, commit: str) -> Built | None:
         """The kube-apiserver `build` made (or found) for `commit`, if it ran."""
         with self._lock:
@@ -160,6 +166,8 @@ class Builds:
         tree = self.tree(worktree, commit)
         needs = pb.go_needs(worktree)
         tool = self.toolchain(needs)
+        with self._lock:
+            self._go[commit] = tool.go
         fixes = self.fixes_for(worktree)
         place = self.place(tool, worktree, needs)
         # Read from the tree whether or not it is built now: the tree decides them (its

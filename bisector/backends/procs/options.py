@@ -214,6 +214,10 @@ class ProcsSettings:
         why="a kube-apiserver takes seconds to be healthy; every launch would fail",
     )
     stop_grace: float = setting("duration", "10s", "SIGTERM to SIGKILL", low=0)
+    profile_seconds: float = setting(
+        "duration", "30s", "CPU profile of the culprit's and its parent's confirmation (0: none)",
+        low=0,
+    )  # fmt: skip
     git_timeout: float = setting("duration", "2m", "one git command", above=0)
 
     @classmethod
