@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs.settings import ProcsSettings
 from bisector.config import Section
+from bisector.errors import ConfigError
 
 UA = "kubemark/v0.0.0 (linux/amd64) kubernetes/7043372"
 
@@ -134,3 +137,45 @@ def test_pod_watches_that_stopped_reopening_in_a_20s_warmup_did_not_run() -> Non
     assert stalled is not None and not stalled.ran, stalled
     reopened = lc.pod_watch_load(offer, warmup, reopened=600 - at_start)  # once each
     assert reopened is not None and reopened.ran, reopened
+
+
+# -- a whole warmup no count can judge is refused before any launch ---------------------
+
+
+def test_a_warmup_under_one_status_round_is_refused_with_its_fix() -> None:
+    # A 1 s warmup at a 1 s status period: a kubelet that ran may have written nothing,
+    # so only a SIGSTOP'd node (state T) was caught; a hung one, or one thawed before
+    # collect, read as a good build. Refused, saying what to set.
+    with pytest.raises(ConfigError) as caught:
+        lc.check_window(1.0, _offer(), "p.toml")
+    message = str(caught.value)
+    assert message.startswith("p.toml: the warmup (1s: `run.warmup` or --warmup) is shorter "), (
+        message
+    )
+    assert "one node status period (1s, 1.25s with its jitter)" in message
+    assert message.endswith(
+        "make the warmup 2s or longer, or a shorter `backends.procs.node_status_period`"
+    ), message
+    lc.check_window(1.25, _offer(), "p.toml")  # one sure round: judged by its counts
+
+
+def test_a_warmup_under_one_pod_watch_cycle_is_refused() -> None:
+    # RV-less pod watches closed by the server after 10 s, opened again 1 s later
+    # (load.py REOPEN_AFTER_S): a 12 s warmup cannot tell a stalled generator from one
+    # that ran (13.75 s with the jitter); 20 s is judged (the test above).
+    offer = _offer(watchers=200, watch_load="pods-without-rv", watch_timeout="10s")
+    with pytest.raises(ConfigError, match=r"one pod watch cycle \(11s, 13\.75s with its "):
+        lc.check_window(12.0, offer, "p.toml")
+    with pytest.raises(
+        ConfigError, match=r"14s or longer, or a shorter `backends\.procs\.watch_timeout`"
+    ):
+        lc.check_window(12.0, offer, "p.toml")
+    lc.check_window(20.0, offer, "p.toml")
+
+
+def test_an_unpatched_harness_needs_one_lease_renewal_and_names_no_period_key() -> None:
+    # Its heartbeat is the Lease (10 s): node_status_period does not change it.
+    with pytest.raises(ConfigError) as caught:
+        lc.check_window(10.0, _offer(honoured=False), "p.toml")
+    assert "one node lease renewal period (10s, 12.5s with its jitter)" in str(caught.value)
+    assert str(caught.value).endswith("make the warmup 13s or longer")
