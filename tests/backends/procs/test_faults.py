@@ -205,7 +205,7 @@ def test_without_the_warmups_checks_a_process_gone_before_collect_is_a_skip(
     # own check stands between a dead hollow node and a measurement.
     backend = world.backend()
     backend.setup()
-    backend.warmup = lambda c: None  # type: ignore[method-assign]
+    backend.warmup = lambda c: None  # type: ignore[method-assign,assignment]
     real_launch = backend.launch
 
     def launch(c: Candidate) -> None:
