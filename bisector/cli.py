@@ -525,7 +525,8 @@ def runs_cmd(
         bool,
         typer.Option(
             "--prune",
-            help="Drop the logs of every finished run; keep its journal, reports and command logs.",
+            help="Drop the logs of every finished run; keep its journal, reports, command "
+            "logs and the smoking gun's logs (the reports say when).",
         ),
     ] = False,
     as_json: Annotated[

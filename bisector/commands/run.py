@@ -192,11 +192,12 @@ class RunResult:
 
 
 def print_json(report: Report) -> int:
+    from bisector.report.smoking_gun import drawn_log_dirs
     from bisector.runfiles import disk_use
 
     code = outcome_code(report)
     run_dir = Path(report.run_dir)
-    use = disk_use(run_dir)
+    use = disk_use(run_dir, drawn_log_dirs(report))
     result = RunResult(
         exit_code=int(code),
         report_json=str(run_dir / "report.json"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -24,7 +26,10 @@ from bisector.commands.status import (
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
 from bisector.gitrepo import GitRepo
-from bisector.measure.journal import Journal, read_journal
+from bisector.measure.journal import Journal, Pruned, read_journal
+from bisector.report import Report, report_of, write_reports
+from bisector.report.model import PrunedLogs
+from bisector.report.smoking_gun import drawn_log_dirs
 from bisector.runfiles import prune_logs, size_text
 
 
@@ -68,16 +73,31 @@ def _remove(run_dir: Path, repo: GitRepo) -> None:
 
 
 def _prune(repo: GitRepo, found: list[Path]) -> None:
-    """Every finished run keeps its journal, reports and command logs; its logs go."""
+    """Every finished run keeps its journal, reports, command logs and the logs its report's
+    smoking gun draws; its other logs go, and its journal and reports say when."""
     freed = 0
     for run_dir in found:
         if _live(run_dir, repo) or not _finished(run_dir):
             continue  # a running or resumable run still needs its logs
-        gone = prune_logs(run_dir)
+        report = report_of(run_dir)
+        keep = drawn_log_dirs(report) if report is not None else set()
+        gone = prune_logs(run_dir, keep)
         if gone:
-            typer.echo(f"pruned {run_dir}: {size_text(gone)} of logs dropped, reports kept")
+            _say_pruned(run_dir, report, Pruned(time.time(), gone, sorted(map(str, keep))))
+            kept = ", the smoking gun's logs" if keep else ""
+            typer.echo(f"pruned {run_dir}: {size_text(gone)} of logs dropped; reports{kept} kept")
         freed += gone
     typer.echo(f"freed {size_text(freed)}")
+
+
+def _say_pruned(run_dir: Path, report: Report | None, record: Pruned) -> None:
+    """Journal the prune (a resumed run's report says it) and say it in the reports now:
+    their links to the dropped logs lead nowhere."""
+    layout = RunLayout(run_dir)
+    Journal(layout.journal, layout.root / ".no-cache", "").write(record)
+    if report is not None:
+        pruned = PrunedLogs(record.at, record.freed_bytes, list(record.kept))
+        write_reports(replace(report, pruned=pruned), run_dir)
 
 
 def runs(

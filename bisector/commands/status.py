@@ -12,6 +12,7 @@ import json
 import os
 from collections import Counter
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -27,6 +28,7 @@ from bisector.measure.journal import (
     Interrupted,
     Mark,
     Measured,
+    Pruned,
     Record,
     Resume,
     Start,
@@ -103,6 +105,7 @@ class RunStatus:
     command: str  # the command that started (or resumes) it
     disk_bytes: int  # what the run directory holds
     logs_bytes: int  # of which logs, what `bisector runs --prune` drops
+    pruned_at: float | None = None  # when `bisector runs --prune` last dropped its logs
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -127,7 +130,8 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
         (r.command for r in reversed(records) if isinstance(r, (Start, Resume)) and r.command),
         "",
     )
-    disk = disk_use(run_dir)
+    disk = disk_use(run_dir, _report_log_dirs(run_dir))
+    pruned = next((r for r in reversed(records) if isinstance(r, Pruned)), None)
     return RunStatus(
         run_dir=str(run_dir),
         good=start.good,
@@ -143,7 +147,17 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
         command=command,
         disk_bytes=disk.total_bytes,
         logs_bytes=disk.logs_bytes,
+        pruned_at=pruned.at if pruned else None,
     )
+
+
+def _report_log_dirs(run_dir: Path) -> set[Path]:
+    """The evaluations whose logs the run's report draws (`bisector runs --prune` keeps them)."""
+    from bisector.report import report_of
+    from bisector.report.smoking_gun import drawn_log_dirs
+
+    report = report_of(run_dir)
+    return drawn_log_dirs(report) if report is not None else set()
 
 
 def status_lines(run: RunStatus) -> list[str]:
@@ -168,7 +182,7 @@ def status_lines(run: RunStatus) -> list[str]:
     if run.command:
         verb = "command" if run.state.startswith((FINISHED, "running")) else "resume with"
         lines.append(f"  {verb}: {run.command}")
-    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes)}")
+    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes, run.pruned_at)}")
     return lines
 
 
@@ -183,11 +197,19 @@ def _threshold(record: ThresholdSet, start: Start) -> Threshold:
     return Threshold(record.value, record.how, format_threshold(record.value, metric, worse))
 
 
-def disk_text(total: int, logs: int) -> str:
-    """`338 MB, of which logs 335 MB (bisector runs --prune drops them)`."""
+def disk_text(total: int, logs: int, pruned_at: float | None = None) -> str:
+    """`338 MB, of which logs 335 MB (bisector runs --prune drops them)`; after a prune,
+    when it ran (what is left is the report's: the smoking gun's logs)."""
+    pruned = ""
+    if pruned_at is not None:
+        at = datetime.fromtimestamp(pruned_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        pruned = f"; logs pruned on {at}, the smoking gun's kept"
     if not logs:
-        return size_text(total)
-    return f"{size_text(total)}, of which logs {size_text(logs)} (bisector runs --prune drops them)"
+        return size_text(total) + pruned
+    return (
+        f"{size_text(total)}, of which logs {size_text(logs)} (bisector runs --prune drops "
+        f"them){pruned}"
+    )
 
 
 def describe(run_dir: Path, *, running: bool = False) -> list[str]:

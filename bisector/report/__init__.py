@@ -2,6 +2,7 @@
 
 Report                      the typed report; report.json is Report.to_json()
 write_reports(report, dir)  report.json, report.md, report.html
+report_of(dir)              the Report a run directory's report.json holds, if readable
 summary_lines(report)       the end-of-run evidence printed by run, demo and nightly
 """
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from bisector.report.model import Report
 
-__all__ = ["Report", "summary_lines", "write_reports"]
+__all__ = ["Report", "report_of", "summary_lines", "write_reports"]
 
 
 def write_reports(report: Report, run_dir: Path) -> None:
@@ -21,6 +22,14 @@ def write_reports(report: Report, run_dir: Path) -> None:
     markdown, html = render_both(report)
     (run_dir / "report.md").write_text(markdown, encoding="utf-8")
     (run_dir / "report.html").write_text(html, encoding="utf-8")
+
+
+def report_of(run_dir: Path) -> Report | None:
+    """The report `run_dir/report.json` holds; None when there is none, or it cannot be read."""
+    try:
+        return Report.read(run_dir / "report.json")
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def summary_lines(report: Report) -> list[str]:

@@ -17,6 +17,7 @@ from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
+    pruned_text,
     search_text,
     short,
     threshold_how,
@@ -205,6 +206,8 @@ def _range_plot(report: Report) -> str:
 
 def _gun(report: Report, gun: SmokingGun) -> str:
     parts = [f"<h2>Smoking gun</h2><p>{escape(gun.note[0].upper() + gun.note[1:])}.</p>"]
+    if pruned := pruned_text(report):
+        parts.append(f'<p class="muted">{escape(pruned[0].upper() + pruned[1:])}.</p>')
     svg = gun_svg(gun)
     if svg:
         parts.append(

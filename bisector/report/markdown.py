@@ -7,6 +7,7 @@ from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
+    pruned_text,
     search_text,
     short,
     threshold_how,
@@ -161,8 +162,10 @@ def _skips(report: Report) -> list[str]:
     return [*lines, ""]
 
 
-def _gun(gun: SmokingGun) -> list[str]:
+def _gun(report: Report, gun: SmokingGun) -> list[str]:
     lines = ["## Smoking gun", "", f"{gun.note[0].upper()}{gun.note[1:]}.", ""]
+    if pruned := pruned_text(report):
+        lines += [f"{pruned[0].upper()}{pruned[1:]}.", ""]
     if gun.sides:
         header, rows = comparison(gun)
         lines += [*table(header, rows), "", "The same over the run's time: see report.html.", ""]
@@ -238,7 +241,7 @@ def render_markdown(report: Report, gun: SmokingGun) -> str:
         *([f"**{headline(report)}**", ""] if report.culprit is not None else []),
         *_culprit(report),
         *_evidence(report),
-        *_gun(gun),
+        *_gun(report, gun),
         *_cost(report),
         *_timeline(report),
         *_adaptations(report),

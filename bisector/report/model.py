@@ -26,6 +26,8 @@ report.json, version 2 (version 1's keys kept, new keys added):
     verdict_reasons {commit: why}
     marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
     teardown_failures [{commit, eval_dir, error}]  what may still be running
+    pruned        {at, freed_bytes, kept: [eval_dir]} | null  `bisector runs --prune`
+                  dropped the evaluations' logs at `at` (epoch seconds), but those of `kept`
     adaptations   [{name, why, commands}]  what the backend did beyond the candidate's own
                   scripts so they run on today's infrastructure (gce on 2026 GCP)
     remote        the repository's GitHub URL (https://github.com/OWNER/REPO) or null
@@ -134,6 +136,15 @@ class Culprit:
             parent=_build(ParentResult, data["parent"]),
             unconfirmed=list(data.get("unconfirmed", [])),
         )
+
+
+@dataclass(frozen=True)
+class PrunedLogs:
+    """`bisector runs --prune` dropped the evaluations' logs, but those the report draws."""
+
+    at: float  # epoch seconds
+    freed_bytes: int
+    kept: list[str] = field(default_factory=list)  # evaluation directories kept whole
 
 
 @dataclass(frozen=True)
@@ -331,6 +342,7 @@ class Report:
     cost: CostSummary | None = None  # None: a report written before the cost section
     adaptations: list[Adaptation] = field(default_factory=list)
     eta: EtaCheck | None = None  # None: a report written before the field
+    pruned: PrunedLogs | None = None  # the logs `bisector runs --prune` dropped, if it ran
     version: int = REPORT_VERSION
 
     @property
@@ -374,6 +386,7 @@ class Report:
             cost=CostSummary.from_json(data["cost"]) if data.get("cost") else None,
             adaptations=[_build(Adaptation, a) for a in data.get("adaptations", [])],
             eta=_build(EtaCheck, data["eta"]) if data.get("eta") else None,
+            pruned=_build(PrunedLogs, data["pruned"]) if data.get("pruned") else None,
             version=data.get("version", 1),
         )
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from bisector.report.costs import cost_summary_lines, eta_text
 from bisector.report.facts import (
     confidence_text,
     measured_runs_text,
+    pruned_text,
     runs_text,
     same_tree_text,
     search_text,
@@ -18,6 +20,7 @@ from bisector.report.facts import (
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
+from bisector.report.smoking_gun import drawn_log_dirs
 from bisector.report.wording import same_tree_plain
 
 SKIP_OUTPUT_LINES = 3  # of the failing command's output, under each skip
@@ -93,21 +96,25 @@ def summary_lines(report: Report) -> list[str]:
         lines.append(eta_text(report.eta))
     run_dir = Path(report.run_dir)
     if run_dir.is_dir():
-        lines.append(f"disk: {disk_line(run_dir, report.repo)}")
+        lines.append(f"disk: {disk_line(run_dir, report.repo, drawn_log_dirs(report))}")
+    if report.pruned is not None:
+        lines.append(f"logs: {pruned_text(report)}")
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return lines
 
 
-def disk_line(run_dir: Path, repo: str = "") -> str:
-    """What the run directory holds, and what `runs --prune` would free."""
+def disk_line(run_dir: Path, repo: str = "", keep: Collection[Path] = ()) -> str:
+    """What the run directory holds, and what `runs --prune` would free (the logs but those
+    of the evaluation directories `keep`, the smoking gun's)."""
     from bisector.runfiles import disk_use, size_text
 
-    use = disk_use(run_dir)
+    use = disk_use(run_dir, keep)
     if not use.logs_bytes:
         return f"{size_text(use.total_bytes)} in {run_dir}"
+    kept = " and the smoking gun's logs" if keep else ""
     return (
         f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
-        f"(gzipped; `{prune_command(repo)}` keeps the reports and drops them)"
+        f"(gzipped; `{prune_command(repo)}` drops them and keeps the reports{kept})"
     )
 
 
