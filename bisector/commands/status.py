@@ -11,7 +11,7 @@ import fcntl
 import json
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -37,6 +37,7 @@ from bisector.measure.journal import (
     Verdict,
     read_journal,
 )
+from bisector.measure.measurement import Measurement
 from bisector.metric_registry import MetricRegistry
 from bisector.numbers import format_threshold
 from bisector.runfiles import disk_use, size_text
@@ -106,6 +107,14 @@ class RunStatus:
     disk_bytes: int  # what the run directory holds
     logs_bytes: int  # of which logs, what `bisector runs --prune` drops
     pruned_at: float | None = None  # when `bisector runs --prune` last dropped its logs
+    # The measurements by phase (endpoint, bisect, confirm) and how many were skips: they
+    # add up to `measurements`.
+    measured_in: dict[str, int] = field(default_factory=dict)
+    skips: int = 0
+    # Where the verdicts came from: "measured" (a run of that commit), "marked" (by hand),
+    # "same tree" (runs of its source tree, another commit's or an earlier run's); they
+    # add up to the verdicts'.
+    verdicts_from: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -118,7 +127,8 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
     # What git bisect was last told about each commit (a rerun replays, never adds).
     latest = {r.commit: r.verdict for r in records if isinstance(r, Verdict)}
     verdicts = Counter(latest.values())
-    measured = sum(isinstance(r, Measured) for r in records)
+    runs = [r.measurement for r in records if isinstance(r, Measured)]
+    measured = len(runs)
     state = run_state(records)
     if running and state != FINISHED:
         state = "running"
@@ -148,7 +158,23 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
         disk_bytes=disk.total_bytes,
         logs_bytes=disk.logs_bytes,
         pruned_at=pruned.at if pruned else None,
+        measured_in=dict(Counter(m.phase for m in runs)),
+        skips=sum(m.value is None for m in runs),
+        verdicts_from=_verdicts_from(latest, runs, records),
     )
+
+
+def _verdicts_from(
+    latest: dict[str, str], runs: list[Measurement], records: list[Record]
+) -> dict[str, int]:
+    """Where each commit's latest verdict came from (a person's mark wins, as in the run)."""
+    marked = {r.commit: r.verdict for r in records if isinstance(r, Mark)}
+    own = {m.commit for m in runs if m.phase != "confirm"}
+    sources = Counter(
+        "marked" if marked.get(commit) == verdict else "measured" if commit in own else "same tree"
+        for commit, verdict in latest.items()
+    )
+    return {k: sources[k] for k in ("measured", "marked", "same tree") if sources[k]}
 
 
 def _report_log_dirs(run_dir: Path) -> set[Path]:
@@ -164,8 +190,8 @@ def status_lines(run: RunStatus) -> list[str]:
     lines = [
         run.run_dir,
         f"  range {run.good[:12]}..{run.bad[:12]}: {run.state}",
-        f"  measurements: {run.measurements}; verdicts: "
-        + (", ".join(f"{k} {v}" for k, v in run.verdicts.items()) or "none yet"),
+        f"  measurements: {run.measurements}{_measured_in(run)}",
+        f"  search verdicts (told git bisect): {_verdicts(run)}",
     ]
     if run.threshold:
         lines.append(f"  threshold {run.threshold.shown} ({run.threshold.how})")
@@ -184,6 +210,38 @@ def status_lines(run: RunStatus) -> list[str]:
         lines.append(f"  {verb}: {run.command}")
     lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes, run.pruned_at)}")
     return lines
+
+
+# How the phases are said, in the order a run goes through them.
+_PHASES = {"endpoint": "endpoints", "bisect": "search", "confirm": "confirmation"}
+
+
+def _measured_in(run: RunStatus) -> str:
+    """` (endpoints 2, search 6, confirmation 3; 1 of them a skip)`: parts that add up."""
+    if not run.measured_in:
+        return ""
+    parts = [f"{_PHASES.get(k, k)} {run.measured_in[k]}" for k in _PHASES if k in run.measured_in]
+    parts += [f"{k} {v}" for k, v in run.measured_in.items() if k not in _PHASES]
+    skips = f"; {run.skips} of them {'skips' if run.skips > 1 else 'a skip'}" if run.skips else ""
+    return f" ({', '.join(parts)}{skips})"
+
+
+def _verdicts(run: RunStatus) -> str:
+    """`bad 4, good 3 on 7 commits (6 measured, 1 from runs of the same source tree)`: the
+    search's; the endpoints and the confirmation tell git bisect nothing."""
+    if not run.verdicts:
+        return "none yet"
+    given = ", ".join(f"{k} {v}" for k, v in run.verdicts.items())
+    commits = sum(run.verdicts.values())
+    words = {
+        "measured": "measured",
+        "marked": "marked by hand",
+        "same tree": "from runs of the same source tree",
+    }
+    sources = ", ".join(f"{n} {words[k]}" for k, n in run.verdicts_from.items())
+    return f"{given} on {commits} commit{'s' if commits > 1 else ''}" + (
+        f" ({sources})" if sources else ""
+    )
 
 
 def _threshold(record: ThresholdSet, start: Start) -> Threshold:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE, format_threshold, format_value
-from bisector.report.model import Endpoint, Evaluation, PrunedLogs, Report
+from bisector.report.model import Endpoint, Evaluation, Mark, PrunedLogs, Report
 from bisector.report.wording import same_tree_plain
 
 
@@ -240,3 +240,27 @@ def pruned_text(report: Report) -> str | None:
         f"({size_text(pruned.freed_bytes)} dropped): {which}; the other runs' values and "
         "command logs stay, their apiserver logs are gone"
     )
+
+
+def mark_took(report: Report, mark: Mark) -> str:
+    """Whether the search took a person's verdict (`bisector mark`): a mark on a commit
+    the search never picked decided nothing."""
+    if report.verdicts.get(mark.commit) == mark.verdict:
+        return f"the search took it as {mark.verdict}"
+    return "the search never picked that commit, so the mark decided nothing"
+
+
+def skipped_by_hand(report: Report) -> list[Mark]:
+    """The skip marks the search took: commits skipped without a run of their own."""
+    return [
+        m for m in report.marks if m.verdict == "skip" and report.verdicts.get(m.commit) == "skip"
+    ]
+
+
+def no_skips_text(report: Report) -> str:
+    """What to say when no run was a skip: marks the search took are skips too."""
+    by_hand = skipped_by_hand(report)
+    if not by_hand:
+        return "No commit was skipped."
+    commits = ", ".join(short(m.commit) for m in by_hand)
+    return f"No run was a skip; skipped by hand (marked above): {commits}."

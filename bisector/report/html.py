@@ -17,6 +17,8 @@ from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
+    mark_took,
+    no_skips_text,
     pruned_text,
     search_text,
     short,
@@ -162,8 +164,11 @@ def _evidence(report: Report) -> str:
             "rounds: " + escape(", ".join(f"{k} {v}" for k, v in report.search.rounds.items()))
         )
     for mark in report.marks:
-        note = f": {escape(mark.note)}" if mark.note else ""
-        facts.append(f"marked {_verdict(mark.verdict)} by hand: {_sha(report, mark.commit)}{note}")
+        note = f" ({escape(mark.note)})" if mark.note else ""
+        facts.append(
+            f"marked {_verdict(mark.verdict)} by hand: {_sha(report, mark.commit)}{note}; "
+            f"{escape(mark_took(report, mark))}"
+        )
     items = "".join(f"<li>{f}</li>" for f in facts)
     return (
         "<h2>Evidence</h2><table><tr><th></th><th>commit</th><th>subject</th>"
@@ -179,7 +184,7 @@ def _output(lines: list[str]) -> str:
 def _skips(report: Report) -> str:
     found = skips(report)
     if not found:
-        return '<p class="muted">No commit was skipped.</p>'
+        return f'<p class="muted">{escape(no_skips_text(report))}</p>'
     items = "".join(
         f"<li>#{s.n} <code>{escape(s.commit)}</code> {escape(s.subject)}: "
         f"{escape(s.reason.summary)}{_output(s.reason.output)}</li>"

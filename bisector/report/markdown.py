@@ -7,6 +7,8 @@ from bisector.report.evidence import evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
+    mark_took,
+    no_skips_text,
     pruned_text,
     search_text,
     short,
@@ -145,15 +147,18 @@ def _evidence(report: Report) -> list[str]:
         rounds = ", ".join(f"{k} {v}" for k, v in report.search.rounds.items())
         lines.append(f"- rounds: {rounds}")
     for mark in report.marks:
-        note = f": {esc(mark.note)}" if mark.note else ""
-        lines.append(f"- marked {mark.verdict} by hand: {code(short(mark.commit))}{note}")
+        note = f" ({esc(mark.note)})" if mark.note else ""
+        lines.append(
+            f"- marked {mark.verdict} by hand: {code(short(mark.commit))}{note}; "
+            f"{mark_took(report, mark)}"
+        )
     return [*lines, "", *_skips(report)]
 
 
 def _skips(report: Report) -> list[str]:
     found = skips(report)
     if not found:
-        return ["No commit was skipped.", ""]
+        return [no_skips_text(report), ""]
     lines = [f"### Skipped ({len(found)})", ""]
     for s in found:
         lines.append(f"- #{s.n} {code(s.commit)} {esc(s.subject)}: {esc(s.reason.summary)}")

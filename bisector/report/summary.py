@@ -8,6 +8,7 @@ from pathlib import Path
 from bisector.report.costs import cost_summary_lines, eta_text
 from bisector.report.facts import (
     confidence_text,
+    mark_took,
     measured_runs_text,
     pruned_text,
     runs_text,
@@ -89,7 +90,8 @@ def summary_lines(report: Report) -> list[str]:
         lines += [f"    | {line}" for line in reason.output[-SKIP_OUTPUT_LINES:]]
     for mark in report.marks:
         note = f" ({mark.note})" if mark.note else ""
-        lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}")
+        took = mark_took(report, mark)
+        lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}; {took}")
     if report.cost is not None:
         lines += cost_summary_lines(report.cost)
     if report.eta is not None:

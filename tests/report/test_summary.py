@@ -36,6 +36,9 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
         "    | pkg/storage/cacher.go:566: undefined: watchCacheCapacity",
         "    | make: *** [quick-release] Error 1",
     ]
-    assert f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot)" in lines
+    assert (
+        f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot); the search "
+        "never picked that commit, so the mark decided nothing"
+    ) in lines
     assert lines[-1] == f"report: {tmp_path / 'report.md'} and {tmp_path / 'report.html'}"
     assert lines[-2].startswith("disk: ") and f" in {tmp_path}, of which logs " in lines[-2]
