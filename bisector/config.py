@@ -218,8 +218,8 @@ def read_toml(path: Path | str, what: str = "config file") -> dict[str, object]:
     """The parsed TOML file at `path`; `ConfigError` says what is wrong with it."""
     file = Path(path)
     try:
-        # Bounded: `--config /dev/zero` read until the kernel's OOM killer ended bisector
-        # (exit 137, the machine's memory gone meanwhile). A FIFO (`<(...)`) still works.
+        # Bounded: `--config /dev/zero` would read until the kernel's OOM killer ends
+        # bisector (exit 137, the machine's memory gone meanwhile). A FIFO (`<(...)`) still works.
         with open_input(file) as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
         if not data and not file.is_file():  # a FIFO nobody writes to: not the defaults

@@ -29,14 +29,21 @@ behind the previous warmup (`prefetch_hit` of them).
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, replace
 
-from bisector.backends.base import PhaseModel
-from bisector.backends.registry import backend_info
-
 METRIC_EQUIVALENT_ERROR = 0.05  # a run weighed by its value, as a verdict's error rate
 CONFIDENCE_SHARE = 1 / 3  # of the confidence's bits the posterior pays (fitted, see above)
+
+
+class PhaseModel(enum.Enum):
+    """Where the cost model takes a backend's phase durations from (each backend's
+    `BackendInfo.phases`, bisector.backends.registry)."""
+
+    SIMULATED = "simulated"  # the warmup is simulated: an evaluation is all model time
+    KUBEMARK_2017 = "kubemark-2017"  # the 2017 kubemark CI job's phases (the gce backend)
+    UNKNOWN = "unknown"  # only `[run] estimate` says
 
 
 @dataclass(frozen=True)
@@ -58,7 +65,7 @@ class Phases:
         return self.build_s + self.cluster_s
 
 
-# ci-kubernetes-kubemark-gce-scale in June 2017 (issue 15): make quick-release 20-40 min,
+# ci-kubernetes-kubemark-gce-scale in June 2017 (docs/cost.md): make quick-release 20-40 min,
 # start-kubemark 10-15 min, warmup 30 min, log copy ~2 min, stop-kubemark 5 min. The base
 # cluster (kube-up) is paid once; its length is not in the thread: 15 min is an assumption.
 KUBEMARK_2017 = Phases(
@@ -179,7 +186,7 @@ def cost(
 
 
 def phases_for(
-    *, backend: str, warmup_s: float, estimate_s: float | None, build_s: float | None = None
+    *, model: PhaseModel, warmup_s: float, estimate_s: float | None, build_s: float | None = None
 ) -> Phases | None:
     """Phase durations for a run: the 2017 job's, scaled to `[run] estimate` when given.
 
@@ -190,7 +197,6 @@ def phases_for(
     """
     j = KUBEMARK_2017
     outside = j.build_s + j.launch_s + j.collect_s + j.teardown_s
-    model = backend_info(backend).phases
     if model is PhaseModel.SIMULATED:
         # The simulator's warmup is simulated time: the whole estimate is the model's run.
         return None if estimate_s is None else Phases(warmup_s=estimate_s)
@@ -208,9 +214,9 @@ def phases_for(
     return None
 
 
-def evaluation_s(*, backend: str, warmup_s: float, estimate_s: float | None) -> float | None:
+def evaluation_s(*, model: PhaseModel, warmup_s: float, estimate_s: float | None) -> float | None:
     """One evaluation's wall time in the cost model (the ETA's unit); None if unknown."""
-    phases = phases_for(backend=backend, warmup_s=warmup_s, estimate_s=estimate_s)
+    phases = phases_for(model=model, warmup_s=warmup_s, estimate_s=estimate_s)
     return None if phases is None else phases.evaluation_s
 
 

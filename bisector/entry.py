@@ -4,7 +4,7 @@ Every way a command can end becomes one line on stderr at most and a code from t
 command's table (bisector.exitcodes): for `score`, run under `git bisect run`, a usage
 error is 128 and a bug 129, so neither can read as *bad*. Termination signals and output
 that cannot be written are handled here for the whole life of the process
-(bisector.signals, bisector.output).
+(bisector.signals, bisector.ui.output).
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from enum import IntEnum
 import typer
 from typer.exceptions import TyperException
 
-from bisector import output, signals
+from bisector import signals
 from bisector.cli import app
 from bisector.errors import EXIT_INTERRUPTED, EXIT_USAGE, BisectorError
 from bisector.exitcodes import for_command
+from bisector.ui import output
 
 # Commands whose stdout is their product: a listing that could not be written is a failure.
 _LISTINGS = ("status", "runs", "history")
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
 
     Called with no `argv` it is the process's entry: every termination signal tears
     down and ends in the table's INTERRUPTED code (bisector.signals), and output that
-    cannot be written never changes the code (bisector.output), both until the process
+    cannot be written never changes the code (bisector.ui.output), both until the process
     exits. With `argv` (in-process: tests) both hold for the call only.
     """
     codes = for_command(_command(argv))

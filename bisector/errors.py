@@ -13,11 +13,8 @@ Two families, kept apart on purpose:
 
 from __future__ import annotations
 
-# Exit codes shared by every command. 0/1/125 are git bisect run's good/bad/skip.
-EXIT_GOOD = 0
-EXIT_BAD = 1
+# Exit codes shared by every command (each command's own: bisector.exitcodes).
 EXIT_USAGE = 2
-EXIT_SKIP = 125
 EXIT_INTERRUPTED = 130
 
 

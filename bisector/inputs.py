@@ -16,7 +16,7 @@ WRITER_WAIT_S = 30.0
 
 def open_input(path: Path | str, writer_wait_s: float | None = None) -> BinaryIO:
     """`path` opened for reading in binary. `open()` of a FIFO that nobody opens for
-    writing blocks for ever (`--metrics-after FIFO` and `--config FIFO` hung): a FIFO is
+    writing blocks for ever (`--metrics-after FIFO` or `--config FIFO` would hang): a FIFO is
     opened without waiting, waits up to `writer_wait_s` (default WRITER_WAIT_S) for its
     writer's first bytes, and is then read as usual, to its writer's end; with no writer
     by then it reads as empty. `<(cmd)` is a pipe whose writer is already there."""

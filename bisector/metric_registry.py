@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from bisector.config import Section
 from bisector.errors import ConfigError
@@ -27,6 +26,7 @@ from bisector.logs import (
     score_logs,
 )
 from bisector.logs.names import MONOTONE_METRICS
+from bisector.logs.scores import GrowingScorer, GrowingScorerFactory, Scorer
 from bisector.metrics.definitions import (
     BUILTIN_SOURCE_METRICS,
     SOURCES,
@@ -34,9 +34,6 @@ from bisector.metrics.definitions import (
     parse_source_metric,
 )
 from bisector.metrics.direction import Worse
-
-if TYPE_CHECKING:  # only named in annotations: `score` starts without the run's modules
-    from bisector.measure.early import GrowingScorer, GrowingScorerFactory, Scorer
 
 _BUILTIN_SOURCES = {m.name: m for m in BUILTIN_SOURCE_METRICS}
 

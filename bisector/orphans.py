@@ -3,8 +3,12 @@
 `bisector.proc.run` starts every command as the leader of its own process group
 and puts BISECTOR_OWNER=<pid>:<start time> (of the bisector process) in its
 environment, which every descendant inherits, even one that daemonises with
-setsid and so leaves the group. Inside `track_groups(path)` each group started
-is also appended to `path` (one JSON line, fsync'd) with the leader's start time.
+setsid and so leaves the group. `track_groups(path)` first appends the owner
+itself to `path`, before any command starts; inside it each group started is
+then appended too (one JSON line each, fsync'd) with the leader's start time.
+The group can only be written once the command runs, and a kill -9 can fall
+between the two (under load the command ran a whole script first): the owner's
+line and the mark find that group anyway.
 
 After kill -9 of a run nothing tore those processes down. `stop_orphans(path)`
 (called by the next run on the same run directory, before anything builds)
@@ -12,6 +16,9 @@ SIGKILLs, for every recorded owner that is no longer alive:
 * each recorded group whose leader still has the recorded start time (a pid the
   kernel reused for an unrelated process has another start time), or whose
   leader is gone but whose members carry the dead owner's mark;
+* every group no record names that a process with the dead owner's mark leads
+  (the command started just before the kill, whose group was not written yet;
+  members that dropped the mark, as sudo does, go with it);
 * every other process that carries the dead owner's mark (escaped daemons).
 A live owner's processes are never touched. Start times are the kernel's
 (/proc/PID/stat field 22, clock ticks since boot), so the pair pid:start names
@@ -26,7 +33,7 @@ import os
 import shlex
 import signal
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,11 +111,14 @@ def track_groups(path: Path) -> Iterator[None]:
     """Record every process group `proc.run` starts, from any thread, in `path`.
 
     Process-wide while the block runs (nested blocks write to the innermost file).
-    Each record is one JSON line, flushed and fsync'd before the command is waited
-    for, so it survives a kill -9 of this process right after.
+    This process is recorded first, before any command can start: a kill -9 between
+    a command's start and its group's record leaves its processes findable by their
+    mark. Each record is one JSON line, flushed and fsync'd before the command is
+    waited for, so it survives a kill -9 of this process right after.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with _lock:
+        _append(path, {"owner": owner_tag()})
         _trackers.append(path)
     try:
         yield
@@ -122,21 +132,25 @@ def record_group(pgid: int, cmd: Sequence[str]) -> None:
     with _lock:
         if not _trackers:
             return
-        line = json.dumps(
-            {
-                "pgid": pgid,
-                "start": start_time(pgid),
-                "owner": owner_tag(),
-                "cmd": shlex.join(cmd)[:200],
-            }
-        )
-        with contextlib.suppress(OSError), _trackers[-1].open("a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
+        record = {
+            "pgid": pgid,
+            "start": start_time(pgid),
+            "owner": owner_tag(),
+            "cmd": shlex.join(cmd)[:200],
+        }
+        _append(_trackers[-1], record)
+
+
+def _append(path: Path, record: Mapping[str, object]) -> None:
+    line = json.dumps(record)
+    with contextlib.suppress(OSError), path.open("a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def _records(path: Path) -> list[dict[str, object]]:
+    """Every well-formed line: an owner's (`owner` only) or a group's (`pgid` too)."""
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
@@ -149,8 +163,8 @@ def _records(path: Path) -> list[dict[str, object]]:
             continue  # a line cut by the kill -9 that made this necessary
         if (
             isinstance(rec, dict)
-            and isinstance(rec.get("pgid"), int)
             and isinstance(rec.get("owner"), str)
+            and isinstance(rec.get("pgid", 0), int)
         ):
             records.append(rec)
     return records
@@ -226,6 +240,8 @@ def _one_pass(records: list[dict[str, object]], dead: set[str], killed: set[int]
     spared = _ancestors()
     stopped: list[str] = []
     for rec in records:
+        if "pgid" not in rec:
+            continue  # an owner's line
         owner, pgid, start = str(rec["owner"]), int(str(rec["pgid"])), rec.get("start")
         if owner not in dead:
             continue
@@ -244,6 +260,21 @@ def _one_pass(records: list[dict[str, object]], dead: set[str], killed: set[int]
                 f"process group {pgid} (`{rec.get('cmd', '?')}`, {len(members)} process(es)) "
                 f"left by bisector {owner.partition(':')[0]}"
             )
+    for p in procs:
+        # Groups no record names, led by a marked process: the command was started but
+        # the kill came before its record, or a daemon's own group (setsid).
+        if p.owner not in dead or p.pid != p.pgid or p.pid in killed | spared:
+            continue
+        members = [q for q in procs if q.pgid == p.pgid and q.pid not in killed]
+        if len(members) < 2 or any(q.pid in spared for q in members):
+            continue  # one process (said as one below), or a group holding this one
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pgid, signal.SIGKILL)
+        killed.update(q.pid for q in members)
+        stopped.append(
+            f"process group {p.pgid} (`{p.name}`, {len(members)} process(es)) "
+            f"left by bisector {p.owner.partition(':')[0]}"
+        )
     for p in procs:
         if p.owner in dead and p.pid not in killed and p.pid not in spared:
             with contextlib.suppress(ProcessLookupError, PermissionError):

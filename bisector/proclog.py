@@ -3,7 +3,7 @@
 `proc.run(..., log=path)` appends one block per command to `path`, so a retried
 command shows as several blocks and a reader sees what each attempt printed:
 
-    ===== 2026-11-30T11:25:00Z $ cd /wt && bash -c 'make quick-release'
+    ===== 2017-06-02T05:51:10Z $ cd /wt && bash -c 'make quick-release'
     <stdout>
     ----- stderr
     <stderr>

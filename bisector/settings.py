@@ -39,7 +39,7 @@ TABLES = ("run", "search", "metrics", "backends")  # a run's config file
 LIKELIHOODS = ("verdict", "metric")
 # Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
 # a cluster), and a value past them is a typo that would launch clusters without end
-# (`--repeats 100000000000000000000` or `--parallel` as large hung before the first one).
+# (`--repeats 100000000000000000000` or `--parallel` as large would hang before the first one).
 MAX_RUNS = 100  # repeats, endpoint runs, launch attempts
 MAX_SLOTS = 64  # parallel slots, builds ahead
 MAX_EVALUATIONS = 100_000

@@ -21,7 +21,7 @@ one KeyboardInterrupt, and every `finally` (teardown) runs. The rules:
 - A signal ignored when bisector started (`nohup`, a background job of a
   non-interactive shell) stays ignored: the user asked for the run to outlive it.
 - SIGPIPE stays ignored as Python sets it: a closed output is an output failure,
-  handled where output is written (bisector.output), never a reason to stop a run.
+  handled where output is written (bisector.ui.output), never a reason to stop a run.
 - kill -9 cannot be caught: it stops at once, and the next run (or `bisector
   cleanup`) tears down what it left.
 
@@ -79,6 +79,7 @@ class _State:
     held: list[int] = field(default_factory=list)  # signals held by the outermost block
     previous: dict[int, _Handler] = field(default_factory=dict)
     raised: int = 0  # the signal whose KeyboardInterrupt was raised last (0: none)
+    owed: int = 0  # a signal re-delivered after its interrupt was dropped, not yet raised
     hook: Callable[[sys.UnraisableHookArgs], object] | None = None  # the one replaced
 
 
@@ -88,28 +89,46 @@ _state = _State()
 def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """The interrupt raised by the first signal landed in a finalizer (a `__del__`, a
     weakref callback: Python runs them between any two bytecodes), where Python prints
-    the exception and drops it: the run then went on as if nothing had arrived, and every
-    later signal was "received while stopping" and ignored (a SIGHUP during the report's
-    upload hung the run, 4 December 2026). Deliver the same signal again, to the main
-    thread's next bytecode outside the finalizer."""
+    the exception and drops it: the run would go on as if nothing had arrived, and every
+    later signal would be "received while stopping" and ignored (a SIGHUP during the
+    report's upload would hang the run). Deliver the same signal again, to the main
+    thread's next bytecode outside this hook (see `_on_signal`)."""
     dropped = isinstance(unraisable.exc_value, KeyboardInterrupt)
     if dropped and _state.stopping and _state.raised and os.getpid() == _state.pid:
         _say("bisector: the interrupt landed in a finalizer and was lost; raising it again")
         _state.stopping = False
-        # From another thread, a moment later: asked from here, the main thread would run
-        # the handler at once, still inside this hook, and lose it the same way.
-        again = threading.Timer(0.01, _raise_again, (signal.Signals(_state.raised),))
-        again.daemon = True
-        again.start()
+        _state.owed = _state.raised
+        _deliver_again(_state.owed)
         return
     (_state.hook or sys.__unraisablehook__)(unraisable)
 
 
-def _raise_again(signum: signal.Signals) -> None:
-    # Only while our handlers are still installed and nothing raised meanwhile: once the
-    # block that installed them has ended, the signal is not ours to raise any more.
-    if _state.depth > 0 and not _state.stopping:
-        _thread.interrupt_main(signum)
+def _deliver_again(signum: int) -> None:
+    """Mark `signum` as arrived once more, from another thread: the main thread then
+    runs the handler at one of its next bytecodes. Marked from the main thread itself,
+    the handler would run again right after the marking call, inside the handler or the
+    hook that asked for it. `_thread.start_new_thread` returns without waiting for the
+    thread (threading.Thread.start waits, and that wait is where a re-delivery ran the
+    handler inside the hook under load and was dropped)."""
+    _thread.start_new_thread(_interrupt_main_if_ours, (signum,))
+
+
+def _interrupt_main_if_ours(signum: int) -> None:
+    # Only while our handlers are installed: once the block that installed them has
+    # ended, the signal is not ours to raise any more.
+    if _state.depth > 0:
+        _thread.interrupt_main(signal.Signals(signum))
+
+
+def _in_unraisable_hook(frame: FrameType | None) -> bool:
+    """The main thread is inside `_on_unraisable` (or what it calls): an exception
+    raised there is not passed on either, Python prints "Exception ignored in
+    sys.unraisablehook" and drops it."""
+    while frame is not None:
+        if frame.f_code is _on_unraisable.__code__:
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _say(text: str) -> None:
@@ -117,28 +136,40 @@ def _say(text: str) -> None:
         os.write(2, (text + "\n").encode("utf-8", errors="replace"))
 
 
-def _on_signal(signum: int, _frame: FrameType | None) -> None:
+def _on_signal(signum: int, frame: FrameType | None) -> None:
     if os.getpid() != _state.pid:
         # A forked child (a log scan worker) inherited this handler: die as by default.
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
         return
-    _state.received += 1
+    if _in_unraisable_hook(frame):
+        # Raised here, the interrupt would be dropped like the one the hook is handling
+        # (the re-delivery itself, or a signal that arrives meanwhile): deliver it again,
+        # until it lands after the hook.
+        _deliver_again(signum)
+        return
+    redelivered = signum == _state.owed
+    if redelivered:
+        _state.owed = 0
+    else:
+        _state.received += 1
     name = signal.Signals(signum).name
     again = " again" if _state.received > 1 else ""
     if _state.holding:
         _state.held.append(signum)
-        _say(
-            f"bisector: {name} received{again} during {_state.holding[-1]}; finishing it "
-            "first so nothing is left running (kill -9 stops at once; then run "
-            "`bisector cleanup`)"
-        )
+        if not redelivered:
+            _say(
+                f"bisector: {name} received{again} during {_state.holding[-1]}; finishing it "
+                "first so nothing is left running (kill -9 stops at once; then run "
+                "`bisector cleanup`)"
+            )
         return
     if _state.stopping:
-        _say(
-            f"bisector: {name} received{again} while stopping; the teardown finishes first "
-            "(kill -9 stops at once; then run `bisector cleanup`)"
-        )
+        if not redelivered:
+            _say(
+                f"bisector: {name} received{again} while stopping; the teardown finishes "
+                "first (kill -9 stops at once; then run `bisector cleanup`)"
+            )
         return
     _state.stopping = True
     _state.raised = signum
@@ -152,7 +183,7 @@ def _install() -> None:
         _state.received = 0
         _state.held.clear()
         _state.previous.clear()
-        _state.raised = 0
+        _state.raised = _state.owed = 0
         _state.hook = sys.unraisablehook
         sys.unraisablehook = _on_unraisable
         for signum in TERMINATING:
@@ -170,6 +201,7 @@ def _uninstall() -> None:
         for signum, handler in _state.previous.items():
             signal.signal(signum, handler)
         _state.previous.clear()
+        _state.owed = 0  # not ours to raise any more: the block that installed us has ended
         if _state.hook is not None:
             sys.unraisablehook = _state.hook
             _state.hook = None

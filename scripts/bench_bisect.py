@@ -57,8 +57,8 @@ from bisector.errors import BisectorError, BuildError
 from bisector.gitrepo import CommitInfo
 from bisector.logs import Scores
 from bisector.search.decide import MajorityRule
-from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
+from bisector.ui.progress_lines import PlainProgress
 
 GOOD_VALUE, BAD_VALUE = 100.0, 1000.0
 LOGNORMAL = (1000.0, 1600.0, 0.25)  # good median, bad median, sigma of log

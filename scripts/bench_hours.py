@@ -1,6 +1,6 @@
 """Hours to culprit: wall time and cluster-hours of a bisection on a simulated clock.
 
-Replays bisections of (a) the demo history (bisector.demo_repo, seed 0, 40 PRs, six
+Replays bisections of (a) the demo history (bisector.sim.demo_repo, seed 0, 40 PRs, six
 commits that do not build) and (b) incident-shaped ranges: 95 first-parent merges
 whose PR sizes are those of the real range 1444d25..7043372 (kubernetes, counted with
 `git rev-list --count M^1..M^2` for each first-parent merge M; 229 commits in all),
@@ -82,9 +82,9 @@ from bisector.errors import BuildError
 from bisector.logs import LogWindow, Scores
 from bisector.measure.evaluator import Evaluator
 from bisector.measure.journal import Measured, read_journal
-from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
 from bisector.sim import ProfileError, load_profile
+from bisector.ui.progress_lines import PlainProgress
 
 PHASES: Phases = KUBEMARK_2017
 GOOD_30M, BAD_30M, SATURATED_S = 8_688.0, 1_549_982.0, 120.0
@@ -429,7 +429,7 @@ def _profile_is_bad(worktree: Path) -> bool | None:
 
 
 def demo_history(root: Path) -> History:
-    from bisector.demo_repo import create_demo_repo
+    from bisector.sim.demo_repo import create_demo_repo
 
     demo = create_demo_repo(root / "demo", seed=0, prs=40)
     return History("demo", demo.path, demo.good, demo.bad, demo.culprit, _profile_is_bad)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from bisector.bisection.pipeline import run_bisection
 from bisector.config import load_config
-from bisector.search.progress import PlainProgress
 from bisector.settings import RunSettings
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
 

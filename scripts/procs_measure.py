@@ -34,8 +34,8 @@ from typing import Any
 
 from bisector import proc
 from bisector.backends.base import Candidate, ForwardingBackend
-from bisector.backends.collected import read_processes
 from bisector.backends.registry import create_backend
+from bisector.collected import read_processes
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError, CollectError, InfraError
 from bisector.gitrepo import GitRepo

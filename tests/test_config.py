@@ -234,7 +234,7 @@ def test_a_nul_in_a_string_is_one_line_naming_the_key(
 def test_an_empty_path_is_refused_not_read_as_the_current_directory(key: str, value: str) -> None:
     """`tmpdir = ""` put etcd's data, `build_cache_dir = ""` the built binaries, in whatever
     directory bisector ran from (Path("") is "."), silently."""
-    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.procs.options import ProcsSettings
 
     section = Section({key: value}, "p.toml", "backends.procs")
     with pytest.raises(ConfigError, match=rf"^p\.toml: key `backends\.procs\.{key}` is empty"):
@@ -252,11 +252,11 @@ def test_an_endless_config_is_refused_not_read_to_the_end() -> None:
 
 def _declared() -> list[tuple[str, type]]:
     """Every declared settings table, by the table path its errors name."""
-    from bisector.backends.gce.settings import GceSettings
+    from bisector.backends.gce.options import GceSettings
     from bisector.backends.kind.steps import KindSettings
     from bisector.backends.local import LocalSettings
     from bisector.backends.procs.load import WatchSpec
-    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.procs.options import ProcsSettings
     from bisector.backends.sim import SimSettings
     from bisector.nightly.config import JobTable, NightlyTable
     from bisector.settings import RunSettings, SearchSettings
@@ -326,7 +326,7 @@ def test_an_empty_item_of_a_list_is_refused(table: str, name: str) -> None:
 
 
 def test_the_procs_apiserver_args_refuse_an_empty_argument_through_the_backend() -> None:
-    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.procs.options import ProcsSettings
 
     section = Section({"apiserver_args": [""]}, "p.toml", "backends.procs")
     with pytest.raises(ConfigError, match=r"^p\.toml: key `backends\.procs\.apiserver_args`: "):
@@ -348,7 +348,7 @@ def test_a_cache_directory_that_is_a_file_is_refused(tmp_path: Path, table: str,
 
 
 def test_the_procs_gocache_refuses_a_file_through_the_backend(tmp_path: Path) -> None:
-    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.procs.options import ProcsSettings
 
     assert ("backends.procs", "gocache") in _keys_of_kind("path")
     (tmp_path / "cache").write_text("")
@@ -367,7 +367,7 @@ def test_a_kind_config_must_be_a_file_and_a_base_checkout_a_directory(tmp_path: 
 
 
 def test_an_empty_base_prefix_is_refused() -> None:
-    from bisector.backends.gce.settings import _base_prefix
+    from bisector.backends.gce.options import _base_prefix
 
     with pytest.raises(ConfigError, match=r"key `backends\.gce\.base_prefix` is empty"):
         _base_prefix(Section({"base_prefix": ""}, "c.toml", "backends.gce"), "base_prefix")
@@ -397,7 +397,7 @@ def test_an_empty_nightly_bucket_is_refused_when_the_config_is_loaded(tmp_path: 
 def test_an_empty_build_fix_key_is_refused(key: str) -> None:
     """`[[backends.procs.build_fixes]] command = ""` ran `bash -c ""` (exit 0): a fix that
     did nothing; `patch = ""` read as no patch at all (a fix with neither); `name = ""` no name."""
-    from bisector.backends.procs.settings import ProcsSettings
+    from bisector.backends.procs.options import ProcsSettings
 
     fix = {"name": "n", "command": "true", key: ""}
     if key == "patch":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 from bisector.backends.registry import BACKENDS
@@ -85,68 +86,184 @@ def test_the_graph_check_finds_a_cycle() -> None:
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
-# -- the layers (docs/architecture.md draws them) -----------------------------------------
+# -- the map (docs/architecture.md draws it; test_the_map_is_the_architecture_table) ------
 
-# What a part of the package may never import: each part sees only the parts below it.
-ENTRY = ("bisector.cli", "bisector.entry", "bisector.commands")
-ORCHESTRATION = ("bisector.bisection", "bisector.nightly")
-STRATEGIES = ("bisector.search",)  # but its vocabulary, below: measure uses those
-SEARCH_VOCABULARY = ("bisector.search.base", "bisector.search.decide", "bisector.search.progress")
-MEASURE = ("bisector.measure",)
-FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "bisector.backends": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
-    "bisector.sim": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
-    "bisector.logs": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
-    "bisector.metrics": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
-    "bisector.ci": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
-    "bisector.report": ENTRY + ORCHESTRATION + STRATEGIES + MEASURE,
-    "bisector.measure": ENTRY + ORCHESTRATION + STRATEGIES,
-    "bisector.search": ENTRY + ORCHESTRATION,
-    "bisector.bisection": ENTRY,
-    "bisector.nightly": ENTRY,
-    "bisector.twin": ENTRY,
+# Every module of the package is in exactly one part: the part whose most specific entry
+# names it (a package takes its modules, `bisector.search.base` is taken from `search/`).
+# The package's own __init__, `bisector`, names only itself.
+PARTS: dict[str, tuple[str, ...]] = {
+    "entry": (
+        "bisector.__main__",
+        "bisector.entry",
+        "bisector.cli",
+        "bisector.clihelp",
+        "bisector.commands",
+    ),
+    "orchestration": ("bisector.bisection", "bisector.nightly"),
+    "ui": ("bisector.ui",),
+    "search": ("bisector.search",),
+    "measurement": ("bisector.measure",),
+    "search vocabulary": (
+        "bisector.search.base",
+        "bisector.search.decide",
+        "bisector.search.progress",
+    ),
+    "settings": ("bisector.settings",),
+    "backends": ("bisector.backends", "bisector.sim"),
+    "evidence": (
+        "bisector.logs",
+        "bisector.metrics",
+        "bisector.ci",
+        "bisector.report",
+        "bisector.metric_registry",
+        "bisector.upload",
+    ),
+    "foundations": (
+        "bisector",
+        "bisector.collected",
+        "bisector.config",
+        "bisector.cost",
+        "bisector.credentials",
+        "bisector.dirs",
+        "bisector.durations",
+        "bisector.errors",
+        "bisector.exitcodes",
+        "bisector.gitrepo",
+        "bisector.inputs",
+        "bisector.locking",
+        "bisector.numbers",
+        "bisector.orphans",
+        "bisector.proc",
+        "bisector.proclog",
+        "bisector.run_index",
+        "bisector.runfiles",
+        "bisector.signals",
+    ),
+    "twin": ("bisector.twin",),
 }
+ROOT = "bisector"
 
-# The GCE twin stands beside the entry, above everything else: it imports the gce backend
-# (to rehearse it) and the sim (the log its master serves); nothing in the product imports
-# it, so no run loads it. `doctor --rehearse` reaches it only through the registry's
-# "module:function" string.
-TWIN = ("bisector.twin",)
-
-
-# Measurement speaks the searches' vocabulary (Job, Decision, Progress), not their strategies.
-ALLOWED: dict[str, tuple[str, ...]] = {"bisector.measure": SEARCH_VOCABULARY}
+_BELOW_SETTINGS = ("backends", "evidence", "foundations")
+# What each part may import besides itself; nothing else, and nothing imports the twin.
+# The GCE twin stands beside the entry: it imports the gce backend (to rehearse it) and
+# the sim (the log its master serves); nothing in the product imports it, so no run
+# loads it. `doctor --rehearse` reaches it only through the registry's "module:function"
+# string.
+MAY_IMPORT: dict[str, tuple[str, ...]] = {
+    "entry": ("orchestration", "ui", "search", "measurement", "search vocabulary", "settings",
+              *_BELOW_SETTINGS),
+    "orchestration": ("ui", "search", "measurement", "search vocabulary", "settings",
+                      *_BELOW_SETTINGS),
+    "ui": ("search vocabulary", "evidence", "foundations"),
+    "search": ("measurement", "search vocabulary", "settings", *_BELOW_SETTINGS),
+    "measurement": ("search vocabulary", "settings", *_BELOW_SETTINGS),
+    "search vocabulary": ("evidence", "foundations"),
+    "settings": _BELOW_SETTINGS,
+    "backends": ("evidence", "foundations"),
+    "evidence": ("foundations",),
+    "foundations": (),
+    "twin": ("settings", *_BELOW_SETTINGS),
+}  # fmt: skip
+TWIN = PARTS["twin"]
 
 
 def _within(module: str, parts: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in parts)
 
 
+def _part_of(module: str) -> str | None:
+    """The part whose most specific entry names `module`; None: it is on no part."""
+    named = [
+        (len(entry), part)
+        for part, entries in PARTS.items()
+        for entry in entries
+        if module == entry or (entry != ROOT and module.startswith(entry + "."))
+    ]
+    return max(named)[1] if named else None
+
+
 def _layer_breaches(graph: dict[str, set[str]]) -> list[str]:
-    """`module imports target` for every import that reaches above its layer; a module in
-    no listed part (config.py, proc.py, ...) may import anything but the entry layer, and
-    nothing outside the twin imports the twin."""
+    """`module is on no part of the map` for each module the map does not name, and
+    `module imports target` for every import the map does not allow."""
     breaches = []
     for module, imported in sorted(graph.items()):
-        part = next((p for p in FORBIDDEN if _within(module, (p,))), None)
-        forbidden = FORBIDDEN[part] if part else () if _within(module, ENTRY) else ENTRY
-        if not _within(module, TWIN):
-            forbidden += TWIN
-        allowed = ALLOWED.get(part or "", ())
+        part = _part_of(module)
+        if part is None:
+            breaches.append(f"{module} is on no part of the map")
+            continue
+        allowed = (part, *MAY_IMPORT[part])
         breaches += [
             f"{module} imports {target}"
             for target in sorted(imported)
-            if _within(target, forbidden) and not _within(target, allowed)
+            if _part_of(target) not in allowed
         ]
     return breaches
 
 
-def test_each_part_imports_only_the_layers_below_it() -> None:
-    assert _layer_breaches(_graph()) == []
+def test_each_part_imports_only_what_the_map_allows() -> None:
+    """The CLI and the `__main__`s too: the entry may import every part but the twin."""
+    assert _layer_breaches(_graph(entry_points=True)) == []
+
+
+def test_every_module_is_on_the_map_and_every_entry_is_a_module() -> None:
+    modules = set(_graph(entry_points=True))
+    assert sorted(m for m in modules if _part_of(m) is None) == []
+    entries = [entry for part in PARTS.values() for entry in part]
+    assert len(entries) == len(set(entries))  # one entry, one part
+    assert sorted(e for e in entries if not any(_within(m, (e,)) for m in modules)) == []
+    assert set(MAY_IMPORT) == set(PARTS)
+    assert all(set(below) <= set(PARTS) for below in MAY_IMPORT.values())
+    assert not any("twin" in below for below in MAY_IMPORT.values())
+
+
+def _doc_entry(text: str) -> str:
+    """`logs/` -> bisector.logs, `search/base.py` -> bisector.search.base, `__init__.py`
+    -> bisector."""
+    path = text.removesuffix("/").removesuffix(".py")
+    return ROOT if path == "__init__" else f"{ROOT}.{path.replace('/', '.')}"
+
+
+def _doc_table(markdown: str) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """The rows of the table `| part | modules | may import |`: part -> (its entries,
+    the parts it may import)."""
+    rows: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    lines = iter(markdown.splitlines())
+    for line in lines:
+        if line.replace(" ", "") == "|part|modules|mayimport|":
+            next(lines)  # |---|---|---|
+            break
+    for line in lines:
+        if not line.startswith("|"):
+            break
+        part, modules, below = (cell.strip() for cell in line.strip("|").split("|"))
+        entries = tuple(_doc_entry(m) for m in re.findall(r"`([^`]+)`", modules))
+        parts = tuple(p.strip() for p in below.split(",") if p.strip() not in ("", "nothing"))
+        rows[part] = (entries, parts)
+    return rows
+
+
+def test_the_map_is_the_architecture_table() -> None:
+    """docs/architecture.md's table is this map: the same parts, modules and imports."""
+    doc = (PACKAGE.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = _doc_table(doc)
+    assert {p: set(e) for p, (e, _) in table.items()} == {p: set(e) for p, e in PARTS.items()}
+    assert {p: set(b) for p, (_, b) in table.items()} == {p: set(b) for p, b in MAY_IMPORT.items()}
+
+
+def test_the_doc_table_reader_reads_a_row() -> None:
+    doc = (
+        "intro\n\n| part | modules | may import |\n|---|---|---|\n"
+        "| ui | `ui/` `search/progress.py` | search vocabulary, foundations |\n"
+        "| foundations | `__init__.py` `errors.py` | nothing |\n\nafter\n"
+    )
+    assert _doc_table(doc) == {
+        "ui": (("bisector.ui", "bisector.search.progress"), ("search vocabulary", "foundations")),
+        "foundations": (("bisector", "bisector.errors"), ()),
+    }
 
 
 def test_nothing_in_the_product_imports_the_twin() -> None:
-    """Not the CLI nor a `__main__` either: the layer test leaves those out."""
+    """Not the CLI nor a `__main__` either."""
     graph = _graph(entry_points=True)
     assert any(_within(m, TWIN) for m in graph)  # the twin is where this test looks
     importers = [
@@ -196,6 +313,34 @@ def test_the_layer_check_finds_a_backend_importing_measurement() -> None:
         "bisector.logs.y imports bisector.commands.run",
         "bisector.measure.other imports bisector.search.plain",
         "bisector.settings imports bisector.cli",
+    ]
+
+
+def test_the_layer_check_finds_a_module_on_no_part_and_a_foundation_reaching_up() -> None:
+    graph = {
+        "bisector.newthing": {"bisector.errors"},  # on no part: whatever it imports
+        "bisector.errors": {"bisector.newthing"},  # a foundation importing it
+        "bisector.cost": {"bisector.backends.registry"},
+        "bisector.metrics.readings": {"bisector.backends.collected", "bisector.collected"},
+        "bisector.report.model": {"bisector.report.adaptation", "bisector.search.base"},
+        "bisector": {"bisector.errors"},  # the package's __init__ is a foundation
+        "bisector.measure.evaluator": {"bisector.ui.progress_lines", "bisector.settings"},
+        "bisector.search.base": {"bisector.search.plain", "bisector.report.model"},
+        "bisector.ui.progress_lines": {"bisector.search.progress", "bisector.measure.early"},
+        "bisector.bisection.start": {"bisector.ui.progress_lines", "bisector.twin"},
+        "bisector.twin.rehearse": {"bisector.settings", "bisector.measure.evaluator"},
+    }
+    assert _layer_breaches(graph) == [
+        "bisector.bisection.start imports bisector.twin",
+        "bisector.cost imports bisector.backends.registry",
+        "bisector.errors imports bisector.newthing",
+        "bisector.measure.evaluator imports bisector.ui.progress_lines",
+        "bisector.metrics.readings imports bisector.backends.collected",
+        "bisector.newthing is on no part of the map",
+        "bisector.report.model imports bisector.search.base",
+        "bisector.search.base imports bisector.search.plain",
+        "bisector.twin.rehearse imports bisector.measure.evaluator",
+        "bisector.ui.progress_lines imports bisector.measure.early",
     ]
 
 
@@ -304,3 +449,61 @@ def test_the_test_import_check_finds_a_test_importing_a_test() -> None:
     assert _test_imports("tests.helpers.x", "from tests.report.test_html import y\n") == [
         "tests.helpers.x imports tests.report.test_html"
     ]
+
+
+# -- the tests' names: a test file is named after what it tests (docs/testing.md) ----------
+
+# Folders named for a behaviour that crosses modules, and files at the top named for
+# something outside the package.
+BEHAVIOURS = ("faults", "contract", "docs")
+OUTSIDE_THE_PACKAGE = (
+    "test_import_graph.py",  # the whole package: its map, its door, its tests' imports
+    "test_dockerfile.py",  # the Dockerfile at the top of the repository
+    "test_comments.py",  # every module's comments: why, not when
+)
+
+
+def _tested(test: Path) -> str | None:
+    """What `tests/<path>/test_<name>.py` is named after, where <name> is <m> or
+    <m>_<aspect>: the module or package `bisector/<path>/<m>`, the script `scripts/<m>.py`
+    (tests/scripts/), or the package `bisector/<path>` itself; None: nothing."""
+    rel = test.relative_to(TESTS)
+    name = rel.stem.removeprefix("test_")
+    root = PACKAGE.parent
+    if rel.parts[0] == "scripts":
+        things = {p.stem: p for p in (root / "scripts").glob("*.py")}
+    else:
+        folder = PACKAGE.joinpath(*rel.parts[:-1])
+        things = {p.stem: p for p in folder.glob("*.py") if not p.stem.startswith("__")}
+        things |= {p.parent.name: p.parent for p in folder.glob("*/__init__.py")}
+        if folder != PACKAGE and folder.is_dir():
+            things.setdefault(folder.name, folder)
+    found = [m for m in things if name == m or name.startswith(m + "_")]
+    return things[max(found, key=len)].relative_to(root).as_posix() if found else None
+
+
+def test_every_test_file_is_named_after_what_it_tests() -> None:
+    unnamed = [
+        str(path.relative_to(TESTS))
+        for path in sorted(TESTS.rglob("test_*.py"))
+        if path.relative_to(TESTS).parts[0] not in (*BEHAVIOURS, "helpers")
+        and path.relative_to(TESTS).as_posix() not in OUTSIDE_THE_PACKAGE
+        and _tested(path) is None
+    ]
+    assert unnamed == []
+
+
+def test_a_test_file_is_named_after_a_module_a_script_or_its_package() -> None:
+    assert _tested(TESTS / "bisection" / "test_pipeline_fold_rounds.py") == (
+        "bisector/bisection/pipeline.py"
+    )
+    assert _tested(TESTS / "backends" / "procs" / "test_builds_cache.py") == (
+        "bisector/backends/procs/builds.py"  # not build.py: `build_` is no prefix of it
+    )
+    assert _tested(TESTS / "test_cost_eta.py") == "bisector/cost.py"
+    assert _tested(TESTS / "test_twin.py") == "bisector/twin"
+    assert _tested(TESTS / "scripts" / "test_bench_bisect.py") == "scripts/bench_bisect.py"
+    assert _tested(TESTS / "twin" / "test_twin.py") == "bisector/twin"
+    assert _tested(TESTS / "search" / "test_runner.py") is None  # no search/runner.py
+    assert _tested(TESTS / "bisection" / "test_cost.py") is None  # cost.py is at the top
+    assert _tested(TESTS / "docs" / "test_docs.py") is None  # there is no bisector/docs

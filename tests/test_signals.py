@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import time
+from types import FrameType
 
 import pytest
 
@@ -64,3 +66,43 @@ def test_an_interrupt_that_lands_in_a_finalizer_is_raised_again() -> None:
             time.sleep(0.001)
         reached_the_end = True
     assert not reached_the_end
+
+
+def test_a_signal_handled_inside_the_unraisable_hook_is_not_dropped(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """An exception raised inside sys.unraisablehook is dropped too ("Exception ignored
+    in sys.unraisablehook"). Under load the re-delivery ran the handler there: the main
+    thread was still waiting in the hook for the re-delivering thread to start when that
+    thread had already marked the signal (beside 8 CPU-bound processes on 2 cores: 4 of
+    28 runs of the test above failed). Here a SIGTERM arrives at every call the hook
+    makes, the loaded case made certain: the interrupt is still raised, once the hook is
+    done."""
+    hook = signals._on_unraisable.__code__
+    handler = signals._on_signal.__code__
+
+    def signal_at_each_call_of_the_hook(frame: FrameType, event: str, _arg: object) -> None:
+        caller = frame if event == "c_call" else frame.f_back
+        in_the_hook = caller is not None and caller.f_code is hook
+        if event in ("call", "c_call") and in_the_hook and frame.f_code is not handler:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    class SignalsWhileFinalized:
+        def __del__(self) -> None:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100):
+                time.sleep(0.001)
+
+    reached_the_end = False
+    with pytest.raises(KeyboardInterrupt), signals.handling_termination():
+        sys.setprofile(signal_at_each_call_of_the_hook)
+        try:
+            finalized = SignalsWhileFinalized()
+            del finalized
+            for _ in range(2000):
+                time.sleep(0.001)
+            reached_the_end = True
+        finally:
+            sys.setprofile(None)
+    assert not reached_the_end
+    assert "Exception ignored in sys.unraisablehook" not in capfd.readouterr().err

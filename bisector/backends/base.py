@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, cast, runtime_checkable
 
-from bisector.backends.adaptation import Adaptation
 from bisector.config import Section
+from bisector.report.adaptation import Adaptation
 
 
 @dataclass(frozen=True)
@@ -64,14 +63,6 @@ class BackendTraits:
     warmup_s: float | None = None
 
 
-class PhaseModel(enum.Enum):
-    """Where the cost model takes a backend's phase durations from (bisector.cost)."""
-
-    SIMULATED = "simulated"  # the warmup is simulated: an evaluation is all model time
-    KUBEMARK_2017 = "kubemark-2017"  # the 2017 kubemark CI job's phases (the gce backend)
-    UNKNOWN = "unknown"  # only `[run] estimate` says
-
-
 class Backend(Protocol):
     """build -> launch -> warmup -> collect -> teardown, once per candidate.
 
@@ -103,9 +94,6 @@ class Backend(Protocol):
     def plan(self, candidate: Candidate) -> list[str]:
         """The commands an evaluation would run, for --dry-run."""
         ...
-
-
-BackendFactory = Callable[[BackendContext], Backend]
 
 
 # -- optional capabilities: asked for with `capability(backend, Proto)`, never isinstance --

@@ -5,7 +5,7 @@ Config (`[backends.local]`): `launch` and `collect` are required, `build` and
 writes the apiserver log so far to $BISECTOR_LOG during the warmup (early verdicts:
 `[run] check_every`); without it the warmup runs its full length. `metrics`, optional,
 writes the apiserver's /metrics to $BISECTOR_METRICS; it runs at the warmup's start and
-before `collect` (metrics-before.prom, metrics-after.prom: bisector/backends/collected.py),
+before `collect` (metrics-before.prom, metrics-after.prom: bisector/collected.py),
 for the `prometheus` metric source. `workload`, optional, is the warmup: a command (e.g.
 `clusterloader2 --testconfig=... --report-dir="$BISECTOR_REPORT_DIR" ...`) run after the
 launch; when it ends, the warmup ends (`warmup` is not waited), and what it wrote to
@@ -31,8 +31,8 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
-from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.steps import tail
+from bisector.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.config import keys_of, read_settings, setting
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.metrics.cl2 import measured_violations

@@ -1,4 +1,4 @@
-"""The teardown step as run directories before issue 27 recorded it (`python -m
+"""The teardown step under the module name older run directories recorded (`python -m
 bisector.backends.procs_stop --tag T --remove DIR`): `bisector cleanup` replays that
 command after a crash, so it must keep working; it is `bisector.backends.procs.stop`."""
 

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, cast
 
-from bisector.backends.base import Backend, BackendContext, PhaseModel
+from bisector.backends.base import Backend, BackendContext
 from bisector.config import Section
+from bisector.cost import PhaseModel
 from bisector.errors import ConfigError
 
 
@@ -88,7 +89,7 @@ class BackendInfo:
     # own teardown; backends that record their resources (resources.json) replay those.
     journal_teardown: bool = False
     # Whether a run can hand over a ClusterLoader2 report (`cl2` metrics read it from the
-    # evaluation's log dir, backends/collected.py): None, never (no step runs CL2); else
+    # evaluation's log dir, bisector/collected.py): None, never (no step runs CL2); else
     # the keys of [backends.<name>] one of which must be set for it ((): always possible).
     cl2_report_from: tuple[str, ...] | None = None
     # [run] warmup when the config sets none (0: the backend needs one said): the sim
@@ -174,7 +175,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "kind.backend",
             "KindBackend",
             ("git", "make", "docker", "kind", "kubectl"),
-            "bisector.backends.kind.doctor:check",
+            "bisector.backends.kind.checks:check",
             cl2_report_from=("workload",),  # only the workload gets the report dir
         ),
         BackendInfo(
@@ -183,7 +184,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "gce.backend",
             "GceBackend",
             ("git", "make", "docker", "gcloud", "gsutil", "python"),
-            "bisector.backends.gce.doctor:check",
+            "bisector.backends.gce.checks:check",
             phases=PhaseModel.KUBEMARK_2017,
             doctor_without_config=True,
             rehearsal="bisector.twin.doctor_rehearsal:run_rehearsal",
@@ -194,7 +195,7 @@ BACKENDS: dict[str, BackendInfo] = {
             "procs.backend",
             "ProcsBackend",
             ("git",),
-            "bisector.backends.procs.doctor:check",
+            "bisector.backends.procs.checks:check",
         ),
     )
 }

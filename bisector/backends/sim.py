@@ -50,8 +50,8 @@ from bisector.sim import (
 )
 
 DEFAULT_PROFILE = "hack/kubemark-sim.toml"
-# Bounds past any real use: 1e9 nodes filled memory before the first log line, a noise of
-# 1000 overflowed exp() in the middle of a run (an internal error after clusters were paid
+# Bounds past any real use: 1e9 nodes fill memory before the first log line, a noise of
+# 1000 overflows exp() in the middle of a run (an internal error after clusters are paid
 # for), 1e20 watchers read 0 conflicts at both endpoints. Kubernetes' documented limit is
 # 5,000 nodes (kubernetes/website, docs/setup/best-practices/cluster-large.md).
 MAX_NODES = 100_000

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from bisector.backends.base import Backend
+from bisector.backends.registry import backend_info
 from bisector.bisection.confirm import confirm
 from bisector.bisection.descent import descend, merge_path
 from bisector.bisection.endpoints import EndpointCheck, Endpoints, endpoint_runs
@@ -24,11 +25,11 @@ from bisector.bisection.start import (
 )
 from bisector.cost import phases_for
 from bisector.gitrepo import BisectSession, GitRepo
-from bisector.measure.early import Scorer
+from bisector.logs.scores import Scorer
 from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold
-from bisector.report import Report, write_reports
-from bisector.report.model import EtaCheck
+from bisector.report import write_reports
+from bisector.report.model import EtaCheck, Report
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
@@ -119,7 +120,7 @@ def find_culprit(b: Bisection) -> Report:
     s = b.settings
     # The ETA's guesses until this run's phases are measured: the cost model's, as --dry-run.
     b.evaluator.phase_times.guess = phases_for(
-        backend=s.backend, warmup_s=s.warmup_s, estimate_s=s.estimate_s
+        model=backend_info(s.backend).phases, warmup_s=s.warmup_s, estimate_s=s.estimate_s
     )
     whole = whole_range(b)
     searches = _Searches(b, whole)

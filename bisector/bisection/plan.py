@@ -9,10 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bisector.backends.base import Backend, Candidate, PhaseModel
+from bisector.backends.base import Backend, Candidate
 from bisector.backends.registry import backend_info
 from bisector.bisection.start import prepare_bisection
-from bisector.cost import Cost, Expected, Phases, SearchShape, cost, expected_search, phases_for
+from bisector.cost import (
+    Cost,
+    Expected,
+    PhaseModel,
+    Phases,
+    SearchShape,
+    cost,
+    expected_search,
+    phases_for,
+)
 from bisector.durations import format_duration
 from bisector.gitrepo import GitRepo
 from bisector.search.decide import MajorityRule
@@ -92,7 +101,9 @@ def estimate(settings: RunSettings, repo: GitRepo, good: str, bad: str) -> Estim
     shape = search_shape(settings, size, descent)
     expected = expected_search(shape)
     phases = phases_for(
-        backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+        model=backend_info(settings.backend).phases,
+        warmup_s=settings.warmup_s,
+        estimate_s=settings.estimate_s,
     )
     costed = None
     if phases is not None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import Backend, ReportsAdaptations, capability
 from bisector.bisection.confirm import Confirmation
 from bisector.bisection.endpoints import Endpoints
@@ -16,6 +15,7 @@ from bisector.measure.journal import Mark as MarkRecord
 from bisector.measure.journal import Pruned, TeardownFailed
 from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
+from bisector.report.adaptation import Adaptation
 from bisector.report.model import (
     Culprit,
     Endpoint,

@@ -29,7 +29,8 @@ from bisector.errors import BisectorError, ConfigError, InfraError
 from bisector.exitcodes import RunExit
 from bisector.gitrepo import BisectSession, GitRepo
 from bisector.locking import own_run_dir
-from bisector.measure.early import Scorer, rescoring
+from bisector.logs.scores import Scorer
+from bisector.measure.early import rescoring
 from bisector.measure.evaluator import Evaluator, MeasureSettings
 from bisector.measure.journal import (
     LAUNCH_FAILED_SESSIONS,
@@ -41,9 +42,10 @@ from bisector.measure.journal import (
     TeardownFailed,
 )
 from bisector.search.decide import DecisionRule, MajorityRule
-from bisector.search.progress import PlainProgress, Progress, logged_to
+from bisector.search.progress import Progress
 from bisector.settings import RunSettings
 from bisector.signals import sigterm_as_interrupt
+from bisector.ui.progress_lines import PlainProgress, logged_to
 
 SessionFactory = Callable[[Any, Path], BisectSession]
 BackendWrapper = Callable[[Backend], Backend]
@@ -244,8 +246,8 @@ def open_bisection(
         try:
             try:
                 repo.add_worktree(layout.good_worktree, prepared.good)  # a backend's base
-                # A setup can take minutes (procs builds its harness from a cold cache: 2m10s
-                # in the 2017 hunt, with nothing said but "starting"): say it begins and ends.
+                # A setup can take minutes (procs builds the 2017 harness from a cold cache
+                # in about 2 minutes, nothing said but "starting"): say it begins and ends.
                 progress.status(f"setting up the {s.backend} backend")
                 began = time.monotonic()
                 backend.setup()

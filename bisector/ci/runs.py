@@ -57,10 +57,6 @@ class LogSet:
     master: str
     objects: tuple[LogObject, ...]
 
-    @property
-    def stored_bytes(self) -> int:
-        return sum(o.size for o in self.objects)
-
 
 @dataclass(frozen=True)
 class JobRef:

@@ -41,7 +41,7 @@ from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import Cl2Metric, SourceMetric
 from bisector.metrics.cl2 import MAX_SUMMARY_BYTES, value_from
-from bisector.metrics.evidence import Reading
+from bisector.metrics.readings import Reading
 from bisector.metrics.scoring import with_reading
 
 DEFAULT_WORKERS = 4

@@ -40,7 +40,7 @@ def cleanup(run_dir: Path) -> int:
         )
     left = _replay_resources(run_dir) + tear_down_from_journal(run_dir)
     # What a killed run's commands left running that no teardown knows of (a daemon a
-    # launch started with setsid): the next run stopped it, cleanup did not.
+    # launch started with setsid): the next run would stop it; cleanup stops it too.
     for line in proc.stop_orphans(RunLayout(run_dir).processes):
         typer.echo(f"stopped {line}")
     if left:

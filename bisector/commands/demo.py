@@ -1,6 +1,6 @@
 """`bisector demo`: bisect a synthetic June-2017 Kubernetes history on the built-in simulator.
 
-It builds the demo history (bisector.demo_repo), writes its config next to it
+It builds the demo history (bisector.sim.demo_repo), writes its config next to it
 and runs the very bisection `bisector run --first-parent` runs (RunOptions from
 the config file, then `run_bisection`), so what the demo shows is what the tool
 does. The demo directory holds:
@@ -21,17 +21,25 @@ from pathlib import Path
 
 import typer
 
+from bisector.backends.registry import backend_info
 from bisector.bisection.pipeline import run_bisection
 from bisector.commands.run import build_settings
 from bisector.cost import evaluation_s
-from bisector.demo_repo import DEMO_DURATION, DEMO_NODES, DemoRepo, create_demo_repo, demo_config
 from bisector.dirs import ensure_dir
 from bisector.durations import parse_duration
 from bisector.errors import BisectorError
 from bisector.exitcodes import DemoExit
-from bisector.report import Report, summary_lines
-from bisector.search.progress import make_progress
+from bisector.report import summary_lines
+from bisector.report.model import Report
 from bisector.settings import RunFlags
+from bisector.sim.demo_repo import (
+    DEMO_DURATION,
+    DEMO_NODES,
+    DemoRepo,
+    create_demo_repo,
+    demo_config,
+)
+from bisector.ui.progress_lines import make_progress
 
 DEFAULT_DIR = Path("bisector-demo")
 MARKER = ".bisector-demo"
@@ -115,7 +123,9 @@ def demo(
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
-            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+            model=backend_info(settings.backend).phases,
+            warmup_s=settings.warmup_s,
+            estimate_s=settings.estimate_s,
         )
     )
     try:

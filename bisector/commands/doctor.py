@@ -172,8 +172,8 @@ def _doctor_nightly(
     config: Path | None, backend: str | None, *, rehearse: bool, keep: bool, as_json: bool
 ) -> int:
     """A `bisector nightly` config: each job that hunts is checked as its own bisection
-    (its backend's tools and checks, on its `repo`); it was read as a run's config before,
-    and its [nightly] table refused as unknown."""
+    (its backend's tools and checks, on its `repo`), not read as a run's config, where its
+    [nightly] table is unknown."""
     from bisector.nightly.config import load_nightly_config
 
     if backend is not None or rehearse or keep:
@@ -236,8 +236,8 @@ def _say_log_scanner(report: Report) -> None:
 
 
 def _check_checkout(job: str, repo: Path | None, report: Report) -> None:
-    """A hunting job's `repo` is a checkout: doctor said `ready` for one that did not exist,
-    and the hunt then failed at night, after the scoring."""
+    """A hunting job's `repo` is a checkout: one that does not exist would pass doctor and
+    fail the hunt at night, after the scoring."""
     try:
         GitRepo(repo or Path())
     except BisectorError as exc:

@@ -18,9 +18,10 @@ from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
-from bisector.report import Report, summary_lines
-from bisector.search.progress import make_progress
+from bisector.report import summary_lines
+from bisector.report.model import Report
 from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.ui.progress_lines import make_progress
 
 
 def build_settings(
@@ -121,7 +122,9 @@ def run(
     # The ETA uses the cost model's evaluation time, as --dry-run does.
     progress = make_progress(
         evaluation_s(
-            backend=settings.backend, warmup_s=settings.warmup_s, estimate_s=settings.estimate_s
+            model=backend_info(settings.backend).phases,
+            warmup_s=settings.warmup_s,
+            estimate_s=settings.estimate_s,
         )
     )
     try:
@@ -141,8 +144,8 @@ def run(
 
 def preflight(settings: RunSettings) -> None:
     """What `bisector doctor` finds missing for the backend, refused before anything starts,
-    with doctor's own line: under `ulimit -n 256` a procs run waited on its cluster for
-    minutes while doctor already said the limit was too low (issue 30, item 3)."""
+    with doctor's own line: under `ulimit -n 256` a procs run would wait on its cluster for
+    minutes for a limit doctor already calls too low."""
     info = backend_info(settings.backend)
     # The run's own checkout, not the current directory: procs asks its tree which Go it needs.
     missing = [f for f in info.doctor(settings.backend_section, settings.repo) if not f.ok]

@@ -27,8 +27,8 @@ from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
 from bisector.gitrepo import GitRepo
 from bisector.measure.journal import Journal, Pruned, read_journal
-from bisector.report import Report, report_of, write_reports
-from bisector.report.model import PrunedLogs
+from bisector.report import report_of, write_reports
+from bisector.report.model import PrunedLogs, Report
 from bisector.report.smoking_gun import drawn_log_dirs
 from bisector.runfiles import prune_logs, size_text
 

@@ -21,7 +21,7 @@ good, 125 as skip, 1-127 as bad and 128 or more as "stop":
 
 Output that cannot be written never changes a verdict: `git bisect run bisector score
 ... | head` closes the pipe every score writes to, and the verdict's code must still
-reach git (bisector.output).
+reach git (bisector.ui.output).
 """
 
 from __future__ import annotations
@@ -44,12 +44,12 @@ from bisector.logs import RequestMetric, Scores, metric_value, score_logs
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE
-from bisector.output import stdin_closed, stdout_failure
 from bisector.runfiles import logs_in
 from bisector.settings import DEFAULT_METRIC
+from bisector.ui.output import stdin_closed, stdout_failure
 
 if TYPE_CHECKING:  # a directory's or snapshots' files: imported only when some are given
-    from bisector.metrics.evidence import Evidence, Reading
+    from bisector.metrics.readings import Evidence, Reading
 
 APISERVER_LOG_GLOB = "kube-apiserver.log*"
 
@@ -181,7 +181,7 @@ def _check(
         source = registry.source_of(metric)
         gone = evidence is None and len(sources) == 1 and not Path(sources[0]).exists()
         if source != "log" and gone:  # a run's directory that is gone: as a missing log
-            from bisector.metrics.evidence import Evidence
+            from bisector.metrics.readings import Evidence
 
             sources, evidence = [], Evidence.in_dir(Path(sources[0]))
         if source != "log" and evidence is None:
@@ -220,7 +220,7 @@ def _inputs(
     logs = list(sources)
     evidence = None
     if len(logs) == 1 and Path(logs[0]).is_dir():
-        from bisector.metrics.evidence import Evidence  # only with files besides a log
+        from bisector.metrics.readings import Evidence  # only with files besides a log
 
         directory = Path(logs[0])
         logs = [str(p) for p in logs_in(directory, APISERVER_LOG_GLOB)]
@@ -228,7 +228,7 @@ def _inputs(
     elif any(Path(s).is_dir() for s in logs):
         raise BisectorError("a directory is scored alone; pass it without other files")
     if before is not None and after is not None:
-        from bisector.metrics.evidence import Evidence
+        from bisector.metrics.readings import Evidence
 
         base = evidence or Evidence()
         evidence = Evidence(base.cl2_dir, before, after, base.processes_dir)
@@ -329,7 +329,7 @@ def _print_table(
 ) -> None:
     from rich.table import Table
 
-    from bisector.terminal import make_console
+    from bisector.ui.terminal import make_console
 
     console = make_console()
     rows = [(name, _shown(shown, name)) for name, shown in scores.metrics.items()]
@@ -402,7 +402,7 @@ def _score_evidence(
 
 
 def _read_evidence(request: ScoreRequest, since: str | None, until: str | None) -> EvidenceScores:
-    from bisector.metrics.evidence import read_metric
+    from bisector.metrics.readings import read_metric
 
     assert request.evidence is not None
     registry, metric = request.registry, request.metric
@@ -476,7 +476,7 @@ def _print_evidence_table(
 ) -> None:
     from rich.table import Table
 
-    from bisector.terminal import make_console
+    from bisector.ui.terminal import make_console
 
     metric = request.metric
     values, _sources = _values_and_sources(found)

@@ -29,7 +29,7 @@ Layout: sources.py (paths, -, gzip by content, gs://, https://), reader.py (time
 parallel byte ranges / blocks), chunks.py (led blocks of whole lines), patterns.py +
 scanner.py + cacher.py (one read, exact counts into a partial.Partial): the usual block in
 one compiled pass (glogscan.py, _glogscan.c), any other with numpy (records.py,
-nodewrites.py), timestamps.py (years for glog headers), metrics.py (the `metrics`
+nodewrites.py), timestamps.py (years for glog headers), scores.py (the `metrics`
 object), definitions.py (user metrics).
 """
 
@@ -42,9 +42,9 @@ from bisector.logs.definitions import (
 )
 from bisector.logs.errors import LogError
 from bisector.logs.incremental import IncrementalScore, LogRestarted
-from bisector.logs.metrics import LogWindow, Scores, metric_value
 from bisector.logs.names import METRIC_NAMES
 from bisector.logs.reader import score_logs
+from bisector.logs.scores import LogWindow, Scores, metric_value
 
 __all__ = [
     "METRIC_NAMES",

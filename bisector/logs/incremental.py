@@ -27,10 +27,10 @@ from pathlib import Path
 from bisector.logs.chunks import LineCutter, _read_after
 from bisector.logs.definitions import RequestMetric
 from bisector.logs.errors import LogError
-from bisector.logs.metrics import Scores, build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.records import MAX_LINE
 from bisector.logs.scanner import scan_chunk
+from bisector.logs.scores import Scores, build_scores
 from bisector.logs.sources import GZIP_MAGIC
 
 READ_SIZE = 16 << 20

@@ -16,9 +16,9 @@ from bisector.errors import BisectorError
 from bisector.logs.chunks import iter_chunks, range_chunks
 from bisector.logs.definitions import RequestMetric
 from bisector.logs.errors import LogError
-from bisector.logs.metrics import Scores, build_scores
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.scanner import scan_chunk
+from bisector.logs.scores import Scores, build_scores
 from bisector.logs.sources import Source, open_source, resolve
 from bisector.logs.timestamps import line_seconds
 
@@ -35,9 +35,9 @@ RANGE_BYTES = 32 << 20
 _PEEK_BYTES = 1 << 16
 # Lines out of order by this much are one log's: glog stamps a line before it takes the
 # write lock, so a goroutine descheduled in between writes it late. Real 2017 apiserver
-# logs (kubernetes 7043372, procs, 100 hollow nodes, 2 cores at load ~7) had 7-34 lines
-# 1.0-1.6 s behind the line above them: a rotation there began "before the last file
-# ended" and a real rotated set was refused. Two launches' logs overlap by minutes.
+# logs (kubernetes 7043372, procs, 100 hollow nodes, 2 cores at load ~7) have 7-34 lines
+# 1.0-1.6 s behind the line above them: without the slack a rotation there begins "before
+# the last file ended" and a real rotated set is refused. Two launches' logs overlap by minutes.
 ORDER_SLACK_S = 5.0
 # A source with no size (stdin, a URL) may never end (`yes |`, `tail -f`, `< /dev/zero`):
 # the most it may give, far past one run's apiserver log (a file of any size still reads:
@@ -259,10 +259,10 @@ def _scan_all(
 def _check_order(source: Source, part: Partial, before: Partial) -> None:
     """LogError when `part` (one file, scanned) runs backwards in time, or begins before the
     files before it end: two launches' logs in one file (`cat new.log old.log`) or a
-    reversed one (their window read 0 s and was still judged), the same file given twice
-    (its counts doubled: `score a.log a.log` read 2x the conflicts) or two launches' logs
-    in one set. Only the ends are compared, so the scan's hot path is untouched; lines a
-    goroutine wrote a moment late are allowed."""
+    reversed one (their window would read 0 s and still be judged), the same file given
+    twice (its counts doubled: `score a.log a.log` would read 2x the conflicts) or two
+    launches' logs in one set. Only the ends are compared, so the scan's hot path is
+    untouched; lines a goroutine wrote a moment late are allowed."""
     first, last = part.first_ts, part.last_ts
     if first is not None and last is not None and last < first - ORDER_SLACK_S:
         raise LogError(

@@ -79,8 +79,8 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
         _json_requests(chunk, prefix, out) if maybe_json and p.JSON_HTTP_MARK in chunk else []
     )
     # Where the message of each glog record starts: what the cacher handlers search is
-    # those records' lines alone, dated or not (the whole chunk was searched when dated:
-    # three searches of 2 MiB, ~1 CPU-s per GiB, for the gate alone).
+    # those records' lines alone, dated or not (searching the whole chunk costs three
+    # searches of 2 MiB, ~1 CPU-s per GiB, for the gate alone).
     msgs = messages(raw, lines) if prefix == "plain" and lines.glog.any() else None
     text = _cacher_text(raw, chunk, lines, msgs)
     marks = _CacherMarks.of(text)
@@ -118,9 +118,10 @@ class _CacherMarks:
 
     A gate for speed only, never for a count: a forced close or a dispatch line counts
     whatever file logged it, so its own mark opens the gate too. Gated on `cache` alone,
-    such a line from wrap.go counted only where another line of the text said `cache`:
-    the dated numpy path (the whole chunk) counted it, the compiled pass and the undated
-    one (the messages' own lines) did not, and the count changed with where blocks were cut.
+    such a line from wrap.go would count only where another line of the text said `cache`:
+    the dated numpy path (the whole chunk) would count it, the compiled pass and the
+    undated one (the messages' own lines) would not, and the count would change with where
+    blocks are cut.
     """
 
     cacher: bool
@@ -305,17 +306,17 @@ def _node_writes(
                 verbs.append(verb.encode())
                 statuses.append(str(status).encode())
     # In line order, as the log wrote them, even where a line was stamped a moment late:
-    # they were sorted by time within each chunk, so the Nth write (which the dispatch lag
-    # pairs with the Nth dispatch) changed with where the chunks were cut.
+    # sorted by time within each chunk, the Nth write (which the dispatch lag pairs with
+    # the Nth dispatch) would change with where the chunks are cut.
     return times, verbs, statuses
 
 
 def _write_kinds(verbs: list[bytes], statuses: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     """(conflict, success) of each write, by the status as written, as every path reads it
     (nodewrites.RegexWrite): a conflict is a PATCH or APPLY answered exactly `409`, a
-    success a three-digit 2xx. Read as numbers, `0409` counted as a conflict only when the
-    writes were dated (`score --since 0s` counted more than `score`), and a status longer
-    than an int64 ended the scan in numpy's OverflowError."""
+    success a three-digit 2xx. Read as numbers, `0409` would count as a conflict only when
+    the writes are dated (`score --since 0s` counting more than `score`), and a status
+    longer than an int64 would end the scan in numpy's OverflowError."""
     column = np.array(statuses)  # fixed width, shorter ones padded with NULs
     width = column.dtype.itemsize
     if width < 3:

@@ -137,7 +137,7 @@ _CRI_STAMP = re.compile(rb"(.*?)(Z|[+-]\d\d:\d\d)$")
 
 
 def cri_text_seconds(text: bytes) -> float:
-    """b"2025-06-25T13:32:12.795286855Z" to epoch seconds."""
+    """b"2017-06-02T05:51:10.795286855Z" to epoch seconds."""
     match = _CRI_STAMP.match(text)
     if match is None:
         return float("nan")

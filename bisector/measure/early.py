@@ -33,17 +33,11 @@ from typing import Protocol
 
 from bisector.backends.base import Candidate, PartialLogs
 from bisector.durations import format_duration
-from bisector.logs import METRIC_NAMES, Scores, metric_value
+from bisector.logs import METRIC_NAMES, metric_value
 from bisector.logs.names import MONOTONE_METRICS
+from bisector.logs.scores import GrowingScorer, GrowingScorerFactory, Scorer
 from bisector.numbers import format_threshold, format_value
 from bisector.search.progress import Reading
-
-Scorer = Callable[[list[str]], Scores]
-# A scorer of one evaluation's growing log: called again each time the log has grown,
-# it returns the Scores of the whole log so far. `GrowingScorerFactory()` makes a fresh
-# one per evaluation (it may keep where it stopped reading: O(new bytes) per call).
-GrowingScorer = Callable[[list[str]], Scores]
-GrowingScorerFactory = Callable[[], GrowingScorer]
 
 
 def is_monotone(metric: str) -> bool:

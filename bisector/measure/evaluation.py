@@ -24,13 +24,13 @@ from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait
 
 from bisector import proc
 from bisector.backends.base import Backend, Candidate, PartialLogs, capability
-from bisector.backends.collected import read_load
+from bisector.collected import read_load
 from bisector.errors import BisectorError, BuildError, CollectError, InfraError, LaunchError
 from bisector.logs import metric_value, score_logs
+from bisector.logs.scores import Scorer
 from bisector.measure.early import (
     EarlyEnd,
     EarlyStop,
-    Scorer,
     early_good_problem,
     warm_up_watching,
 )

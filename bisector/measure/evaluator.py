@@ -31,12 +31,11 @@ from bisector.cost import MeasuredPhases
 from bisector.durations import format_duration
 from bisector.errors import InfraError
 from bisector.gitrepo import GitRepo
+from bisector.logs.scores import GrowingScorerFactory, Scorer
 from bisector.measure.decisions import Deciding
 from bisector.measure.early import (
     EarlyPolicy,
     EarlyStop,
-    GrowingScorerFactory,
-    Scorer,
     rescoring,
 )
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
@@ -200,8 +199,8 @@ class Evaluator(Deciding):
             return None
         search = max(self._steps_left - self._started_since_expect, 1)
         if self._steps_full_length:
-            # The real 2017 hunt's three confirmations (1m27s each) were said as "ETA
-            # 2m31s": counted at the search runs' 10-second verdicts.
+            # Confirmations run at full length: counted at the search runs' early
+            # verdicts (10 s on the 2017 range), three of 1m27s would read "ETA 2m31s".
             search, after = 0, search + self.runs_after_search
         else:
             after = self.runs_after_search
@@ -218,9 +217,6 @@ class Evaluator(Deciding):
     def early_stop(self, threshold: float | None, phase: str = "bisect") -> EarlyStop | None:
         """How a warmup in `phase` is watched and may end early (bisector.measure.early)."""
         return self.early.stop_for(threshold, phase)
-
-    def early_good_on(self) -> bool:
-        return self.early.good_on()
 
     @property
     def early_good_withdrawn(self) -> bool:

@@ -4,7 +4,7 @@ apiserver's `/metrics` at the warmup's start and end (`prometheus`), and process
 definitions.py; bisector.metric_registry holds them with the log's own metrics.
 
 Layout: definitions.py (types, keys, built-ins), cl2.py, prometheus.py (parsing is
-prometheus_client's; increase and histogram_quantile over two snapshots), evidence.py
+prometheus_client's; increase and histogram_quantile over two snapshots), readings.py
 (where one run's files are; `read_metric`), scoring.py (an evaluation's scorer that
 reads its own log directory).
 """
@@ -21,7 +21,7 @@ from bisector.metrics.definitions import (
 )
 from bisector.metrics.direction import Worse, is_bad
 
-# Reading the files (evidence.py, scoring.py) is imported from those modules by whoever
+# Reading the files (readings.py, scoring.py) is imported from those modules by whoever
 # reads them: the metric registry needs only the definitions above, and `bisector score
 # LOG` starts without the rest.
 

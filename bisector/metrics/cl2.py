@@ -3,7 +3,7 @@
 CL2 writes each measurement's summary into its report dir as
 `<SummaryName>_<test name>[_<scenario id>]_<RFC3339 time>.<ext>` (kubernetes/perf-tests
 `clusterloader2/pkg/test/simple_test_executor.go`), e.g.
-`APIResponsivenessPrometheus_load_2026-08-07T16:16:53Z.json`,
+`APIResponsivenessPrometheus_load_2024-08-07T16:16:53Z.json`,
 `PodStartupLatency_PodStartupLatency_load_...json`, `SchedulingThroughput_load_...json`.
 A metric names the file by its prefix (`summary`), picks one data item by labels and
 reads one key of its `data`:

@@ -49,7 +49,7 @@ SOURCES = ("log", "cl2", "prometheus", "process")
 PROCESS_VALUES = ("cpu_s", "peak_rss_bytes", "peak_rss_mib")
 PROMETHEUS_KINDS = ("counter", "histogram", "summary", "gauge", "series")
 QUANTILE_KINDS = ("histogram", "summary")
-# Whose /metrics a prometheus metric reads (bisector.backends.collected.metrics_file): the
+# Whose /metrics a prometheus metric reads (bisector.collected.metrics_file): the
 # procs backend snapshots each control-plane process it runs; other backends the apiserver.
 TARGETS = ("apiserver", "etcd", "kube-controller-manager", "kube-scheduler")
 ABSENT = ("skip", "zero")  # what a counter, gauge or series with no series means
@@ -252,8 +252,8 @@ BUILTIN_SOURCE_METRICS: tuple[SourceMetric, ...] = (
         "ms",
     ),
     # etcd's own /metrics (the procs backend snapshots it). Names as etcd 3.5.1 serves them
-    # (read from a real etcd 3.5.1 beside a v1.32 apiserver, /work/modern/NOTES.md section
-    # 6; etcd server/storage/mvcc/metrics.go): the watchers the apiservers hold (one per
+    # (read from a real etcd 3.5.1 beside a v1.32 apiserver; etcd
+    # server/storage/mvcc/metrics.go): the watchers the apiservers hold (one per
     # watch the cacher cannot serve: kubernetes #121688 adds one per watch) ...
     PrometheusMetric(
         "etcd_watchers",

@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 from bisector.errors import CollectError
 from bisector.logs import Scores
 from bisector.metrics.definitions import SourceMetric
-from bisector.metrics.evidence import Evidence, Reading, read_metric
+from bisector.metrics.readings import Evidence, Reading, read_metric
 
 LogScorer = Callable[[list[str]], Scores]
 

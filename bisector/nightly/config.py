@@ -30,7 +30,7 @@ from pathlib import Path
 from bisector.backends.registry import backend_info
 from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.ci.scoring import ci_source_problem
-from bisector.config import Section, keys_of, load_config, read_settings, setting
+from bisector.config import Section, load_config, read_settings, setting
 from bisector.errors import ConfigError
 from bisector.metric_registry import MetricRegistry, check_threshold
 from bisector.settings import CHECK_DIR, DEFAULT_METRIC, MAX_EVALUATIONS, RunFlags, RunSettings
@@ -84,10 +84,6 @@ def _job_name(s: Section, key: str) -> str:
     if not _NAME.match(name):
         raise ConfigError(f"{s.where(key)}: {name!r} must be letters, digits, .-_")
     return name
-
-
-def _budget(s: Section, key: str) -> Budget:
-    return read_settings(Budget, s.table(key))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,8 +221,3 @@ def _check_bisection(config: Section, metric: str) -> None:
     (the job's metric decides whether its warmups are watched)."""
     settings = RunSettings.from_config(config, good="", bad="", flags=RunFlags(metric=metric))
     backend_info(settings.backend).create(settings.backend_context(CHECK_DIR))
-
-
-NIGHTLY_KEYS = keys_of(NightlyTable)
-JOB_KEYS = keys_of(JobTable)
-BUDGET_KEYS = keys_of(Budget)

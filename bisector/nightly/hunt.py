@@ -39,8 +39,8 @@ from bisector.nightly.budget import BudgetedBackend, BudgetExceeded, budget_exce
 from bisector.nightly.config import JobConfig, NightlyConfig
 from bisector.nightly.store import Hunt, NightlyStore
 from bisector.report.model import Culprit, Evaluation, Report, Threshold
-from bisector.search.progress import PlainProgress
 from bisector.settings import RunFlags, RunSettings
+from bisector.ui.progress_lines import PlainProgress
 
 FOUND = "found"  # culprit named and confirmed
 INCONCLUSIVE = "inconclusive"  # bisected, but no single confirmed culprit

@@ -94,7 +94,7 @@ class NightlyStore:
     def __init__(self, path: Path) -> None:
         _make_dir(path.parent)
         try:
-            # Parallel bisection slots (issue 5) may record budget usage from their threads.
+            # Parallel bisection slots may record budget usage from their threads.
             self.db = sqlite3.connect(
                 path, timeout=30, isolation_level=None, check_same_thread=False
             )

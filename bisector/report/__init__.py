@@ -1,18 +1,23 @@
 """The bisection's report: typed data (model.py) and what renders it.
 
-Report                      the typed report; report.json is Report.to_json()
+model.Report                the typed report; report.json is Report.to_json()
 write_reports(report, dir)  report.json, report.md, report.html
 report_of(dir)              the Report a run directory's report.json holds, if readable
 summary_lines(report)       the end-of-run evidence printed by run, demo and nightly
+
+The package loads no module of its own: a backend names `adaptation.Adaptation`
+without loading the report's model.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bisector.report.model import Report
+if TYPE_CHECKING:
+    from bisector.report.model import Report
 
-__all__ = ["Report", "report_of", "summary_lines", "write_reports"]
+__all__ = ["report_of", "summary_lines", "write_reports"]
 
 
 def write_reports(report: Report, run_dir: Path) -> None:
@@ -26,6 +31,8 @@ def write_reports(report: Report, run_dir: Path) -> None:
 
 def report_of(run_dir: Path) -> Report | None:
     """The report `run_dir/report.json` holds; None when there is none, or it cannot be read."""
+    from bisector.report.model import Report
+
     try:
         return Report.read(run_dir / "report.json")
     except (OSError, ValueError, KeyError, TypeError):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE, format_threshold, format_value
-from bisector.report.model import Endpoint, Evaluation, Mark, PrunedLogs, Report
+from bisector.report.model import Evaluation, Mark, PrunedLogs, Report
 from bisector.report.wording import same_tree_plain
 
 
@@ -36,13 +36,6 @@ def runs_text(runs: list[float], metric: str = "") -> str:
         return "no run"
     values = ", ".join(format_value(v, metric) for v in runs)
     return f"1 run: {values}" if len(runs) == 1 else f"{len(runs)} runs: {values}"
-
-
-def endpoint_text(report: Report, which: str, end: Endpoint) -> str:
-    return (
-        f"{report.metric} at {which} {short(end.commit)}: "
-        f"{value_text(end.value, report.metric)} ({runs_text(end.runs, report.metric)})"
-    )
 
 
 def threshold_how(report: Report) -> str:
@@ -210,7 +203,7 @@ def relative_path(report: Report, path: str) -> str:
 
 
 def pruned_when(pruned: PrunedLogs) -> str:
-    """`on 2026-12-08 10:31 UTC by bisector runs --prune`."""
+    """`on YYYY-MM-DD HH:MM UTC by bisector runs --prune`."""
     at = datetime.fromtimestamp(pruned.at, UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"on {at} by `bisector runs --prune`"
 

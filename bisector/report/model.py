@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from bisector.backends.adaptation import Adaptation
+from bisector.report.adaptation import Adaptation
 
 REPORT_VERSION = 2
 

@@ -24,9 +24,9 @@ SUSPECT = "#ef6c00"  # shading of the commits the culprit could be, without a si
 PHASE_MARKERS = {"endpoint": "s", "bisect": "o", "confirm": "D"}
 REPEAT_OFFSET = 0.16  # x offset between repeated measurements of one commit
 LABEL_CHARS = 7
-# A 9 pt label turned 60 degrees needs ~0.19 in of axis from its neighbours: the 2017
-# hunt's five search runs within six of 95 first-parent commits drew their labels over
-# each other. Closer measured commits keep their marks and minor ticks, not a label.
+# A 9 pt label turned 60 degrees needs ~0.19 in of axis from its neighbours: a bisection
+# of the 2017 range puts five search runs within six of 95 first-parent commits, whose
+# labels would overlap. Closer measured commits keep their marks and minor ticks, not a label.
 LABEL_GAP_IN = 0.19
 
 
@@ -43,7 +43,7 @@ def panels(report: Report) -> list[Panel]:
     The branch panel holds the commits measured off the first-parent line, oldest left,
     and ends with the merge they came in with (report.json's culprit.merge): bounded by
     that merge, however the branch's commits interleave by date with older first-parent
-    merges in `range` (the 2017 hunt's culprit f93a270 sits there before merge 82765ba,
+    merges in `range` (the 2017 regression's culprit f93a270 sits there before merge 82765ba,
     seven merges older than its own 481e01706033).
     """
     fp = report.first_parent_range if report.first_parent else []

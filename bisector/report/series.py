@@ -19,10 +19,10 @@ import numpy as np
 from bisector.logs import patterns as p
 from bisector.logs.cacher import SATURATED, dated
 from bisector.logs.chunks import iter_chunks
-from bisector.logs.metrics import NODE_CACHER_TYPES
 from bisector.logs.partial import ScanSettings
 from bisector.logs.reader import CHUNK_SIZE, order_sources
 from bisector.logs.scanner import timed_node_writes  # the scanner's own matching
+from bisector.logs.scores import NODE_CACHER_TYPES
 from bisector.logs.sources import open_source
 
 __all__ = ["SATURATED", "RunSeries", "read_series"]

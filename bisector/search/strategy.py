@@ -3,7 +3,7 @@
 A strategy sees the search state (the git bisect session, the verdicts so far,
 the commits still possible) and returns up to `slots` commits to evaluate this
 round; an empty list means it has nothing more to ask. The default asks git
-bisect for its own pick. Noise-aware or parallel strategies (issue 5) return
+bisect for its own pick. Noise-aware or parallel strategies return
 other or more commits; the runner evaluates them and feeds every verdict to git.
 """
 

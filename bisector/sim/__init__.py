@@ -1,4 +1,5 @@
-"""A kubemark simulator: the apiserver's node path as a discrete-event model."""
+"""A kubemark simulator: the apiserver's node path as a discrete-event model, and the demo's
+synthetic history whose commits carry its profiles (demo_repo.py)."""
 
 from __future__ import annotations
 

@@ -56,7 +56,6 @@ class NodeCacher:
         self.last_push = [-1.0] * nodes  # when each node's latest event reached the store
         self.events = 0
         self._received = 0
-        self._ready_prev = 0.0
         self._push_prev = 0.0
         self._finish_prev = 0.0
         self.hwm = 0

@@ -3,15 +3,15 @@
 The profile's costs (profile.py) are the 2017 GCE master's, calibrated at kubemark-5000;
 the procs backend runs the real 1.7 apiserver with 100 hollow nodes, status every 1 s and
 16,000 extra node watches on a 2-core machine (configs/procs-2017.toml). Two things of
-that machine are run settings here, fitted on its real apiserver logs (1 Dec 2026):
+that machine are run settings here, fitted on its real apiserver logs (docs/simulator.md):
 * each status try's node-address lookup (kubelet.py PROCS_NODE_LOOKUP): it paces the
   hollow kubelets to ~one try in 3.5 s, hence ~8,900 writes in 5 min for a good build;
 * the dispatch slowdown: without the trigger index each node event costs 16,105 watcher
   offers, and near the knee (~28 events/s) the CPU the apiserver gets decides how far
   the cacher falls behind. Fitted by eye on the bad builds' 409s and status 200s
-  together (3 seeds, medians): 1.5 on a quiet machine (make real, 7043372: real 957 409s
+  together (3 seeds, medians): 1.5 on a quiet machine (7043372: real 957 409s
   / 7,463 200s, model 1,061 / 7,562; f93a270's 2,388 / 5,416 sit at ~1.8) and 10 while
-  other work shared the two cores (the hunt, 7043372: 7,834 / 474, f93a270: 7,366 /
+  other work shared the two cores (7043372: 7,834 / 474, f93a270: 7,366 /
   1,067; model 9,527 / 1,132; watch delay p50 52-153 s against 3-7 s quiet).
 The fit leaves one known gap: a real try waits for its requests' answers, which a
 CPU-starved bad apiserver gives in ~1 s (409 PATCH mean 0.7-1.5 s); the model's tries do

@@ -18,7 +18,7 @@ Sources (kubernetes 7043372, 31 May 2017):
   one try in 3.5 s): the rate limit never paces a hollow kubelet at these settings, so the
   model has none.
 
-On the procs backend's machine (1 Dec 2026, the resolver of a sandbox that answers some
+On the procs backend's machine (the resolver of a sandbox that answers some
 queries at once and drops others), the real apiserver logs of 1444d25 and 7043372 (100
 hollow nodes, status every 1 s, 16,000 extra node watches; 17,191 GET -> PATCH pairs of
 one node) put 64.2 % of tries' GET -> PATCH within 2.5 s (median 13 ms), 20.2 % at

@@ -14,10 +14,10 @@ any `bad_if_contains` commit get `bad_profile`, the rest `good_profile`), so a
 whole `bisector run` on the twin names a culprit. Users can rehearse a config's
 command sequence this way before spending money:
 
-    python -m bisector.twin install /tmp/twin --project my-project \
+    python -m bisector.twin install TWIN --project my-project \
         --bad-if-contains f93a270
-    PATH=/tmp/twin/bin:$PATH bisector run --config ... --good G --bad B
-    python -m bisector.twin leftovers /tmp/twin     # what would still be billed
+    PATH=TWIN/bin:$PATH bisector run --config ... --good G --bad B
+    python -m bisector.twin leftovers TWIN     # what would still be billed
 
 A layer of its own, above the product: it imports the gce backend (to rehearse it)
 and the sim (the log its master serves); nothing in the product imports it, so none

@@ -23,7 +23,7 @@ Each fault is a table with a `kind` and where it strikes:
 
 Quota, stockout and rate limits are quota/API errors as the backend sees them in
 a script's output; each kind has its test of what the backend does with it
-(tests/backends/test_gce_faults.py).
+(tests/backends/gce/test_backend_faults.py).
 """
 
 from __future__ import annotations

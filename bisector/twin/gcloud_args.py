@@ -2,7 +2,7 @@
 
 What real gcloud does before it touches credentials or the network (measured
 with the SDK 528 installed here, offline and without an account; every message
-below is compared with the real one in tests/twin/test_strict_twin.py):
+below is compared with the real one in tests/twin/test_gcloud_strict.py):
 
 * the command path is read word by word (`gcloud beta compute networks subnets
   create`); a flag before the command is complete is checked against that

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from bisector import proc
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import Candidate
 from bisector.backends.gce.backend import GceBackend
 from bisector.config import Section
 from bisector.errors import InfraError
+from bisector.report.adaptation import Adaptation
 from bisector.settings import RunSettings
 from bisector.twin import UNMODELLED_EXIT, TwinConfig, install
 from bisector.twin.state import Home

@@ -12,7 +12,7 @@ copied. Regenerate it for another release with
 
     python -m bisector.twin flag-table --sdk /usr/lib/google-cloud-sdk > FILE
 
-and `tests/twin/test_flag_table.py` checks that the committed table is what the
+and `tests/twin/test_sdk_table.py` checks that the committed table is what the
 installed SDK says (skipped where no SDK 528 is installed).
 """
 

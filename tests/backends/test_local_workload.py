@@ -13,7 +13,7 @@ from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.local import LocalBackend
 from bisector.bisection.pipeline import run_bisection
 from bisector.config import Section
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.evidence import counter, pod_startup, snapshot
 from tests.helpers.repo import build_repo
 from tests.helpers.settings import settings_for
@@ -101,7 +101,7 @@ def test_metrics_snapshots_land_where_the_prometheus_source_reads_them(tmp_path:
     backend.warmup(candidate)
     backend.collect(candidate)
     from bisector.metric_registry import MetricRegistry
-    from bisector.metrics.evidence import Evidence, read_metric
+    from bisector.metrics.readings import Evidence, read_metric
 
     metric = MetricRegistry().source_metric("terminated_watchers")
     assert metric is not None

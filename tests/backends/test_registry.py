@@ -2,7 +2,7 @@
 metric's source): local (every command gets $BISECTOR_REPORT_DIR), kind with a `workload`
 (only that step gets it: bisector/backends/kind/steps.py `workload`); never sim, gce
 (the 2017 kubemark scripts) or procs. Which backends exist is not listed here:
-tests/backends/test_conformance.py runs over every registered one."""
+tests/backends/test_base_conformance.py runs over every registered one."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from bisector.bisection.descent import merge_path
 from bisector.bisection.pipeline import run_bisection
 from bisector.gitrepo import GitRepo
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.settings import settings_for

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from bisector.commands.demo import MARKER, prepare_dir
-from bisector.demo_repo import create_demo_repo
 from bisector.errors import BisectorError
 from bisector.numbers import format_threshold, format_value
+from bisector.sim.demo_repo import create_demo_repo
 
 ROOT = Path(__file__).resolve().parents[2]
 

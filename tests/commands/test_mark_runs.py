@@ -10,7 +10,7 @@ import pytest
 
 from bisector.bisection.pipeline import run_bisection
 from bisector.entry import main
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo

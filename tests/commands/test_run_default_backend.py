@@ -10,8 +10,8 @@ import pytest
 from bisector.backends.base import BackendContext
 from bisector.backends.registry import create_backend
 from bisector.config import Section
-from bisector.demo_repo import create_demo_repo
 from bisector.entry import main
+from bisector.sim.demo_repo import create_demo_repo
 from tests.helpers.settings import settings_for
 
 

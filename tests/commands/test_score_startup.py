@@ -44,7 +44,7 @@ def test_score_starts_no_blas_threads_and_leaves_the_environment_as_it_was(
 # Adaptation: 13-15 ms of every start, 5 December 2026) until Adaptation had its module.
 _NOT_FOR_A_LOG = (
     "bisector.measure.early",
-    "bisector.metrics.evidence",
+    "bisector.metrics.readings",
     "bisector.metrics.cl2",
     "bisector.report.model",
 )

@@ -4,7 +4,7 @@ Runs only with `make contract KUBE=/path/to/kubernetes` (each case is one rehear
 one to two minutes). For each fault (bisector.twin.faults): what the backend does with
 it (retried, skipped with the reason, or refused before anything is created) and that
 the twin's project holds nothing billable afterwards. The same faults through the fake
-proc, fast, are in tests/backends/test_gce_faults.py.
+proc, fast, are in tests/backends/gce/test_backend_faults.py.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE
 
 START_TIME = 1.7e9
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector.backends.base import BackendTraits, Candidate, sleep_steps
-from bisector.backends.collected import ProcessUsage, write_processes
+from bisector.collected import ProcessUsage, write_processes
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from tests.helpers.evidence import counter, snapshot, write_cl2_report, write_snapshots
 from tests.helpers.local_backend import CONFLICT, WRITE

@@ -8,9 +8,9 @@ from typing import Any
 
 from bisector.backends.base import Backend
 from bisector.bisection.pipeline import run_bisection
-from bisector.report import Report
-from bisector.search.progress import PlainProgress
+from bisector.report.model import Report
 from bisector.settings import RunSettings
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import BuiltRepo
 from tests.helpers.settings import settings_for

@@ -2,7 +2,7 @@
 
 `fuzz_log`: 2017-style lines mixed with the traps the scanner must not count (stack
 traces and `logging error output` lines quoting a node PATCH 409, impossible times,
-binary noise, over-long lines, a truncated last line); tests/logs/test_fast_path.py
+binary noise, over-long lines, a truncated last line); tests/logs/test_reader_fast_path.py
 scores it against a line-by-line reference. `fuzz_chunk`: node-write lines built from
 pieces that match the pattern only in part (tests/logs/test_nodewrites.py checks each
 against the anchored regex).

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import git
 
-from bisector.demo_repo import PROFILE_PATH, DemoRepo
+from bisector.sim.demo_repo import PROFILE_PATH, DemoRepo
 from tests.helpers.ci_history import CiRun
 
 GOOD_CONFLICTS = (44, 52, 47, 58, 50, 61)

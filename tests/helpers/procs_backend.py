@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import BackendContext, Candidate
+from bisector.backends.procs import cluster as pc
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.builds import Built
+from bisector.backends.procs.options import ProcsSettings
 from bisector.backends.procs.running import Running
 from bisector.backends.resources import ResourceRecord
 from bisector.config import Section
@@ -154,3 +156,14 @@ def fake_env(monkeypatch: pytest.MonkeyPatch, world: ProcsWorld, **faults: str) 
         kill_listed(world.kube.pids)
         for key in env:
             os.environ.pop(key, None)
+
+
+def procs_settings(**data: object) -> ProcsSettings:
+    """`[backends.procs]` with `data`, read as a run reads it."""
+    return ProcsSettings.from_section(Section(data, "p.toml", "backends.procs"))
+
+
+def cluster_layout(tmp_path: Path, secure: bool) -> pc.Layout:
+    """A cluster's layout under `tmp_path` on fixed ports, without starting anything."""
+    return pc.Layout("t", tmp_path, pc.ClusterFiles.under(tmp_path / "e"),
+                     pc.Ports(2379, 2380, 6443, ((1, 2),)), secure)  # fmt: skip

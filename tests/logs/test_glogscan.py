@@ -6,7 +6,7 @@ test below scores the same chunk both ways (the compiled module taken away for t
 second) and compares every count, on the fuzz of the node-write matcher
 (tests/logs/test_nodewrites.py: near misses of each field, pid fields glog never writes,
 names and latencies longer than the windows, truncated lines), the line-by-line fuzz of
-test_fast_path.py (stack traces, impossible times, binary noise, over-long lines), every
+test_reader_fast_path.py (stack traces, impossible times, binary noise, over-long lines), every
 log generation of tests/helpers/log_lines.py, cacher messages behind every header shape, and
 random bytes.
 """

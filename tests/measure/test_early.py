@@ -17,7 +17,8 @@ from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, eva
 from bisector.measure.journal import Journal, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
-from bisector.search.progress import PlainProgress, Reading
+from bisector.search.progress import Reading
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import GrowingBackend, GrowingFileValue
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config

@@ -19,8 +19,8 @@ from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import WindowRule
-from bisector.report import Report
-from bisector.search.progress import PlainProgress
+from bisector.report.model import Report
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import LATE, T0, GrowingBackend, ShapedFileValue
 from tests.helpers.fake_backends import patch_line as _line
 from tests.helpers.inprocess import bisect_built

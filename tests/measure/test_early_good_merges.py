@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
-from bisector.report import Report
+from bisector.report.model import Report
 from tests.helpers.fake_backends import LATE, ShapedFileValue
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.repo import BuiltRepo, build_repo

@@ -20,9 +20,9 @@ from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.measure.early import looks_agree
 from bisector.measure.journal import EarlyGoodWithdrawn, Measured, read_journal
-from bisector.report import Report
-from bisector.search.progress import PlainProgress
+from bisector.report.model import Report
 from bisector.settings import RunSettings
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import T0, ShapedFileValue
 from tests.helpers.fake_backends import patch_line as _line
 from tests.helpers.local_backend import write_local_config

@@ -13,7 +13,7 @@ import pytest
 
 from bisector import proc
 from bisector.backends.base import Candidate
-from bisector.backends.collected import ProcessUsage, write_processes
+from bisector.collected import ProcessUsage, write_processes
 from bisector.logs import Scores
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement

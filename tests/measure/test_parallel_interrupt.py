@@ -22,8 +22,8 @@ from bisector import proc
 from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.measure.parallel import run_concurrently
-from bisector.search.progress import PlainProgress
 from bisector.signals import sigterm_as_interrupt
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import PrefetchingBackend
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.processes import gone, kill_listed, listed

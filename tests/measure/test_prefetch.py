@@ -19,8 +19,8 @@ from bisector.measure.parallel import CancellableBackend
 from bisector.measure.prefetch import Prefetcher
 from bisector.nightly.budget import BudgetedBackend
 from bisector.nightly.config import Budget
-from bisector.report import Report
-from bisector.search.progress import PlainProgress
+from bisector.report.model import Report
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend, PrefetchingBackend
 from tests.helpers.inprocess import bisect_built, whole_range
 from tests.helpers.repo import PR, BuiltRepo, build_repo

@@ -17,7 +17,7 @@ from bisector.backends.base import Candidate
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import LaunchError
 from bisector.measure.journal import Measured, Prefetch, read_journal
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import PrefetchingBackend
 from tests.helpers.inprocess import bisect_built
 from tests.helpers.local_backend import write_local_config

@@ -17,7 +17,7 @@ from bisector.backends.base import Candidate
 from bisector.errors import InfraError
 from bisector.measure.journal import Cleaned, Journal, TeardownFailed, read_journal
 from bisector.measure.teardown import Teardowns
-from bisector.search.progress import PlainProgress
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend
 from tests.helpers.processes import gone
 

@@ -11,7 +11,7 @@ import pytest
 from bisector.errors import CollectError
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import Cl2Metric
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 from tests.helpers.evidence import summary_name, write_cl2_report
 
 REGISTRY = MetricRegistry()

@@ -28,7 +28,7 @@ from bisector.config import Section
 from bisector.errors import CollectError
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics.cl2 import VIOLATIONS_FILE, slo_violations
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 from tests.helpers.evidence import cl2_summaries, summary_name
 
 DASH = "-" * 80

@@ -11,8 +11,8 @@ import pytest
 
 from bisector.errors import CollectError
 from bisector.metrics import PrometheusMetric
-from bisector.metrics.evidence import Evidence, read_metric
 from bisector.metrics.prometheus import Bucket, bucket_quantile, parse_snapshot
+from bisector.metrics.readings import Evidence, read_metric
 from tests.helpers.evidence import counter, histogram, snapshot, summary, write_snapshots
 
 DURATION = "apiserver_request_duration_seconds"

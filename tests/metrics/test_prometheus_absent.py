@@ -20,7 +20,7 @@ from bisector.config import Section
 from bisector.errors import CollectError, ConfigError
 from bisector.metrics import PrometheusMetric, parse_source_metric
 from bisector.metrics.definitions import BUILTIN_SOURCE_METRICS
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 from tests.helpers.evidence import counter, snapshot, write_snapshots
 
 ADDED = "apiserver_watch_cache_events_dispatched_total"  # a counter the range's commit adds

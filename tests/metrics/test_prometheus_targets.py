@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import metrics_file
+from bisector.collected import metrics_file
 from bisector.config import Section
 from bisector.errors import CollectError, ConfigError
 from bisector.metric_registry import MetricRegistry
 from bisector.metrics import PrometheusMetric, parse_source_metric
-from bisector.metrics.evidence import Evidence, read_metric
+from bisector.metrics.readings import Evidence, read_metric
 
 START = 1.79640358402e09
 

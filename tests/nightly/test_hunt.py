@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bisector.demo_repo import create_demo_repo
 from bisector.measure.journal import read_lines
+from bisector.sim.demo_repo import create_demo_repo
 from tests.helpers.ci_history import write_job_history
 from tests.helpers.nightly import cli_env, demo_ci_runs, nightly_argv, nightly_config, run_cli
 

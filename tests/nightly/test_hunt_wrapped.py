@@ -12,11 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from bisector.config import Section
-from bisector.demo_repo import PROFILE_PATH, create_demo_repo
 from bisector.measure.journal import read_lines
 from bisector.nightly.config import Budget, JobConfig, NightlyConfig
 from bisector.nightly.hunt import FOUND, bisect_hunt, hunt_run_dir
 from bisector.nightly.store import NightlyStore
+from bisector.sim.demo_repo import PROFILE_PATH, create_demo_repo
 from tests.helpers.nightly import SIM_RAMP, demo_ci_runs
 
 

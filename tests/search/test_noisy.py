@@ -13,8 +13,8 @@ import pytest
 
 from bisector.bisection.pipeline import run_bisection
 from bisector.errors import BisectorError
-from bisector.report import Report
-from bisector.search.progress import PlainProgress
+from bisector.report.model import Report
+from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend, Tamper
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import PR, BuiltRepo, build_repo
@@ -182,7 +182,8 @@ def test_metric_likelihood_without_noise_costs_what_git_bisect_does(tmp_path: Pa
 def test_four_slots_take_fewer_rounds(tmp_path: Path, noise: float) -> None:
     built = build_repo(tmp_path / "repo", _step(64, 41))
     backend = FileValueBackend(_flips(noise, 1))
-    # Without measuring ahead (tests/search/test_fold_rounds.py): every phase its rounds.
+    # Without measuring ahead (tests/bisection/test_pipeline_fold_rounds.py): every phase
+    # its rounds.
     report = _run(built, backend, error_rate=noise, parallel=4, fold=False)
     assert report.culprit is not None and report.culprit.commit == built.mainline[41]
     rounds = report.search.rounds

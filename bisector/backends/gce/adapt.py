@@ -42,11 +42,11 @@ import os
 import shlex
 from pathlib import Path
 
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.gce import preflight as gce_preflight
 from bisector.backends.gce import steps as gce_steps
 from bisector.backends.gce.steps import GceSettings
 from bisector.backends.steps import Step, step
+from bisector.report.adaptation import Adaptation
 
 # The Artifact Registry location of each gcr.io host (see the module docstring).
 GCR_LOCATIONS = {"gcr.io": "us", "us.gcr.io": "us", "eu.gcr.io": "europe", "asia.gcr.io": "asia"}

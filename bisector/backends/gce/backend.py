@@ -29,9 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector import proc
-from bisector.backends.adaptation import Adaptation
 from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.gce import adapt as gce_adapt
 from bisector.backends.gce import preflight as gce_preflight
 from bisector.backends.gce import steps as gce_steps
@@ -46,8 +44,10 @@ from bisector.backends.steps import (
     tail,
     tree_step,
 )
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, ConfigError, InfraError, LaunchError
+from bisector.report.adaptation import Adaptation
 from bisector.signals import held_during
 
 log = logging.getLogger("bisector.gce")
@@ -159,7 +159,7 @@ class GceBackend:
         return sleep_steps(self.sleep, self.context.warmup_s, every_s)
 
     def _snapshot(self, candidate: Candidate, name: str) -> None:
-        """The master apiserver's /metrics into the log dir as `name` (backends/collected.py).
+        """The master apiserver's /metrics into the log dir as `name` (bisector/collected.py).
         Best effort: without it a prometheus metric is a skip, a log metric is unaffected."""
         path = candidate.log_dir / name
         path.unlink(missing_ok=True)  # never an earlier attempt's file
@@ -361,7 +361,9 @@ class GceBackend:
 
     def _preflight(self, slot: int) -> gce_preflight.Ready:
         """The project's quotas, network, registry, images and policies, read before this
-        slot creates anything; a known shortfall refuses the run (one line each)."""
+        slot creates anything; a known shortfall or a refusal refuses the run (one line
+        each, with its fix), no answer from the project is an infrastructure failure
+        (gce_preflight.refuse)."""
         ready = gce_preflight.check(
             self.cfg,
             gce_steps.network(self.cfg, slot),
@@ -372,12 +374,7 @@ class GceBackend:
         for finding in ready.findings:
             if not finding.known:
                 log.warning("preflight: %s %s", finding.what, finding.detail)
-        short = [f for f in ready.findings if not f.ok and f.known]
-        if short:
-            lines = "; ".join(f"{f.what}: {f.detail}" for f in short)
-            raise ConfigError(
-                f"project {self.cfg.project} cannot run this config (nothing was created): {lines}"
-            )
+        gce_preflight.refuse(self.cfg.project, ready)
         return ready
 
     def _adapt(self, slot: int, ready: gce_preflight.Ready) -> None:

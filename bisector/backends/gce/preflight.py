@@ -18,15 +18,22 @@ Read-only gcloud calls, each a `Step` (printed by `--dry-run`, run by
   bucket's own uniform bucket-level access (`gcloud storage buckets describe`);
 * cfssl and cfssljson on the scripts' PATH (their 2017 download is gone).
 
-A shortfall is one line with the numbers and the fix. A check that cannot be
-read (no permission, an API off) is said as such and does not stop a run: only
-what is known to be short does.
+A shortfall is one line with the numbers and the fix. A read that fails is said
+for what gcloud's own answer shows (`answer_of`), and only with a fix that answer
+supports: permission denied, an API disabled, a quota exhausted, no such project,
+credentials refused are the project's or the config's to fix (the run is refused,
+exit 2 for a nightly); no answer at all (a network cut, an outage, a timeout, a
+5xx) or one bisector does not know is no fact about the project: an infrastructure
+failure tonight, said with gcloud's words and no fix (`refuse`). The org-policy
+reads are this check's alone (kube-up needs no such permission): refused, they
+are said and do not stop a run.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +42,7 @@ from bisector import proc
 from bisector.backends.gce import capacity as gce_capacity
 from bisector.backends.gce.steps import GceSettings
 from bisector.backends.steps import Step, run_step, step
+from bisector.errors import ConfigError, LaunchError
 
 # Defaults of the 2017 scripts the needs depend on (kubernetes 7043372 and 1444d25):
 # cluster/gce/config-default.sh NODE_DISK_SIZE (100GB, pd-standard), MASTER_DISK_SIZE (20GB,
@@ -150,13 +158,176 @@ class Finding:
     what: str
     detail: str
     known: bool = True  # False: could not be read; said, but never stops a run
+    # No answer from the project (unreachable, or an answer bisector does not know): an
+    # infrastructure failure, said without a fix; it stops the run as one (`refuse`).
+    infra: bool = False
 
 
 Runner = Callable[[Step], proc.CmdResult]
 
 
 def _run(s: Step) -> proc.CmdResult:
-    return run_step(s, check=False)
+    try:
+        return run_step(s, check=False)
+    except proc.CommandError as exc:  # timed out, or gcloud could not be started
+        return proc.CmdResult(-1, exc.stdout, f"{exc.stderr}\n{exc.why}".strip())
+
+
+# Who answered a failed read, from what gcloud printed. The texts are gcloud's own (the
+# Cloud SDK's lib/googlecloudsdk: api_lib/util/apis.py API_ENABLEMENT_REGEX, the server's
+# "has not been used in project ... or it is disabled"; core/exceptions.py
+# NetworkIssueError, "This may be due to network connectivity issues", which gcloud also
+# appends to a 429, so a quota is looked for first; calliope/exceptions.py, the socket
+# errnos it calls network issues; core/credentials/exceptions.py TokenRefreshError;
+# command_lib/crash_handling.py "gcloud crashed (ConnectionError): ...") and the servers'
+# (compute's "Required 'compute.regions.get' permission for ...", "Quota exceeded for quota
+# metric ... and limit ..."). tests/helpers/gcloud_answers.py quotes each.
+DENIED = "permission denied"
+DISABLED = "API disabled"
+QUOTA = "quota exhausted"
+NO_PROJECT = "no such project"
+NOT_FOUND = "not found"
+CREDENTIALS = "credentials refused"
+NO_GCLOUD = "gcloud could not be started"
+UNREACHABLE = "no answer from Google Cloud"
+UNKNOWN = "an answer bisector does not know"
+
+_DISABLED = re.compile(
+    r"has not been used in project \S+ before or it is disabled|SERVICE_DISABLED|"
+    r"accessNotConfigured|API \[[\w.-]+\] not enabled on project"
+)
+_SERVICE = re.compile(r"\b([a-z][a-z0-9-]*\.googleapis\.com)\b")
+_QUOTA = re.compile(
+    r"Quota exceeded|Quota '[^']+' exceeded|RESOURCE_EXHAUSTED|RATE_LIMIT_EXCEEDED|"
+    r"rateLimitExceeded|quotaExceeded"
+)
+_QUOTA_LIMIT = re.compile(r"limit '([^']+)' of service '([^']+)'")
+_NO_PROJECT = re.compile(r"Failed to find project|The resource 'projects/[^/']+' was not found")
+_NOT_FOUND = re.compile(r"The resource '[^']+' was not found")
+_DENIED = re.compile(
+    r"PERMISSION_DENIED|Required '[\w.]+' permission|Permission '[\w.]+' denied|"
+    r"does not have permission|does not have [\w.]+ access|\b403\b.*Forbidden|forbidden\b"
+)
+_PERMISSION = re.compile(
+    r"Required '([\w.]+)' permission|Permission '([\w.]+)' denied|does not have ([\w.]+) access"
+)
+_UNREACHABLE = re.compile(
+    r"network connectivity issues|Unable to find the server|Failed to establish a new "
+    r"connection|Name or service not known|Temporary failure in name resolution|"
+    r"nodename nor servname|Network is unreachable|No route to host|Connection refused|"
+    r"Connection reset|Connection aborted|RemoteDisconnected|Max retries exceeded|"
+    r"timed out|ConnectionError|SSLError|EOF occurred in violation of protocol|"
+    r"\b5\d\d (?:Server Error|Service Unavailable|Bad Gateway|Gateway Timeout)|"
+    r"'status': '5\d\d'|HTTPError 5\d\d|Error 5\d\d|backendError|Internal error|"
+    r"\bUNAVAILABLE\b|DEADLINE_EXCEEDED|currently unavailable|temporary error"
+)
+_CREDENTIALS = re.compile(
+    r"refreshing (?:your current )?auth tokens|You do not currently have an active account|"
+    r"invalid_grant|Reauthentication|reauthenticat"
+)
+_SAID_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What gcloud's failed read shows: who refused it, in gcloud's words, and the fix
+    those words support (None: no answer of the project's, so no fix to give)."""
+
+    kind: str
+    said: str
+    fix: str | None
+
+    @property
+    def text(self) -> str:
+        head = f"{self.kind}: {self.fix}" if self.fix else self.kind
+        return f"{head} (gcloud: {self.said})"
+
+
+def gcloud_said(result: proc.CmdResult) -> str:
+    """gcloud's error on one line: from its first `ERROR:` line to the blank line after it
+    (a permission or a quota is named on the lines under "Could not fetch resource:"),
+    else the last line it printed. The advice after a crash ("gcloud feedback") is left."""
+    lines = (result.stderr or result.stdout).splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("ERROR:")), None)
+    if start is None:
+        kept = [line.strip() for line in lines if line.strip()][-1:]
+    else:
+        kept = []
+        for line in lines[start:]:
+            if not line.strip():
+                break
+            kept.append(line.strip())
+    text = " ".join(kept) or f"exit {result.code}"
+    if len(text) <= _SAID_CHARS:
+        return text
+    # The command comes first and the cause last (a crash's errno, a quota's limit).
+    head = _SAID_CHARS // 3
+    return f"{text[:head]} … {text[-(_SAID_CHARS - head - 3) :]}"
+
+
+def answer_of(result: proc.CmdResult, project: str) -> Answer:
+    """Who answered a failed gcloud read, and the fix gcloud's words support."""
+    text = f"{result.stderr}\n{result.stdout}"
+    said = gcloud_said(result)
+    if result.code == -1 and "could not start" in text:
+        return Answer(NO_GCLOUD, said, "install the Google Cloud CLI and put gcloud on PATH")
+    if disabled := _DISABLED.search(text):
+        service = _SERVICE.search(text, disabled.start())
+        fix = f"enable the API gcloud names in project {project}"
+        if service:
+            fix = f"gcloud services enable {service.group(1)} --project {project}"
+        return Answer(DISABLED, said, fix)
+    if _QUOTA.search(text):
+        limit = _QUOTA_LIMIT.search(text)
+        which = f" ({limit.group(1)} of {limit.group(2)})" if limit else ""
+        page = f"https://console.cloud.google.com/iam-admin/quotas?project={project}"
+        return Answer(QUOTA, said, f"raise the limit{which}: {page}")
+    if _NO_PROJECT.search(text):
+        return Answer(NO_PROJECT, said, f"check `project` ({project}) in [backends.gce]")
+    if _NOT_FOUND.search(text):  # e.g. the region of a misspelt zone
+        return Answer(NOT_FOUND, said, "check `project` and `zone` in [backends.gce]")
+    if _DENIED.search(text):
+        named = _PERMISSION.search(text)
+        permission = next((g for g in named.groups() if g), "") if named else ""
+        held = f"a role that holds {permission} on" if permission else "access to"
+        return Answer(DENIED, said, f"grant the account gcloud runs as {held} project {project}")
+    if _UNREACHABLE.search(text):
+        return Answer(UNREACHABLE, said, None)
+    if _CREDENTIALS.search(text):
+        login = "gcloud auth login, or gcloud auth activate-service-account"
+        return Answer(CREDENTIALS, said, f"log gcloud in again as the run's account ({login})")
+    return Answer(UNKNOWN, said, None)
+
+
+def _unread(cfg: GceSettings, what: str, result: proc.CmdResult, *, needed: bool = True) -> Finding:
+    """A read that failed, said for what gcloud's answer shows. `needed`: the backend
+    acts on this read's answer (what to create, whether it fits); a read only this check
+    makes (the org policies) is said whatever refused it and never stops a run."""
+    if result.code == 0:  # it succeeded, but its output is not the JSON asked for
+        return Finding(False, what, "gcloud answered without the JSON asked for", known=False)
+    answer = answer_of(result, cfg.project)
+    if not needed and answer.kind != UNREACHABLE:
+        return Finding(False, what, answer.text, known=False)
+    return Finding(False, what, answer.text, infra=answer.fix is None)
+
+
+def refuse(project: str, ready: Ready) -> None:
+    """Raise what the findings say, before anything is created: a known shortfall or a
+    refusal with its fix (ConfigError), else no answer from the project (LaunchError:
+    an infrastructure failure, reported, never a config error)."""
+    short = [f for f in ready.findings if not f.ok and f.known and not f.infra]
+    if short:
+        lines = "; ".join(f"{f.what}: {f.detail}" for f in short)
+        raise ConfigError(
+            f"project {project} cannot run this config (nothing was created): {lines}"
+        )
+    failed = [f for f in ready.findings if f.infra]
+    if failed:
+        more = f" (and {len(failed) - 1} more read(s) failed too)" if len(failed) > 1 else ""
+        raise LaunchError(
+            f"project {project} could not be read, so nothing was created: "
+            f"{failed[0].what}: {failed[0].detail}{more}"
+        )
 
 
 def _json(result: proc.CmdResult) -> dict[str, Any] | None:
@@ -165,11 +336,6 @@ def _json(result: proc.CmdResult) -> dict[str, Any] | None:
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
-
-
-def _why(result: proc.CmdResult) -> str:
-    text = (result.stderr or result.stdout).strip().splitlines()
-    return text[-1][:200] if text else f"exit {result.code}"
 
 
 def region_step(cfg: GceSettings) -> Step:
@@ -311,8 +477,7 @@ def quotas(cfg: GceSettings, new_network: bool, run: Runner = _run) -> list[Find
     result = run(region_step(cfg))
     data = _json(result) if result.code == 0 else None
     if data is None:
-        what = f"quotas of {cfg.region}"
-        return [Finding(False, what, f"could not be read ({_why(result)})", known=False)]
+        return [_unread(cfg, f"quotas of {cfg.region}", result)]
     limits = {q.get("metric"): q for q in data.get("quotas", []) if isinstance(q, dict)}
     for metric, amount in want.regional().items():
         quota = limits.get(metric)
@@ -339,8 +504,7 @@ def quotas(cfg: GceSettings, new_network: bool, run: Runner = _run) -> list[Find
     result = run(project_step(cfg))
     data = _json(result) if result.code == 0 else None
     if data is None:
-        return [*found, Finding(False, "project quotas", f"could not be read ({_why(result)})",
-                                known=False)]  # fmt: skip
+        return [*found, _unread(cfg, "project quotas", result)]
     limits = {q.get("metric"): q for q in data.get("quotas", []) if isinstance(q, dict)}
     for metric, amount in (("CPUS_ALL_REGIONS", want.cpus), ("NETWORKS", float(new_network))):
         quota = limits.get(metric)
@@ -376,8 +540,7 @@ def network(cfg: GceSettings, name: str, run: Runner = _run) -> tuple[Finding, b
                 "absent; created in auto mode before "
                 "kube-up.sh (gcloud compute networks create --subnet-mode=auto)",
             ), False
-        return Finding(False, f"network {name}", f"could not be read ({_why(result)})",
-                       known=False), False  # fmt: skip
+        return _unread(cfg, f"network {name}", result), False
     data = _json(result) or {}
     if data.get("autoCreateSubnetworks") is False:
         return Finding(False, f"network {name}", "is a custom-mode network: the 2017 scripts "
@@ -397,9 +560,7 @@ def repository(
         return Finding(True, what, "absent; created before start-kubemark.sh pushes the "
                        "hollow-node image (Container Registry takes no pushes since "
                        "2025-03-18)"), False  # fmt: skip
-    return Finding(False, what, f"cannot be read ({_why(result)}); enable the API: "
-                   f"gcloud services enable artifactregistry.googleapis.com --project "
-                   f"{cfg.project}"), False  # fmt: skip
+    return _unread(cfg, what, result), False
 
 
 def image_findings(cfg: GceSettings, run: Runner = _run) -> list[Finding]:
@@ -422,7 +583,7 @@ def image_findings(cfg: GceSettings, run: Runner = _run) -> list[Finding]:
                 )
             )
         else:
-            found.append(Finding(False, what, f"could not be read ({_why(result)})", known=False))
+            found.append(_unread(cfg, what, result))
     return found
 
 
@@ -433,7 +594,7 @@ def policy_findings(cfg: GceSettings, run: Runner = _run) -> list[Finding]:
         data = _json(result) if result.code == 0 else None
         what = f"org policy {constraint}"
         if data is None:
-            found.append(Finding(False, what, f"could not be read ({_why(result)})", known=False))
+            found.append(_unread(cfg, what, result, needed=False))
             continue
         enforced = bool((data.get("booleanPolicy") or {}).get("enforced"))
         if enforced:
@@ -464,7 +625,7 @@ def bucket_finding(cfg: GceSettings, run: Runner = _run) -> Finding:
                 what,
                 "absent; created with fine-grained ACLs before kube-up.sh (gsutil mb -b off)",
             )
-        return Finding(False, what, f"could not be read ({_why(result)})", known=False)
+        return _unread(cfg, what, result)
     data = _json(result) or {}
     if data.get("uniform_bucket_level_access"):
         return Finding(

@@ -1,4 +1,4 @@
-"""The exact commands (as `Step`s) the `gce` backend runs (its settings: gce/settings.py).
+"""The exact commands (as `Step`s) the `gce` backend runs (its settings: gce/options.py).
 
 Names per parallel slot: slot 0 uses the configured prefixes as they are (so a
 config mirroring the CI job gets `kubemark-5000-kubemark-master`), slot N
@@ -28,8 +28,8 @@ from __future__ import annotations
 from pathlib import Path
 
 # Re-exported (the `as` form): the backend, rehearsal and twin read them from here.
-from bisector.backends.gce.settings import KEYS as KEYS  # noqa: PLC0414
-from bisector.backends.gce.settings import GceSettings as GceSettings  # noqa: PLC0414
+from bisector.backends.gce.options import KEYS as KEYS  # noqa: PLC0414
+from bisector.backends.gce.options import GceSettings as GceSettings  # noqa: PLC0414
 from bisector.backends.steps import Step, step
 from bisector.errors import ConfigError
 

@@ -26,7 +26,6 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, BackendTraits, Candidate, sleep_steps
-from bisector.backends.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.backends.instrument import apply_patch, apply_steps, resolve_patch
 from bisector.backends.kind import steps as ks
 from bisector.backends.resources import Resource, ResourceRecord, cache_key
@@ -37,6 +36,7 @@ from bisector.backends.steps import (
     tail,
     tree_step,
 )
+from bisector.collected import CL2_REPORT_DIR, METRICS_AFTER, METRICS_BEFORE
 from bisector.durations import format_duration
 from bisector.errors import BuildError, CollectError, InfraError, LaunchError
 from bisector.metrics.cl2 import measured_violations
@@ -143,7 +143,7 @@ class KindBackend:
                 raise CollectError(f"workload failed ({exc.why}): {tail(exc)}") from None
 
     def _snapshot(self, candidate: Candidate, name: str) -> None:
-        """The apiserver's /metrics into the log dir as `name` (bisector/backends/collected.py).
+        """The apiserver's /metrics into the log dir as `name` (bisector/collected.py).
         Best effort: without it a prometheus metric is a skip, a log metric is unaffected."""
         files = ks.EvalFiles.under(candidate.eval_dir)
         path = candidate.log_dir / name

@@ -28,8 +28,8 @@ from bisector.backends.procs.collect import Window
 from bisector.backends.procs.dry_run import plan_lines
 from bisector.backends.procs.harness import Harness
 from bisector.backends.procs.launch import Launcher
+from bisector.backends.procs.options import KEYS, ProcsSettings
 from bisector.backends.procs.running import Clusters, Running
-from bisector.backends.procs.settings import KEYS, ProcsSettings
 from bisector.backends.procs.teardown import stop_slot
 from bisector.backends.resources import ResourceRecord
 from bisector.errors import LaunchError

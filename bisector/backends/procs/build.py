@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.procs import toolchain as tc
-from bisector.backends.procs.settings import AUTO, BuildFix, ProcsSettings
+from bisector.backends.procs.options import AUTO, BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache
 from bisector.backends.steps import Step, run_step, step, tail
 from bisector.errors import BuildError
@@ -233,7 +233,7 @@ def fix_step(fix: BuildFix, place: BuildPlace, timeout: float) -> Step:
 # kube::golang::build_binaries: `goldflags="${goldflags} -s -w"`). The code is the same;
 # the debug information is work nobody reads here: without it (and with the compiler not
 # writing it either, `-dwarf=false`) a cold kube-apiserver build of the 2017 tree took
-# 0.82x the CPU (Go 1.19, 4 December 2026: 201 s against 246 s user+sys).
+# 0.82x the CPU (Go 1.19: 201 s against 246 s user+sys; docs/procs.md).
 STRIP_LDFLAGS = "-s -w"
 GCFLAGS = "all=-dwarf=false"
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from bisector import proc
 from bisector.backends.base import Candidate
 from bisector.backends.procs import build as pb
-from bisector.backends.procs.settings import BuildFix, ProcsSettings
+from bisector.backends.procs.options import BuildFix, ProcsSettings
 from bisector.backends.resources import BuildCache
 from bisector.backends.steps import Step, run_step, tail, tree_step
 from bisector.errors import BuildError

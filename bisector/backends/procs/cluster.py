@@ -225,8 +225,8 @@ def daemon_step(
 
 def daemons_step(daemons: Sequence[Daemon], layout: Layout) -> Step:
     """Start every daemon at once, as `daemon_step` starts one; prints their pids in order.
-    One bash for a batch: a bash per hollow node took 0.1-0.2 s each on a busy 2-core
-    machine, 16 s of every launch for 100 nodes (the real 2017 hunt, 4 December 2026)."""
+    One bash for a batch: a bash per hollow node takes 0.1-0.2 s each on a busy 2-core
+    machine, 16 s of every launch for 100 nodes (measured: docs/procs.md)."""
     return step(
         "bash", "-c", _daemons_script(daemons), env={TAG_ENV: layout.tag}, timeout=SPAWN_TIMEOUT_S
     )

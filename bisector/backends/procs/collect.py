@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.collected import write_load, write_processes
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs import processes as pp
 from bisector.backends.procs import workload as pw
+from bisector.backends.procs.options import ProcsSettings
 from bisector.backends.procs.running import (
     Clusters,
     Running,
@@ -28,7 +28,7 @@ from bisector.backends.procs.running import (
     load_figures,
     snapshot,
 )
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.collected import write_load, write_processes
 from bisector.errors import CollectError
 from bisector.orphans import process_state
 

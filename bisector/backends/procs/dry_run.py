@@ -25,7 +25,7 @@ from bisector.backends.procs.launch import (
     serves_securely,
     watch_count,
 )
-from bisector.backends.procs.settings import AUTO, ProcsSettings
+from bisector.backends.procs.options import AUTO, ProcsSettings
 from bisector.backends.steps import tree_step
 from bisector.durations import format_duration
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.backends.procs.cluster import HOLLOW_PREFIX, Layout
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
 
 STATUS_PERIOD_ENV = "HOLLOW_NODE_STATUS_PERIOD"
 

@@ -16,7 +16,7 @@ from bisector.backends.procs import build as pb
 from bisector.backends.procs import flags as pf
 from bisector.backends.procs import toolchain as tc
 from bisector.backends.procs.builds import Builds
-from bisector.backends.procs.settings import AUTO, ProcsSettings, harness_revision
+from bisector.backends.procs.options import AUTO, ProcsSettings, harness_revision
 from bisector.backends.steps import run_step, step, tail
 from bisector.errors import InfraError
 

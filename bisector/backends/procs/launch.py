@@ -23,7 +23,6 @@ from pathlib import Path
 
 from bisector import proc
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.collected import CL2_REPORT_DIR
 from bisector.backends.procs import api as pa
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import cluster as pc
@@ -31,6 +30,7 @@ from bisector.backends.procs import flags as pf
 from bisector.backends.procs import processes as pp
 from bisector.backends.procs import workload as pw
 from bisector.backends.procs.builds import Built
+from bisector.backends.procs.options import ProcsSettings
 from bisector.backends.procs.running import (
     Clusters,
     Running,
@@ -39,9 +39,9 @@ from bisector.backends.procs.running import (
     load_figures,
     snapshot,
 )
-from bisector.backends.procs.settings import ProcsSettings
 from bisector.backends.resources import Resource, ResourceRecord
 from bisector.backends.steps import Step, run_step, tail
+from bisector.collected import CL2_REPORT_DIR
 from bisector.dirs import write_private
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, LaunchError
@@ -75,11 +75,6 @@ class ClusterSteps:
     load: Spawn | None  # the watch load generator, when there are watches
     hollow: tuple[Spawn, ...]  # the hollow nodes, HOLLOW_BATCH to a bash
     workload: Spawn | None  # at the warmup's start
-
-    def in_order(self) -> list[Spawn]:
-        load = [self.load] if self.load else []
-        workload = [self.workload] if self.workload else []
-        return [self.etcd, self.apiserver, *self.components, *load, *self.hollow, *workload]
 
 
 def watch_count(cfg: ProcsSettings) -> int:

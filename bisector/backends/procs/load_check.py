@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.backends.procs.load import REOPEN_AFTER_S, STATUS_EVERY_S
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.durations import format_duration
 from bisector.errors import CollectError, ConfigError, InfraError
 from bisector.metrics import prometheus as prom
@@ -238,7 +238,7 @@ def generator_ran(updated: float | None, warmup: Warmup, log: Path) -> None:
 def long_enough(offer: OfferedLoad, warmup: Warmup, *, ended_by_workload: bool) -> None:
     """A workload that ends the warmup may end it before the load can be judged (under
     MIN_LOAD_PERIODS status periods, where `delivered` says nothing): on a real
-    cluster `workload = "true"` ended it ~1 s in and a bad commit measured 0, a good
+    cluster `workload = "true"` ends it ~1 s in, and a bad commit measures 0, a good
     verdict. Such a window shows nothing: a skip."""
     if not ended_by_workload:
         return

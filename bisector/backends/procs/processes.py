@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bisector.backends.collected import ProcessUsage
 from bisector.backends.procs.cluster import exit_file
+from bisector.collected import ProcessUsage
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 

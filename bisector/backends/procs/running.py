@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bisector.backends.base import Candidate
-from bisector.backends.collected import APISERVER, metrics_file
 from bisector.backends.procs import api as pa
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import processes as pp
+from bisector.collected import APISERVER, metrics_file
 from bisector.errors import InfraError
 
 log = logging.getLogger("bisector.procs")
@@ -38,7 +38,7 @@ class Running:
     overslept_s: float = 0.0
     workload: int | None = None  # the workload's pid, while it may run
     # Whose /metrics is snapshotted at the warmup's start and end, by target name
-    # (bisector.backends.collected.metrics_file), besides the apiserver and etcd: any
+    # (bisector.collected.metrics_file), besides the apiserver and etcd: any
     # other control-plane process the cluster runs.
     metrics: dict[str, pa.Api] = field(default_factory=dict)
 

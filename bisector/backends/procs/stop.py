@@ -78,8 +78,8 @@ def _groups(found: list[Found]) -> set[int]:
     tagged or a descendant of a tagged process (a workload's child that dropped the tag,
     `env -i`). Never this process's own group (nor init's), and never a group holding
     anyone else: a tagged process inside a shell's or a test runner's group has only
-    itself signalled (signalling the group ended the whole pytest run when `bisector
-    cleanup` stopped a process a test had tagged in its own group)."""
+    itself signalled (signalling the group would end the whole pytest run when `bisector
+    cleanup` stops a process a test tagged in its own group)."""
     mine = os.getpgid(0)
     tagged_pids = {p.pid for p in found}
     parent: dict[int, int] = {}

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bisector.backends.base import Candidate
-from bisector.backends.collected import CL2_REPORT_DIR
 from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import processes as pp
 from bisector.backends.steps import Step
+from bisector.collected import CL2_REPORT_DIR
 
 LOG = "workload.log"
 # What of the workload's output is kept: as much as `first_error` reads (processes.py

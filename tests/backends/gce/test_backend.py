@@ -142,7 +142,7 @@ def test_successful_evaluation_runs_the_kubemark_scripts_in_order(
         "make quick-release",
         "./test/kubemark/start-kubemark.sh",
         METRICS,  # the warmup's start: metrics-before.prom
-        METRICS,  # and its end: metrics-after.prom (bisector/backends/collected.py)
+        METRICS,  # and its end: metrics-after.prom (bisector/collected.py)
         "gcloud compute scp --project k8s-scale --zone us-central1-b "
         f"'{MASTER}:/var/log/kube-apiserver.log*' {cand.log_dir}/",
         "./test/kubemark/stop-kubemark.sh",
@@ -831,11 +831,11 @@ def test_an_adaptation_that_fails_stops_before_kube_up_and_leaves_nothing(
 def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> None:
     import threading
 
-    from bisector.backends.adaptation import Adaptation
     from bisector.bisection.report_builder import _adaptations
     from bisector.measure.parallel import CancellableBackend
     from bisector.nightly.budget import BudgetedBackend
     from bisector.nightly.config import Budget
+    from bisector.report.adaptation import Adaptation
     from tests.helpers.fake_backends import FileValueBackend
 
     class Inner(FileValueBackend):
@@ -849,7 +849,7 @@ def test_a_run_reports_the_adaptations_of_the_backend_under_its_wrappers() -> No
 
 
 def test_the_report_lists_the_adaptations(tmp_path: Path) -> None:
-    from bisector.backends.adaptation import Adaptation
+    from bisector.report.adaptation import Adaptation
     from bisector.report.model import Report
     from bisector.report.render import render_markdown
     from tests.helpers.sample_report import sample_report

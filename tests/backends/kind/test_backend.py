@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import BackendContext, Candidate
-from bisector.backends.kind import doctor as kind_doctor
+from bisector.backends.kind import checks as kind_checks
 from bisector.backends.kind import steps as ks
 from bisector.backends.kind.backend import KindBackend
 from bisector.backends.kind.steps import parse_restarts, parse_version, ready_hollow_nodes
@@ -510,17 +510,17 @@ def test_an_arch_kind_does_not_build_is_a_config_error(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_doctor_checks_the_kind_version(fake: FakeProc, shown: str, finding: Finding) -> None:
     fake.on("kind version", stdout=shown + "\n")
-    assert kind_doctor.check(Section({}, "kind.toml", "backends.kind"))[0] == finding
+    assert kind_checks.check(Section({}, "kind.toml", "backends.kind"))[0] == finding
 
 
 def test_doctor_checks_arch_against_the_docker_host(fake: FakeProc) -> None:
     fake.on("kind version", stdout="kind v0.23.0 go1.22 linux/amd64\n")
     fake.on("{{.Server.Arch}}", stdout="arm64\n")
-    found = kind_doctor.check(Section({}, "kind.toml", "backends.kind"))
+    found = kind_checks.check(Section({}, "kind.toml", "backends.kind"))
     assert found[-1] == Finding(False, "arch", "the docker host is arm64 but `arch` is amd64: "
                                 "set arch = 'arm64' in [backends.kind] (node and kubemark "
                                 "images must run on this host)")  # fmt: skip
-    found = kind_doctor.check(Section({"arch": "arm64"}, "kind.toml", "backends.kind"))
+    found = kind_checks.check(Section({"arch": "arm64"}, "kind.toml", "backends.kind"))
     assert found[-1] == Finding(True, "arch", "arm64 (the docker host's)")
     assert fake.find("docker version")[0].argv == [
         "docker", "version", "--format", "{{.Server.Arch}}",
@@ -530,7 +530,7 @@ def test_doctor_checks_arch_against_the_docker_host(fake: FakeProc) -> None:
 def test_doctor_leaves_unreadable_output_to_the_tool_check(fake: FakeProc) -> None:
     fake.on("kind version", code=1, stderr="boom")
     fake.on("docker version", stdout="")
-    assert kind_doctor.check(Section({}, "kind.toml", "backends.kind")) == []
+    assert kind_checks.check(Section({}, "kind.toml", "backends.kind")) == []
 
 
 # -- hollow nodes registered, not only running -------------------------------------

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate, PartialLogs, PrefetchBuilds
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, read_processes
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE, read_processes
 from bisector.errors import BuildError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.measurement import Measurement
@@ -278,7 +278,7 @@ def test_cluster_files_that_cannot_be_written_are_a_launch_skip_not_a_crash(
     world: ProcsWorld,
 ) -> None:
     # A tmpdir that went away after the settings were read (one that is absent then is
-    # refused up front: tests/backends/procs/test_parts.py).
+    # refused up front: tests/backends/procs/test_options.py).
     blocker = world.root / "not-a-dir"
     blocker.mkdir()
     backend = world.backend(tmpdir=str(blocker))

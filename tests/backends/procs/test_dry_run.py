@@ -25,7 +25,7 @@ from bisector.backends.procs import cluster as pc
 from bisector.backends.procs import dry_run
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.builds import Built
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
 from bisector.backends.steps import step
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
 from bisector.measure.provenance import WindowRule

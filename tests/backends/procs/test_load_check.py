@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from bisector.backends.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.backends.procs import load_check as lc
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
+from bisector.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.config import Section
 from bisector.errors import ConfigError
 

@@ -10,7 +10,7 @@ import pytest
 
 from bisector.backends.procs import build as pb
 from bisector.backends.procs import toolchain as tc
-from bisector.backends.procs.settings import ProcsSettings
+from bisector.backends.procs.options import ProcsSettings
 from bisector.config import Section
 from bisector.errors import BuildError
 from tests.helpers.fake_proc import Call, FakeProc

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from bisector.backends.base import Candidate
-from bisector.backends.collected import metrics_file
 from bisector.backends.procs import workload as pw
 from bisector.backends.procs.backend import ProcsBackend
 from bisector.backends.procs.stop import tagged
+from bisector.collected import metrics_file
 from bisector.config import Section
 from bisector.errors import ConfigError
 from bisector.measure.evaluation import EvaluationSettings, evaluate_candidate
