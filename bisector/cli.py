@@ -315,7 +315,10 @@ def run_cmd(
             "(default: none, so the sim backend, the demo's simulator).",
         ),
     ] = None,
-    repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository to bisect.")] = Path(),
+    repo: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="The repository to bisect (default: the current one)."),
+    ] = None,
     run_dir: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="Journal, logs and report (default: inside .git)."),
@@ -385,8 +388,9 @@ def demo_cmd(
 )
 def status_cmd(
     repo: Annotated[
-        Path, typer.Option(metavar="DIR", help="The repository whose runs to show.")
-    ] = Path(),
+        Path | None,
+        typer.Option(metavar="DIR", help="The repository whose runs to show (default: .)."),
+    ] = None,
     run_dir: Annotated[
         Path | None, typer.Option(metavar="DIR", help="Show only this run directory.")
     ] = None,
@@ -495,7 +499,9 @@ def mark_cmd(
     commit: Annotated[str, typer.Argument(metavar="COMMIT", help="The commit to mark.")],
     verdict: Annotated[str, typer.Argument(metavar="VERDICT", help="good, bad or skip.")],
     note: Annotated[str, typer.Option(metavar="TEXT", help="Why (shown in the report).")] = "",
-    repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
+    repo: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="The repository (default: .).")
+    ] = None,
     run_dir: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="The run to mark in (default: the latest)."),
@@ -514,7 +520,9 @@ def mark_cmd(
     ),
 )
 def runs_cmd(
-    repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
+    repo: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="The repository (default: .).")
+    ] = None,
     remove: Annotated[
         Path | None, typer.Option(metavar="DIR", help="Remove this run directory.")
     ] = None,

@@ -98,7 +98,7 @@ def prepare_bisection(
     wrap_backend: BackendWrapper | None = None,
 ) -> PreparedBisection:
     """Resolve the range and build the backend; config errors here, before any state."""
-    repo = repo or GitRepo(settings.repo)
+    repo = repo or GitRepo(settings.repo, given=settings.repo_given)
     good, bad = repo.resolve(settings.good), repo.resolve(settings.bad)
     repo.check_range(good, bad)
     # Absolute: backend commands run inside the candidate's worktree, not here.

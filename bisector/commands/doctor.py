@@ -210,7 +210,7 @@ def _check_job(nightly: NightlyConfig, job: JobConfig, report: Report) -> None:
     info = backend_info(settings.backend)
     if not report.as_json:
         typer.echo(f"job {job.name}: the {info.name} backend, on {job.repo}")
-    _check_checkout(job.name, job.repo, report)
+    _check_checkout(job, report)
     for name in info.tools:
         _check_tool(TOOLS[name], report)
     if info.doctor_builds and _check_backend_config(
@@ -235,15 +235,15 @@ def _say_log_scanner(report: Report) -> None:
         )
 
 
-def _check_checkout(job: str, repo: Path | None, report: Report) -> None:
+def _check_checkout(job: JobConfig, report: Report) -> None:
     """A hunting job's `repo` is a checkout: one that does not exist would pass doctor and
-    fail the hunt at night, after the scoring."""
+    fail the hunt at night, after the scoring. The fix names the job's key."""
     try:
-        GitRepo(repo or Path())
+        GitRepo(job.repo or Path(), given=job.repo_given)
     except BisectorError as exc:
-        report.bad(f"job {job}: repo", f"{exc} (its hunt bisects there)")
+        report.bad(f"job {job.name}: repo", f"{exc} (its hunt bisects there)")
         return
-    report.ok(f"job {job}: repo", f"{repo} is a git checkout")
+    report.ok(f"job {job.name}: repo", f"{job.repo} is a git checkout")
 
 
 def _heading(info: BackendInfo, chosen_by: str) -> str:

@@ -18,6 +18,7 @@ from bisector.cost import evaluation_s
 from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
 from bisector.exitcodes import RunExit
+from bisector.gitrepo import RepoGiven
 from bisector.report import summary_lines
 from bisector.report.model import Report
 from bisector.settings import CHECK_DIR, RunFlags, RunSettings
@@ -28,7 +29,7 @@ def build_settings(
     *,
     good: str,
     bad: str,
-    repo: Path,
+    repo: Path | None,
     config: Path | None,
     run_dir: Path | None,
     flags: RunFlags,
@@ -43,10 +44,11 @@ def build_settings(
         section,
         good=good,
         bad=bad,
-        repo=repo,
+        repo=repo or Path(),
         run_dir=run_dir,
         resume_command=resume_command,
         flags=flags,
+        repo_given=RepoGiven.flag(repo),
     )
 
 

@@ -25,7 +25,7 @@ from bisector.commands.status import (
 )
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
-from bisector.gitrepo import GitRepo
+from bisector.gitrepo import GitRepo, RepoGiven
 from bisector.measure.journal import Journal, Pruned, read_journal
 from bisector.report import report_of, write_reports
 from bisector.report.model import PrunedLogs, Report
@@ -101,14 +101,14 @@ def _say_pruned(run_dir: Path, report: Report | None, record: Pruned) -> None:
 
 
 def runs(
-    repo: Path,
+    repo: Path | None,
     *,
     remove: Path | None,
     remove_finished: bool,
     prune: bool = False,
     as_json: bool = False,
 ) -> int:
-    git_repo = GitRepo(repo)
+    git_repo = GitRepo(repo or Path(), given=RepoGiven.flag(repo))
     if remove is not None:
         _remove(remove, git_repo)
         return RunsExit.OK

@@ -20,7 +20,7 @@ import typer
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.config import Section
-from bisector.gitrepo import GitRepo
+from bisector.gitrepo import GitRepo, RepoGiven
 from bisector.measure.journal import (
     Done,
     EarlyGoodWithdrawn,
@@ -274,8 +274,8 @@ def describe(run_dir: Path, *, running: bool = False) -> list[str]:
     return status_lines(run_status(run_dir, running=running))
 
 
-def statuses(repo: Path, run_dir: Path | None) -> list[RunStatus]:
-    git_repo = GitRepo(repo)
+def statuses(repo: Path | None, run_dir: Path | None) -> list[RunStatus]:
+    git_repo = GitRepo(repo or Path(), given=RepoGiven.flag(repo))
     running = lock_held(git_repo.common_dir / "bisector.lock")
     dirs = [check_run_dir(run_dir)] if run_dir is not None else run_dirs(git_repo)
     # The lock is per repository: only the most recently active run can be the live one.
@@ -285,7 +285,7 @@ def statuses(repo: Path, run_dir: Path | None) -> list[RunStatus]:
     ]
 
 
-def status(repo: Path, run_dir: Path | None, *, as_json: bool = False) -> int:
+def status(repo: Path | None, run_dir: Path | None, *, as_json: bool = False) -> int:
     found = statuses(repo, run_dir)
     if as_json:
         typer.echo(json.dumps([run.to_json() for run in found], indent=2))
