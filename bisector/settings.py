@@ -347,6 +347,14 @@ class RunSettings:
             repo_given=repo_given,
         )
 
+    @property
+    def evaluation_estimate_s(self) -> float | None:
+        """One evaluation's wall time for the cost model: `[run] estimate`, else the
+        backend's own from its table (the sim's); None: unknown."""
+        if self.estimate_s is not None:
+            return self.estimate_s
+        return backend_info(self.backend).estimate_s(self.backend_section, self.warmup_s)
+
     def fingerprint(self) -> str:
         """What a measurement depends on: backend and its settings, metric, warmup."""
         blob = {

@@ -125,7 +125,7 @@ def demo(
         evaluation_s(
             model=backend_info(settings.backend).phases,
             warmup_s=settings.warmup_s,
-            estimate_s=settings.estimate_s,
+            estimate_s=settings.evaluation_estimate_s,
         )
     )
     try:
