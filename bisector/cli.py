@@ -96,6 +96,14 @@ _SCORE_HELP = (
 )
 
 
+# -v of `run` and `demo`: what their default output leaves to the run directory's log.
+VERBOSE_HELP = (
+    "Also print each phase as it begins (build, launch, warmup, collect, teardown), the "
+    "search's progress and the builds ahead; without it, one line per evaluation (the "
+    "run directory's progress.log always has them all)."
+)
+
+
 @app.command(cls=Command, name="score", help=_help(_SCORE_HELP, ScoreExit))
 def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
@@ -341,13 +349,14 @@ def run_cmd(
             "stays on stderr.",
         ),
     ] = False,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help=VERBOSE_HELP)] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
 
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )
-    return run(settings, is_dry_run=dry_run, fresh=fresh, as_json=as_json)
+    return run(settings, is_dry_run=dry_run, fresh=fresh, as_json=as_json, verbose=verbose)
 
 
 @app.command(
@@ -357,7 +366,7 @@ def run_cmd(
         "Bisect a synthetic June-2017 Kubernetes history on the built-in simulator.", DemoExit
     ),
 )
-def demo_cmd(
+def demo_cmd(  # noqa: PLR0917 - typer maps parameters to options
     directory: Annotated[
         Path | None,
         typer.Option(
@@ -375,10 +384,11 @@ def demo_cmd(
         typer.Option(metavar="DURATION", help="Simulated cluster time per evaluation, e.g. 2m."),
     ] = "2m",
     prs: Annotated[int, typer.Option(metavar="N", help="PR merges in the synthetic history.")] = 40,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help=VERBOSE_HELP)] = False,
 ) -> int:
     from bisector.commands.demo import demo
 
-    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs)
+    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs, verbose=verbose)
 
 
 @app.command(

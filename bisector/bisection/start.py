@@ -131,6 +131,7 @@ def measure_settings(settings: RunSettings, backend: Backend) -> MeasureSettings
         check_every_s=settings.looks_every_s,
         early_good=settings.early_good,
         prefetch_builds=settings.prefetch_builds,
+        worse=settings.worse,
     )
 
 

@@ -94,6 +94,7 @@ def demo(
     seed: int = 0,
     duration: str = DEMO_DURATION,
     prs: int = DEMO_PRS,
+    verbose: bool = False,
 ) -> int:
     _check_inputs(nodes, duration, prs)
     where = prepare_dir(target or DEFAULT_DIR)
@@ -126,7 +127,8 @@ def demo(
             model=backend_info(settings.backend).phases,
             warmup_s=settings.warmup_s,
             estimate_s=settings.evaluation_estimate_s,
-        )
+        ),
+        verbose=verbose,
     )
     try:
         report = run_bisection(settings, progress=progress)

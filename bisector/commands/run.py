@@ -114,7 +114,12 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
 
 
 def run(
-    settings: RunSettings, *, is_dry_run: bool = False, fresh: bool = False, as_json: bool = False
+    settings: RunSettings,
+    *,
+    is_dry_run: bool = False,
+    fresh: bool = False,
+    as_json: bool = False,
+    verbose: bool = False,
 ) -> int:
     if is_dry_run:
         if as_json:
@@ -127,7 +132,8 @@ def run(
             model=backend_info(settings.backend).phases,
             warmup_s=settings.warmup_s,
             estimate_s=settings.evaluation_estimate_s,
-        )
+        ),
+        verbose=verbose,
     )
     try:
         report = run_bisection(settings, progress=progress, fresh=fresh)

@@ -38,7 +38,9 @@ def summary_lines(report: Report) -> list[str]:
     ]
     culprit = report.culprit
     if culprit is not None:
-        lines.append(f"culprit: {culprit.commit} {culprit.subject}")
+        # The answer first: the culprit and whether measuring it again bore it out.
+        settled = "confirmed" if culprit.confirmed else "NOT confirmed (see below)"
+        lines.append(f"culprit: {culprit.commit} {culprit.subject}; {settled}")
         pr = f"PR #{culprit.pr}" if culprit.pr else "no PR"
         inside = f", merged as {culprit.merge.commit[:12]}" if culprit.merge else ""
         lines.append(f"  {pr}{inside}; author {culprit.author}, {culprit.date}")
@@ -80,7 +82,8 @@ def summary_lines(report: Report) -> list[str]:
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
         if same := same_tree_text(report, culprit.commit):
-            lines.append(f"    {same_tree_plain(same, 'the culprit')}")
+            early = _stopped_early(report, same)
+            lines.append(f"    {same_tree_plain(same, 'the culprit')}{early}")
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
     lines.append(f"  {search_text(report)}")
@@ -103,6 +106,22 @@ def summary_lines(report: Report) -> list[str]:
         lines.append(f"logs: {pruned_text(report)}")
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     return lines
+
+
+def _stopped_early(report: Report, same_tree: str) -> str:
+    """Why a same-tree commit's figure stands far from the culprit's own: its search run
+    ended early, once the log was clearly on one side, so it counts less of the warmup."""
+    early = [
+        e
+        for e in report.evaluations
+        if e.stopped_early and e.commit[:12] in same_tree and e.phase == "bisect"
+    ]
+    if not early:
+        return ""
+    return (
+        f", in a search run stopped early ({early[-1].stopped_early}): a part of the "
+        "warmup, not comparable with the full-length runs above"
+    )
 
 
 def disk_line(run_dir: Path, repo: str = "", keep: Collection[Path] = ()) -> str:
