@@ -115,6 +115,7 @@ class RunStatus:
     # "same tree" (runs of its source tree, another commit's or an earlier run's); they
     # add up to the verdicts'.
     verdicts_from: dict[str, int] = field(default_factory=dict)
+    repo: str = ""  # the checkout the run bisects, as its journal recorded it
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -143,6 +144,7 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
     disk = disk_use(run_dir, _report_log_dirs(run_dir))
     pruned = next((r for r in reversed(records) if isinstance(r, Pruned)), None)
     return RunStatus(
+        repo=start.repo or "",
         run_dir=str(run_dir),
         good=start.good,
         bad=start.bad,
@@ -208,7 +210,11 @@ def status_lines(run: RunStatus) -> list[str]:
     if run.command:
         verb = "command" if run.state.startswith((FINISHED, "running")) else "resume with"
         lines.append(f"  {verb}: {run.command}")
-    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes, run.pruned_at)}")
+    from bisector.report.summary import prune_command
+
+    # The command as it works from here: the demo's run is read from bisector's checkout.
+    prune = prune_command(run.repo)
+    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes, run.pruned_at, prune)}")
     return lines
 
 
@@ -255,7 +261,9 @@ def _threshold(record: ThresholdSet, start: Start) -> Threshold:
     return Threshold(record.value, record.how, format_threshold(record.value, metric, worse))
 
 
-def disk_text(total: int, logs: int, pruned_at: float | None = None) -> str:
+def disk_text(
+    total: int, logs: int, pruned_at: float | None = None, prune: str = "bisector runs --prune"
+) -> str:
     """`338 MB, of which logs 335 MB (bisector runs --prune drops them)`; after a prune,
     when it ran (what is left is the report's: the smoking gun's logs)."""
     pruned = ""
@@ -264,10 +272,7 @@ def disk_text(total: int, logs: int, pruned_at: float | None = None) -> str:
         pruned = f"; logs pruned on {at}, the smoking gun's kept"
     if not logs:
         return size_text(total) + pruned
-    return (
-        f"{size_text(total)}, of which logs {size_text(logs)} (bisector runs --prune drops "
-        f"them){pruned}"
-    )
+    return f"{size_text(total)}, of which logs {size_text(logs)} ({prune} drops them){pruned}"
 
 
 def describe(run_dir: Path, *, running: bool = False) -> list[str]:

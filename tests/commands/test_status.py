@@ -108,3 +108,26 @@ def test_the_numbers_status_prints_add_up(
     given = sum(int(n) for n in re.findall(r"\d+", verdicts.group(1)))
     sources = sum(int(n) for n in re.findall(r"(\d+) ", verdicts.group(3)))
     assert given == sources == int(verdicts.group(2)) == 5
+
+
+def test_the_prune_command_it_prints_works_from_where_status_ran(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README reads the demo's run from bisector's checkout: status said `bisector runs
+    --prune`, which from there prunes bisector's own repository, not the demo's."""
+    from bisector.measure.journal import append_line
+
+    built = build_repo(tmp_path / "r", [1, 2])
+    run_dir = tmp_path / "r" / ".git" / "bisector" / "runs" / "x"
+    start = {"type": "start", "good": "a" * 40, "bad": "b" * 40, "repo": str(built.path)}
+    append_line(run_dir / "journal.jsonl", start)
+    (run_dir / "evals" / "001" / "logs").mkdir(parents=True)
+    (run_dir / "evals" / "001" / "logs" / "kube-apiserver.log.gz").write_bytes(b"x" * 4096)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert status(built.path, None) == 0
+    assert f"(bisector runs --repo {built.path} --prune drops them)" in capsys.readouterr().out
+    monkeypatch.chdir(built.path)
+    assert status(None, None) == 0
+    assert "(bisector runs --prune drops them)" in capsys.readouterr().out
