@@ -30,6 +30,7 @@ from bisector.measure.journal import Journal, Pruned, read_journal
 from bisector.report import report_of, write_reports
 from bisector.report.model import PrunedLogs, Report
 from bisector.report.smoking_gun import drawn_log_dirs
+from bisector.report.summary import prune_command
 from bisector.runfiles import prune_logs, size_text
 
 
@@ -133,5 +134,6 @@ def runs(
             typer.echo(line)
     total = sum(run.disk_bytes for run in listed)
     logs = sum(run.logs_bytes for run in listed)
-    typer.echo(f"{len(listed)} run(s), disk: {disk_text(total, logs)}")
+    how = prune_command(str(git_repo.root))  # as it works from here
+    typer.echo(f"{len(listed)} run(s), disk: {disk_text(total, logs, prune=how)}")
     return RunsExit.OK

@@ -128,6 +128,11 @@ def test_the_prune_command_it_prints_works_from_where_status_ran(
     monkeypatch.chdir(elsewhere)
     assert status(built.path, None) == 0
     assert f"(bisector runs --repo {built.path} --prune drops them)" in capsys.readouterr().out
+    from bisector.commands.runs import runs
+
+    assert runs(built.path, remove=None, remove_finished=False) == 0
+    total = capsys.readouterr().out.splitlines()[-1]
+    assert total.startswith("1 run(s), disk: ") and f"--repo {built.path} --prune" in total
     monkeypatch.chdir(built.path)
     assert status(None, None) == 0
     assert "(bisector runs --prune drops them)" in capsys.readouterr().out
