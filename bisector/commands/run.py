@@ -91,12 +91,15 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
             search,
         ]
     lines = [f"estimated wall time: {format_duration(costed.wall_s)}", search]
-    lines.append(
-        f"phases: build {format_duration(phases.build_s)}, launch "
-        f"{format_duration(phases.launch_s)}, warmup {format_duration(phases.warmup_s)}, "
-        f"collect {format_duration(phases.collect_s)}, teardown "
-        f"{format_duration(phases.teardown_s)}"
-    )
+    # Only the phases that take time: the simulator's "build 0.00s, launch 0.00s" said nothing.
+    spans = [
+        ("build", phases.build_s),
+        ("launch", phases.launch_s),
+        ("warmup", phases.warmup_s),
+        ("collect", phases.collect_s),
+        ("teardown", phases.teardown_s),
+    ]
+    lines.append("phases: " + ", ".join(f"{n} {format_duration(t)}" for n, t in spans if t > 0))
     hours = f"cluster-hours: {costed.cluster_hours:.1f}"
     if costed.money is not None:
         hours += f"; cost: {costed.money:.2f} at {settings.price_per_cluster_hour:g} per hour"

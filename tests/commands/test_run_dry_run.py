@@ -175,6 +175,7 @@ def test_a_sim_dry_run_estimates_its_time_from_the_cluster_it_simulates(
     assert "expected evaluations: 9 " in out
     each = nodes * simulated_s * SECONDS_PER_NODE_SECOND
     assert f"estimated wall time: {format_duration(9 * each)}\n" in out
+    assert f"\nphases: warmup {format_duration(each)}\n" in out  # no "build 0.00s" and such
 
 
 def test_without_estimate_the_wall_time_says_how_to_get_one(
