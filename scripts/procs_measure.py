@@ -121,6 +121,14 @@ def _show(row: dict[str, Any]) -> str:
     return f"{row['commit']} {shown}" + (f" SKIP: {row['reason']}" if row["reason"] else "")
 
 
+def _off_side(rev: str, number: int, run: dict[str, Any], expect: str) -> str:
+    """Why one run fails the check: a skip is an infrastructure failure, not a value on a side."""
+    if run["value"] is None:
+        return f"{rev} run {number}: skipped ({run['reason']}), expected {expect}"
+    side = "below" if expect == "bad" else "at or above"
+    return f"{rev} run {number}: {run['value']} ({side} the threshold, expected {expect})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="+", help="REV, REV:good or REV:bad")
@@ -246,8 +254,7 @@ def _summary(targets: list[Target], args: argparse.Namespace) -> int:
         print(f"CHECK FAILED: {exc}")
         return 1
     wrong = [
-        f"{t.rev} run {i + 1}: {r['value']} ({'below' if t.expect == 'bad' else 'at or above'} "
-        f"the threshold, expected {t.expect})"
+        _off_side(t.rev, i + 1, r, t.expect)
         for t in targets
         if t.expect
         for i, r in enumerate(t.runs)
