@@ -88,3 +88,16 @@ def test_a_config_run_accepts_is_accepted(
     config.write_text('[run]\nbackend = "sim"\nwarmup = "2m"\n')
     code, _ = _error(capsys, ["score", str(SAMPLE_LOG), "--config", str(config)])
     assert code == 0  # no --threshold: the scores only
+
+
+def test_doctor_checks_the_table_of_a_backend_it_does_not_build(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """doctor builds most backends to check their table; the sim's it did not, so a typo
+    there read `ready` while `run` refused it."""
+    config = tmp_path / "bisector.toml"
+    config.write_text('[run]\nbackend = "sim"\n\n[backends.sim]\nnodez = 10\n')
+    with pytest.raises(SystemExit) as info:
+        main(["doctor", "--config", str(config)])
+    assert info.value.code == 1
+    assert "backends.sim.nodez" in capsys.readouterr().out

@@ -36,7 +36,7 @@ from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.exitcodes import DoctorExit
 from bisector.gitrepo import GitRepo
-from bisector.settings import CHECK_DIR, RunFlags, RunSettings
+from bisector.settings import CHECK_DIR, RunFlags, RunSettings, check_config
 
 if TYPE_CHECKING:
     from bisector.nightly.config import JobConfig, NightlyConfig
@@ -142,7 +142,9 @@ def doctor(
     for name in info.tools:
         _check_tool(TOOLS[name], report)
     _say_log_scanner(report)
-    settings = _check_run_config(root, flags, report) if root is not None else None
+    settings = None
+    if root is not None:
+        settings = _check_run_config(root, flags, report, whole=not info.doctor_builds)
     if info.doctor_builds:
         section = (root or Section()).table("backends").table(info.name)
         if root is not None:
@@ -309,9 +311,15 @@ def _check_tool(tool: Tool, report: Report) -> None:
     report.ok(tool.name, first[0] if first else "present")
 
 
-def _check_run_config(root: Section, flags: RunFlags, report: Report) -> RunSettings | None:
-    """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
+def _check_run_config(
+    root: Section, flags: RunFlags, report: Report, *, whole: bool
+) -> RunSettings | None:
+    """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them;
+    `whole`: the backend's table too (a backend doctor does not build, the sim's), as
+    every command that reads a config checks it."""
     try:
+        if whole:
+            return check_config(root, flags)
         return RunSettings.from_config(root, good="HEAD", bad="HEAD", flags=flags)
     except BisectorError as exc:
         report.bad("config", str(exc))
