@@ -97,6 +97,14 @@ _SCORE_HELP = (
 )
 
 
+# -v of `run` and `demo`: what their default output leaves to the run directory's log.
+VERBOSE_HELP = (
+    "Also print each phase as it begins (build, launch, warmup, collect, teardown), the "
+    "search's progress and the builds ahead; without it, one line per evaluation (the "
+    "run directory's progress.log always has them all)."
+)
+
+
 @app.command(cls=Command, name="score", help=_help(_SCORE_HELP, ScoreExit))
 def score_cmd(  # noqa: PLR0917 - typer maps parameters to options
     logs: Annotated[
@@ -349,7 +357,10 @@ def run_cmd(
             "(default: none, so the sim backend, the demo's simulator).",
         ),
     ] = None,
-    repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository to bisect.")] = Path(),
+    repo: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="The repository to bisect (default: the current one)."),
+    ] = None,
     run_dir: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="Journal, logs and report (default: inside .git)."),
@@ -372,13 +383,14 @@ def run_cmd(
             "stays on stderr.",
         ),
     ] = False,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help=VERBOSE_HELP)] = False,
 ) -> int:
     from bisector.commands.run import build_settings, run
 
     settings = build_settings(
         good=good, bad=bad, repo=repo, config=config, run_dir=run_dir, flags=flags
     )
-    return run(settings, is_dry_run=dry_run, fresh=fresh, as_json=as_json)
+    return run(settings, is_dry_run=dry_run, fresh=fresh, as_json=as_json, verbose=verbose)
 
 
 @app.command(
@@ -414,10 +426,19 @@ def demo_cmd(
             help="Regressions planted: 1, or 2 (an earlier, smaller one too: both are hunted).",
         ),
     ] = 1,
+    verbose: Annotated[bool, typer.Option("-v", "--verbose", help=VERBOSE_HELP)] = False,
 ) -> int:
     from bisector.commands.demo import demo
 
-    return demo(directory, nodes=nodes, seed=seed, duration=duration, prs=prs, culprits=culprits)
+    return demo(
+        directory,
+        nodes=nodes,
+        seed=seed,
+        duration=duration,
+        prs=prs,
+        culprits=culprits,
+        verbose=verbose,
+    )
 
 
 @app.command(
@@ -427,8 +448,9 @@ def demo_cmd(
 )
 def status_cmd(
     repo: Annotated[
-        Path, typer.Option(metavar="DIR", help="The repository whose runs to show.")
-    ] = Path(),
+        Path | None,
+        typer.Option(metavar="DIR", help="The repository whose runs to show (default: .)."),
+    ] = None,
     run_dir: Annotated[
         Path | None, typer.Option(metavar="DIR", help="Show only this run directory.")
     ] = None,
@@ -537,7 +559,9 @@ def mark_cmd(
     commit: Annotated[str, typer.Argument(metavar="COMMIT", help="The commit to mark.")],
     verdict: Annotated[str, typer.Argument(metavar="VERDICT", help="good, bad or skip.")],
     note: Annotated[str, typer.Option(metavar="TEXT", help="Why (shown in the report).")] = "",
-    repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
+    repo: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="The repository (default: .).")
+    ] = None,
     run_dir: Annotated[
         Path | None,
         typer.Option(metavar="DIR", help="The run to mark in (default: the latest)."),
@@ -556,7 +580,9 @@ def mark_cmd(
     ),
 )
 def runs_cmd(
-    repo: Annotated[Path, typer.Option(metavar="DIR", help="The repository.")] = Path(),
+    repo: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="The repository (default: .).")
+    ] = None,
     remove: Annotated[
         Path | None, typer.Option(metavar="DIR", help="Remove this run directory.")
     ] = None,
@@ -567,7 +593,8 @@ def runs_cmd(
         bool,
         typer.Option(
             "--prune",
-            help="Drop the logs of every finished run; keep its journal, reports and command logs.",
+            help="Drop the logs of every finished run; keep its journal, reports, command "
+            "logs and the smoking gun's logs (the reports say when).",
         ),
     ] = False,
     as_json: Annotated[

@@ -129,18 +129,61 @@ class Reverted:
         return self.commit is not None
 
 
-class GitRepo:
-    """One repository, opened from any path inside it."""
+@dataclass(frozen=True)
+class RepoGiven:
+    """How a repository's path was given, so an error about it names the fix that works
+    for that way: `--repo` for the flag or the current directory, the key for a config's
+    `repo` (where --repo changes nothing)."""
 
-    def __init__(self, path: Path | str) -> None:
+    said: str  # "--repo /x", "the current directory /x", "FILE: key `...repo` = '/x'"
+    fix: str
+
+    @classmethod
+    def flag(cls, path: Path | str | None) -> RepoGiven:
+        """`--repo PATH`, or without it the current directory (the default)."""
+        if path is None:
+            return cls(
+                f"the current directory {Path.cwd()}",
+                "run bisector inside a checkout of the repository to bisect, or pass --repo DIR",
+            )
+        return cls(f"--repo {path}", "pass --repo the path of a checkout of the repository")
+
+    @classmethod
+    def key(cls, where: str, path: Path | str) -> RepoGiven:
+        """A config key (`where`, as Section.where says it) that holds the path."""
+        return cls(
+            f"{where} = {str(path)!r}",
+            "set that key to the path of a checkout of the repository (--repo does not "
+            "change a config's repo)",
+        )
+
+
+def _not_a_checkout(path: Path | str, given: RepoGiven | None, *, bare: bool = False) -> str:
+    """Why `path` cannot be bisected, and the fix for how it was given."""
+    given = given or RepoGiven(str(path), "pass the path of a checkout of the repository")
+    where = Path(path)
+    if bare:
+        problem = "is a bare repository (no checkout to build from)"
+    elif not where.exists():
+        problem = "does not exist"
+    elif not where.is_dir():
+        problem = "is not a directory"
+    else:
+        problem = "is not a git repository"
+    return f"{given.said} {problem}; {given.fix}"
+
+
+class GitRepo:
+    """One repository, opened from any path inside it; `given`: how the path was given
+    (for the fix an error about it names)."""
+
+    def __init__(self, path: Path | str, *, given: RepoGiven | None = None) -> None:
         try:
             self.repo = git.Repo(path, search_parent_directories=True)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise BisectorError(
-                f"{path} is not a git repository; run bisector inside a checkout or pass --repo"
-            ) from None
+            raise BisectorError(_not_a_checkout(path, given)) from None
         if self.repo.bare:
-            raise BisectorError(f"{path} is a bare repository; pass a checkout with --repo")
+            raise BisectorError(_not_a_checkout(path, given, bare=True))
         self.root = Path(self.repo.working_tree_dir or path)
         self.common_dir = Path(self.repo.common_dir)
 

@@ -8,13 +8,15 @@ scoring (`gzip_logs`, isal's igzip at level 1: ~12x smaller, a 98 MB log in abou
 third of a second) and journals the `.gz` names: the report links what is on disk.
 
 `disk_use` says what a run directory holds; `prune_logs` drops the logs and keeps the
-journal, the reports and each evaluation's command logs (`bisector runs --prune`).
+journal, the reports, each evaluation's command logs and the logs of the evaluations
+named to keep (the report's smoking gun draws them: `bisector runs --prune`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -76,7 +78,7 @@ class DiskUse:
     """Bytes a run directory holds: in all, in its logs, and what `--prune` would keep."""
 
     total_bytes: int
-    logs_bytes: int  # the evaluations' apiserver logs (and peeks): what --prune drops
+    logs_bytes: int  # the evaluations' apiserver logs (and peeks) that --prune drops
 
     @property
     def kept_bytes(self) -> int:
@@ -96,23 +98,30 @@ def _size(path: Path) -> int:
     return total
 
 
-def _pruned(run_dir: Path) -> list[Path]:
+def _pruned(run_dir: Path, keep: Collection[Path]) -> list[Path]:
     evals = run_dir / "evals"
     if not evals.is_dir():
         return []
+    kept = {k.absolute() for k in keep}
     return [
-        e / name for e in sorted(evals.iterdir()) for name in PRUNED_DIRS if (e / name).exists()
+        e / name
+        for e in sorted(evals.iterdir())
+        if e.absolute() not in kept
+        for name in PRUNED_DIRS
+        if (e / name).exists()
     ]
 
 
-def disk_use(run_dir: Path) -> DiskUse:
-    return DiskUse(_size(run_dir), sum(_size(p) for p in _pruned(run_dir)))
+def disk_use(run_dir: Path, keep: Collection[Path] = ()) -> DiskUse:
+    """What `run_dir` holds; its logs but those of the evaluation directories `keep`."""
+    return DiskUse(_size(run_dir), sum(_size(p) for p in _pruned(run_dir, keep)))
 
 
-def prune_logs(run_dir: Path) -> int:
-    """Drop the evaluations' logs; keep the journal, reports and command logs. Bytes freed."""
+def prune_logs(run_dir: Path, keep: Collection[Path] = ()) -> int:
+    """Drop the evaluations' logs but those of the evaluation directories `keep`; keep the
+    journal, reports and command logs. Bytes freed."""
     freed = 0
-    for path in _pruned(run_dir):
+    for path in _pruned(run_dir, keep):
         freed += _size(path)
         shutil.rmtree(path, ignore_errors=True)
     return freed

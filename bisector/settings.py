@@ -22,8 +22,18 @@ from typing import TYPE_CHECKING
 
 from bisector.backends.base import BackendContext
 from bisector.backends.registry import BACKENDS, DEFAULT_BACKEND, backend_info, backend_names
-from bisector.config import Flag, Key, Section, key_specs, keys_of, read_settings, setting
+from bisector.config import (
+    Flag,
+    Key,
+    Section,
+    key_specs,
+    keys_of,
+    load_config,
+    read_settings,
+    setting,
+)
 from bisector.errors import ConfigError
+from bisector.gitrepo import RepoGiven
 
 if TYPE_CHECKING:
     # The CLI imports this module for `run`'s flags, and every command starts with the CLI:
@@ -251,6 +261,9 @@ class RunSettings:
     upload: str | None = RunTable.upload  # gs://bucket/prefix the run is copied to
     search: SearchSettings = field(default_factory=SearchSettings)
     config_file: str = "<defaults>"
+    # How `repo` was given (--repo, the current directory, a config's key): the fix an
+    # error about it names. None: said as the path alone.
+    repo_given: RepoGiven | None = None
 
     @property
     def noise_aware(self) -> bool:
@@ -293,6 +306,7 @@ class RunSettings:
         run_dir: Path | None = None,
         resume_command: str = "",
         flags: RunFlags | None = None,
+        repo_given: RepoGiven | None = None,
     ) -> RunSettings:
         """Read `[run]`, `[search]`, `[metrics]`, `[backends.<name>]`; flags win over the file."""
         flags = flags or RunFlags()
@@ -359,7 +373,16 @@ class RunSettings:
             upload=table.upload,
             search=search,
             config_file=config.file,
+            repo_given=repo_given,
         )
+
+    @property
+    def evaluation_estimate_s(self) -> float | None:
+        """One evaluation's wall time for the cost model: `[run] estimate`, else the
+        backend's own from its table (the sim's); None: unknown."""
+        if self.estimate_s is not None:
+            return self.estimate_s
+        return backend_info(self.backend).estimate_s(self.backend_section, self.warmup_s)
 
     def fingerprint(self) -> str:
         """What a measurement depends on: backend and its settings, metric, warmup."""
@@ -392,3 +415,23 @@ class RunSettings:
             self.search.endpoint_runs,
         ]
         return json.dumps(key, default=str)
+
+
+def check_config(config: Section, flags: RunFlags | None = None) -> RunSettings:
+    """All of a run config checked as `bisector run` checks it before any cluster: its
+    tables, [run], [search], [metrics] and the chosen backend's own table (built as the
+    run builds it). Every command that reads a run config checks it here, so a misspelt
+    key `run` refuses is never silently a default in another command."""
+    settings = RunSettings.from_config(config, good="", bad="", flags=flags)
+    backend_info(settings.backend).create(settings.backend_context(CHECK_DIR))
+    return settings
+
+
+def read_config(path: Path | None, flags: RunFlags | None = None) -> Section:
+    """The run config at `path`, checked whole (None: no --config; the defaults, which
+    need no check and cost no backend's import)."""
+    if path is None:
+        return Section()
+    config = load_config(path)
+    check_config(config, flags)
+    return config

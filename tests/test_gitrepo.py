@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from bisector.errors import BisectorError, InfraError
-from bisector.gitrepo import BisectSession, CheckoutError, GitFailure, GitRepo
+from bisector.gitrepo import BisectSession, CheckoutError, GitFailure, GitRepo, RepoGiven
 from tests.helpers.checkout import snapshot
 from tests.helpers.repo import PR, build_repo
 
@@ -34,6 +34,32 @@ def test_resolve_and_range_checks(tmp_path: Path) -> None:
 def test_not_a_repository(tmp_path: Path) -> None:
     with pytest.raises(BisectorError, match="not a git repository"):
         GitRepo(tmp_path)
+
+
+def test_the_fix_named_is_the_one_for_how_the_path_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --repo /no/such/dir` said "pass --repo" though it was passed; a nightly job's
+    `repo` key said "pass --repo", which changes nothing there."""
+    missing = tmp_path / "no" / "such"
+    with pytest.raises(BisectorError) as flag:
+        GitRepo(missing, given=RepoGiven.flag(missing))
+    assert str(flag.value) == (
+        f"--repo {missing} does not exist; pass --repo the path of a checkout of the repository"
+    )
+    where = "nightly.toml: key `nightly.jobs[0].repo`"
+    with pytest.raises(BisectorError) as key:
+        GitRepo(missing, given=RepoGiven.key(where, missing))
+    assert str(key.value).startswith(f"{where} = '{missing}' does not exist; set that key")
+    assert "--repo does not change a config's repo" in str(key.value)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BisectorError) as here:
+        GitRepo(Path(), given=RepoGiven.flag(None))
+    assert str(here.value).startswith(f"the current directory {tmp_path} is not a git repository")
+    assert str(here.value).endswith("or pass --repo DIR")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(BisectorError, match="is not a directory"):
+        GitRepo(tmp_path / "file", given=RepoGiven.flag(tmp_path / "file"))
 
 
 def test_lock_refuses_a_second_holder(tmp_path: Path) -> None:

@@ -64,6 +64,10 @@ class Finding:
 DoctorCheck = Callable[[Section, Path | None], list[Finding]]
 
 
+# One evaluation's wall time from a backend's table and the run's warmup (`own_estimate`).
+OwnEstimate = Callable[[Section, float], float]
+
+
 class Rehearsed(Protocol):
     """What `doctor --rehearse` prints of a rehearsal, and whether it passed."""
 
@@ -108,6 +112,10 @@ class BackendInfo:
     # beside the candidate, from the backend's table (procs: its harness commit): an
     # evaluation run elsewhere, which fetches only the candidate, fetches those too.
     revisions: str | None = None
+    # "module:function" giving one evaluation's wall time from the backend's table and the
+    # run's warmup, when `[run] estimate` says none: the sim knows what it simulates, so a
+    # dry run of the demo says its time.
+    own_estimate: str | None = None
 
     def cl2_problem(self, section: Section) -> str | None:
         """Why this backend, configured by `section`, gives no CL2 report (None: it can).
@@ -148,6 +156,15 @@ class BackendInfo:
         needed = cast("Callable[[Section], tuple[str, ...]]", _function(module, function))
         return needed(section)
 
+    def estimate_s(self, section: Section, warmup_s: float) -> float | None:
+        """One evaluation's wall time as the backend reckons it from `section` (None: it
+        cannot say; `[run] estimate` must)."""
+        if self.own_estimate is None:
+            return None
+        module, function = self.own_estimate.split(":")
+        estimate = cast("OwnEstimate", getattr(importlib.import_module(module), function))
+        return estimate(section, warmup_s)
+
     def rehearse(self, section: Section, repo: Path, *, keep: bool) -> Rehearsed:
         """Run this backend's rehearsal (callers check `rehearsal` is set first)."""
         if self.rehearsal is None:
@@ -169,6 +186,7 @@ BACKENDS: dict[str, BackendInfo] = {
             default_warmup_s=300.0,  # 5m, configs/default.toml's
             phases=PhaseModel.SIMULATED,
             doctor_builds=False,
+            own_estimate="bisector.backends.sim:evaluation_estimate_s",
         ),
         BackendInfo(
             "local",

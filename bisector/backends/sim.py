@@ -86,6 +86,11 @@ class SimSettings:
 
 
 KEYS = keys_of(SimSettings)
+# Wall seconds of one evaluation (build to teardown) per simulated hollow node and second,
+# on one core: the demo's CPU time over the node-seconds it simulated (docs/simulator.md,
+# "What an evaluation costs"). The bad profile writes more log and runs above it, the
+# good below: an estimate, never a promise.
+SECONDS_PER_NODE_SECOND = 3.3e-6
 LOG_NAME = "kube-apiserver.log"
 
 
@@ -96,6 +101,14 @@ def _run_hint(section: Section) -> str:
 
 def _example(dotted: str) -> str:
     return example_setting(dotted) or "configs/local-example.toml"
+
+
+def evaluation_estimate_s(section: Section, warmup_s: float) -> float:
+    """One evaluation's wall time for the cluster `section` simulates (its nodes for its
+    duration, else the run's warmup)."""
+    cfg = read_settings(SimSettings, section)
+    duration_s = cfg.duration if cfg.duration is not None else warmup_s
+    return SECONDS_PER_NODE_SECOND * cfg.nodes * duration_s
 
 
 class SimBackend:

@@ -127,7 +127,9 @@ def find_culprit(b: Bisection) -> Report:
     s = b.settings
     # The ETA's guesses until this run's phases are measured: the cost model's, as --dry-run.
     b.evaluator.phase_times.guess = phases_for(
-        model=backend_info(s.backend).phases, warmup_s=s.warmup_s, estimate_s=s.estimate_s
+        model=backend_info(s.backend).phases,
+        warmup_s=s.warmup_s,
+        estimate_s=s.evaluation_estimate_s,
     )
     whole = whole_range(b)
     searches = _Searches(b, whole)

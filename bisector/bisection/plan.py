@@ -89,6 +89,12 @@ def phases_basis(settings: RunSettings) -> str:
         return f"{given} per evaluation, split as in the 2017 kubemark job"
     if model is PhaseModel.KUBEMARK_2017:
         return "the 2017 kubemark job's phases (ci-kubernetes-kubemark-gce-scale)"
+    own = settings.evaluation_estimate_s
+    if own is not None:
+        return (
+            f"the {settings.backend} backend's own estimate, {format_duration(own)} an "
+            "evaluation, from the cluster its table simulates"
+        )
     return (
         f"no phase durations for the {settings.backend} backend: "
         "set [run] estimate to one evaluation's time"
@@ -111,7 +117,7 @@ def estimate(
     phases = measured or phases_for(
         model=backend_info(settings.backend).phases,
         warmup_s=settings.warmup_s,
-        estimate_s=settings.estimate_s,
+        estimate_s=settings.evaluation_estimate_s,
     )
     costed = None
     if phases is not None:

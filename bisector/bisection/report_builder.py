@@ -14,7 +14,7 @@ from bisector.bisection.plan import estimate
 from bisector.bisection.start import Bisection
 from bisector.bisection.usage import cost_summary, measured_phases
 from bisector.measure.journal import Mark as MarkRecord
-from bisector.measure.journal import TeardownFailed
+from bisector.measure.journal import Pruned, TeardownFailed
 from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
 from bisector.report.action import action_lines
@@ -29,6 +29,7 @@ from bisector.report.model import (
     Mark,
     MergeRef,
     ParentResult,
+    PrunedLogs,
     Report,
     TeardownFailure,
     Threshold,
@@ -159,6 +160,8 @@ def build_report(
     marks = [
         Mark(r.commit, r.verdict, r.note) for r in b.journal.records if isinstance(r, MarkRecord)
     ]
+    # `bisector runs --prune` dropped logs the report links: it says so, and when.
+    pruned = next((r for r in reversed(b.journal.records) if isinstance(r, Pruned)), None)
     # Only what is still left up: a failure a later run (or cleanup) tore down is history.
     still_open = {begun.eval_dir for begun in b.journal.unfinished()}
     failures = [
@@ -211,6 +214,7 @@ def build_report(
         culprits=culprits,
         unexplained=unexplained,
         revert_check=s.revert_check,
+        pruned=PrunedLogs(pruned.at, pruned.freed_bytes, list(pruned.kept)) if pruned else None,
     )
     report.action = action_lines(report)
     return report

@@ -103,7 +103,7 @@ def prepare_bisection(
 ) -> PreparedBisection:
     """Resolve the range and build the backend and the executor; config errors here,
     before any state."""
-    repo = repo or GitRepo(settings.repo)
+    repo = repo or GitRepo(settings.repo, given=settings.repo_given)
     good, bad = repo.resolve(settings.good), repo.resolve(settings.bad)
     repo.check_range(good, bad)
     # Absolute: backend commands run inside the candidate's worktree, not here.
@@ -137,6 +137,7 @@ def measure_settings(settings: RunSettings, backend: Backend) -> MeasureSettings
         check_every_s=settings.looks_every_s,
         early_good=settings.early_good,
         prefetch_builds=settings.prefetch_builds,
+        worse=settings.worse,
     )
 
 

@@ -19,7 +19,7 @@ from bisector.bisection.layout import RunLayout, measurement_cache
 from bisector.bisection.start import backend_context
 from bisector.config import Section, load_config
 from bisector.errors import BisectorError, InfraError
-from bisector.gitrepo import GitRepo
+from bisector.gitrepo import GitRepo, RepoGiven
 from bisector.measure.journal import Cleaned, Journal, Start, TeardownFailed, read_journal
 from bisector.settings import RunSettings
 from bisector.signals import held_during
@@ -31,7 +31,12 @@ def tear_down_from_journal(run_dir: Path) -> int:
     start = next((r for r in read_journal(layout.journal) if isinstance(r, Start)), None)
     if start is None or not start.backend or not backend_info(start.backend).journal_teardown:
         return 0
-    repo = GitRepo(start.repo or ".")
+    # The run's repository, as its journal recorded it: its worktrees and lock live there.
+    given = RepoGiven(
+        f"the run's repository (its journal {layout.journal} names it) {start.repo or '.'}",
+        "put that checkout back there to tear down from the journal, or stop what is left by hand",
+    )
+    repo = GitRepo(start.repo or ".", given=given)
     journal = Journal(layout.journal, measurement_cache(repo.common_dir), "")
     open_ = journal.unfinished()
     if not open_:

@@ -98,6 +98,7 @@ def demo(
     duration: str = DEMO_DURATION,
     prs: int = DEMO_PRS,
     culprits: int = 1,
+    verbose: bool = False,
 ) -> int:
     """The demo; `culprits` 2 plants an earlier, smaller regression too (the first search
     finds it, its revert leaves the bad endpoint bad, the next search finds the other)."""
@@ -136,8 +137,9 @@ def demo(
         evaluation_s(
             model=backend_info(settings.backend).phases,
             warmup_s=settings.warmup_s,
-            estimate_s=settings.estimate_s,
-        )
+            estimate_s=settings.evaluation_estimate_s,
+        ),
+        verbose=verbose,
     )
     try:
         report = run_bisection(settings, progress=progress)

@@ -36,7 +36,7 @@ from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.exitcodes import DoctorExit
 from bisector.gitrepo import GitRepo
-from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings
+from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings, check_config
 
 if TYPE_CHECKING:
     from bisector.nightly.config import JobConfig, NightlyConfig
@@ -142,7 +142,9 @@ def doctor(
     for name in info.tools:
         _check_tool(TOOLS[name], report)
     _say_log_scanner(report)
-    settings = _check_run_config(root, flags, report) if root is not None else None
+    settings = None
+    if root is not None:
+        settings = _check_run_config(root, flags, report, whole=not info.doctor_builds)
     if settings is not None and settings.executor != LOCAL_EXECUTOR:
         _check_executor(settings, report)
     if info.doctor_builds:
@@ -212,7 +214,7 @@ def _check_job(nightly: NightlyConfig, job: JobConfig, report: Report) -> None:
     info = backend_info(settings.backend)
     if not report.as_json:
         typer.echo(f"job {job.name}: the {info.name} backend, on {job.repo}")
-    _check_checkout(job.name, job.repo, report)
+    _check_checkout(job, report)
     for name in info.tools:
         _check_tool(TOOLS[name], report)
     if info.doctor_builds and _check_backend_config(
@@ -237,15 +239,15 @@ def _say_log_scanner(report: Report) -> None:
         )
 
 
-def _check_checkout(job: str, repo: Path | None, report: Report) -> None:
+def _check_checkout(job: JobConfig, report: Report) -> None:
     """A hunting job's `repo` is a checkout: one that does not exist would pass doctor and
-    fail the hunt at night, after the scoring."""
+    fail the hunt at night, after the scoring. The fix names the job's key."""
     try:
-        GitRepo(repo or Path())
+        GitRepo(job.repo or Path(), given=job.repo_given)
     except BisectorError as exc:
-        report.bad(f"job {job}: repo", f"{exc} (its hunt bisects there)")
+        report.bad(f"job {job.name}: repo", f"{exc} (its hunt bisects there)")
         return
-    report.ok(f"job {job}: repo", f"{repo} is a git checkout")
+    report.ok(f"job {job.name}: repo", f"{job.repo} is a git checkout")
 
 
 def _heading(info: BackendInfo, chosen_by: str) -> str:
@@ -326,9 +328,15 @@ def _check_executor(settings: RunSettings, report: Report) -> None:
         (report.ok if finding.ok else report.bad)(finding.what, finding.detail)
 
 
-def _check_run_config(root: Section, flags: RunFlags, report: Report) -> RunSettings | None:
-    """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them."""
+def _check_run_config(
+    root: Section, flags: RunFlags, report: Report, *, whole: bool
+) -> RunSettings | None:
+    """The [run], [search] and [metrics.*] tables, read as `bisector run` reads them;
+    `whole`: the backend's table too (a backend doctor does not build, the sim's), as
+    every command that reads a config checks it."""
     try:
+        if whole:
+            return check_config(root, flags)
         return RunSettings.from_config(root, good="HEAD", bad="HEAD", flags=flags)
     except BisectorError as exc:
         report.bad("config", str(exc))

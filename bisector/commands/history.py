@@ -42,10 +42,9 @@ from bisector.ci.scoring import (
     ci_source_problem,
     score_runs,
 )
-from bisector.config import Section, load_config
 from bisector.errors import BisectorError
 from bisector.metric_registry import MetricRegistry, check_threshold
-from bisector.settings import DEFAULT_METRIC
+from bisector.settings import DEFAULT_METRIC, read_config
 
 MAX_WORKERS = 64  # runs scored at once (threads, each reading GCS)
 
@@ -71,7 +70,7 @@ class HistoryOptions:
 def history(options: HistoryOptions) -> int:
     if not 1 <= options.workers <= MAX_WORKERS:
         raise BisectorError(f"--workers must be from 1 to {MAX_WORKERS}, got {options.workers}")
-    config = load_config(options.config) if options.config else Section()
+    config = read_config(options.config)
     metrics = MetricRegistry.from_config(config)
     metrics.check(options.metric, "--metric")
     if (why := ci_source_problem(metrics, options.metric)) is not None:
@@ -158,7 +157,7 @@ def start_bisection(found: RegressionRange, options: HistoryOptions, command: st
     settings = build_settings(
         good=found.good_commit,
         bad=found.bad_commit,
-        repo=options.repo or Path(),
+        repo=options.repo,
         config=options.config,
         run_dir=None,
         flags=RunFlags(metric=found.metric),

@@ -14,16 +14,16 @@ import typer
 from bisector.commands.runs_dirs import pick_run
 from bisector.errors import BisectorError
 from bisector.exitcodes import MarkExit
-from bisector.gitrepo import GitRepo
+from bisector.gitrepo import GitRepo, RepoGiven
 from bisector.measure.journal import Journal, Mark, Start, read_journal
 
 VERDICTS = ("good", "bad", "skip")
 
 
-def mark(commit: str, verdict: str, *, note: str, repo: Path, run_dir: Path | None) -> int:
+def mark(commit: str, verdict: str, *, note: str, repo: Path | None, run_dir: Path | None) -> int:
     if verdict not in VERDICTS:
         raise BisectorError(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
-    git_repo = GitRepo(repo)
+    git_repo = GitRepo(repo or Path(), given=RepoGiven.flag(repo))
     full = git_repo.resolve(commit)
     target = pick_run(git_repo, run_dir)
     start = next((r for r in read_journal(target / "journal.jsonl") if isinstance(r, Start)), None)

@@ -19,6 +19,7 @@ from bisector.durations import format_duration
 from bisector.errors import BisectorError, ConfigError
 from bisector.executors import executor_checks
 from bisector.exitcodes import RunExit
+from bisector.gitrepo import RepoGiven
 from bisector.report import summary_lines
 from bisector.report.model import Report
 from bisector.settings import CHECK_DIR, LOCAL_EXECUTOR, RunFlags, RunSettings
@@ -29,7 +30,7 @@ def build_settings(
     *,
     good: str,
     bad: str,
-    repo: Path,
+    repo: Path | None,
     config: Path | None,
     run_dir: Path | None,
     flags: RunFlags,
@@ -44,10 +45,11 @@ def build_settings(
         section,
         good=good,
         bad=bad,
-        repo=repo,
+        repo=repo or Path(),
         run_dir=run_dir,
         resume_command=resume_command,
         flags=flags,
+        repo_given=RepoGiven.flag(repo),
     )
 
 
@@ -113,12 +115,15 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
             search,
         ]
     lines = [f"estimated wall time: {format_duration(costed.wall_s)}", search]
-    lines.append(
-        f"phases: build {format_duration(phases.build_s)}, launch "
-        f"{format_duration(phases.launch_s)}, warmup {format_duration(phases.warmup_s)}, "
-        f"collect {format_duration(phases.collect_s)}, teardown "
-        f"{format_duration(phases.teardown_s)}"
-    )
+    # Only the phases that take time: the simulator's "build 0.00s, launch 0.00s" said nothing.
+    spans = [
+        ("build", phases.build_s),
+        ("launch", phases.launch_s),
+        ("warmup", phases.warmup_s),
+        ("collect", phases.collect_s),
+        ("teardown", phases.teardown_s),
+    ]
+    lines.append("phases: " + ", ".join(f"{n} {format_duration(t)}" for n, t in spans if t > 0))
     hours = f"cluster-hours: {costed.cluster_hours:.1f}"
     if costed.money is not None:
         hours += f"; cost: {costed.money:.2f} at {settings.price_per_cluster_hour:g} per hour"
@@ -136,7 +141,12 @@ def cost_lines(settings: RunSettings, plan: Plan) -> list[str]:
 
 
 def run(
-    settings: RunSettings, *, is_dry_run: bool = False, fresh: bool = False, as_json: bool = False
+    settings: RunSettings,
+    *,
+    is_dry_run: bool = False,
+    fresh: bool = False,
+    as_json: bool = False,
+    verbose: bool = False,
 ) -> int:
     if is_dry_run:
         if as_json:
@@ -148,8 +158,9 @@ def run(
         evaluation_s(
             model=backend_info(settings.backend).phases,
             warmup_s=settings.warmup_s,
-            estimate_s=settings.estimate_s,
-        )
+            estimate_s=settings.evaluation_estimate_s,
+        ),
+        verbose=verbose,
     )
     try:
         report = run_bisection(settings, progress=progress, fresh=fresh)
@@ -232,11 +243,12 @@ class RunResult:
 
 
 def print_json(report: Report) -> int:
+    from bisector.report.smoking_gun import drawn_log_dirs
     from bisector.runfiles import disk_use
 
     code = outcome_code(report)
     run_dir = Path(report.run_dir)
-    use = disk_use(run_dir)
+    use = disk_use(run_dir, drawn_log_dirs(report))
     result = RunResult(
         exit_code=int(code),
         report_json=str(run_dir / "report.json"),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -23,8 +25,12 @@ from bisector.commands.status import (
 )
 from bisector.errors import BisectorError
 from bisector.exitcodes import RunsExit
-from bisector.gitrepo import GitRepo
-from bisector.measure.journal import Journal, read_journal
+from bisector.gitrepo import GitRepo, RepoGiven
+from bisector.measure.journal import Journal, Pruned, read_journal
+from bisector.report import report_of, write_reports
+from bisector.report.model import PrunedLogs, Report
+from bisector.report.smoking_gun import drawn_log_dirs
+from bisector.report.summary import prune_command
 from bisector.runfiles import prune_logs, size_text
 
 
@@ -68,27 +74,42 @@ def _remove(run_dir: Path, repo: GitRepo) -> None:
 
 
 def _prune(repo: GitRepo, found: list[Path]) -> None:
-    """Every finished run keeps its journal, reports and command logs; its logs go."""
+    """Every finished run keeps its journal, reports, command logs and the logs its report's
+    smoking gun draws; its other logs go, and its journal and reports say when."""
     freed = 0
     for run_dir in found:
         if _live(run_dir, repo) or not _finished(run_dir):
             continue  # a running or resumable run still needs its logs
-        gone = prune_logs(run_dir)
+        report = report_of(run_dir)
+        keep = drawn_log_dirs(report) if report is not None else set()
+        gone = prune_logs(run_dir, keep)
         if gone:
-            typer.echo(f"pruned {run_dir}: {size_text(gone)} of logs dropped, reports kept")
+            _say_pruned(run_dir, report, Pruned(time.time(), gone, sorted(map(str, keep))))
+            kept = ", the smoking gun's logs" if keep else ""
+            typer.echo(f"pruned {run_dir}: {size_text(gone)} of logs dropped; reports{kept} kept")
         freed += gone
     typer.echo(f"freed {size_text(freed)}")
 
 
+def _say_pruned(run_dir: Path, report: Report | None, record: Pruned) -> None:
+    """Journal the prune (a resumed run's report says it) and say it in the reports now:
+    their links to the dropped logs lead nowhere."""
+    layout = RunLayout(run_dir)
+    Journal(layout.journal, layout.root / ".no-cache", "").write(record)
+    if report is not None:
+        pruned = PrunedLogs(record.at, record.freed_bytes, list(record.kept))
+        write_reports(replace(report, pruned=pruned), run_dir)
+
+
 def runs(
-    repo: Path,
+    repo: Path | None,
     *,
     remove: Path | None,
     remove_finished: bool,
     prune: bool = False,
     as_json: bool = False,
 ) -> int:
-    git_repo = GitRepo(repo)
+    git_repo = GitRepo(repo or Path(), given=RepoGiven.flag(repo))
     if remove is not None:
         _remove(remove, git_repo)
         return RunsExit.OK
@@ -113,5 +134,6 @@ def runs(
             typer.echo(line)
     total = sum(run.disk_bytes for run in listed)
     logs = sum(run.logs_bytes for run in listed)
-    typer.echo(f"{len(listed)} run(s), disk: {disk_text(total, logs)}")
+    how = prune_command(str(git_repo.root))  # as it works from here
+    typer.echo(f"{len(listed)} run(s), disk: {disk_text(total, logs, prune=how)}")
     return RunsExit.OK

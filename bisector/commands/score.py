@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from bisector.config import Section, load_config
 from bisector.durations import format_duration, parse_duration
 from bisector.errors import BisectorError, CollectError
 from bisector.exitcodes import ScoreExit
@@ -45,7 +44,7 @@ from bisector.metric_registry import MetricRegistry
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE
 from bisector.runfiles import logs_in
-from bisector.settings import DEFAULT_METRIC
+from bisector.settings import DEFAULT_METRIC, read_config
 from bisector.ui.output import stdin_closed, stdout_failure
 
 if TYPE_CHECKING:  # a directory's or snapshots' files: imported only when some are given
@@ -157,7 +156,7 @@ def _check(
     config: Path | None,
     snapshots: tuple[Path | None, Path | None] = (None, None),
 ) -> ScoreRequest:
-    registry = MetricRegistry.from_config(load_config(config) if config else Section())
+    registry = MetricRegistry.from_config(read_config(config))
     sources, evidence = _inputs(sources, *snapshots)
     if not sources and evidence is None:
         raise BisectorError(

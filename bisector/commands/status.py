@@ -11,7 +11,8 @@ import fcntl
 import json
 import os
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -19,7 +20,7 @@ import typer
 from bisector.bisection.layout import RunLayout
 from bisector.commands.runs_dirs import check_run_dir, run_dirs
 from bisector.config import Section
-from bisector.gitrepo import GitRepo
+from bisector.gitrepo import GitRepo, RepoGiven
 from bisector.measure.journal import (
     Done,
     EarlyGoodWithdrawn,
@@ -27,6 +28,7 @@ from bisector.measure.journal import (
     Interrupted,
     Mark,
     Measured,
+    Pruned,
     Record,
     Resume,
     Start,
@@ -35,6 +37,7 @@ from bisector.measure.journal import (
     Verdict,
     read_journal,
 )
+from bisector.measure.measurement import Measurement
 from bisector.metric_registry import MetricRegistry
 from bisector.numbers import format_threshold
 from bisector.runfiles import disk_use, size_text
@@ -103,6 +106,16 @@ class RunStatus:
     command: str  # the command that started (or resumes) it
     disk_bytes: int  # what the run directory holds
     logs_bytes: int  # of which logs, what `bisector runs --prune` drops
+    pruned_at: float | None = None  # when `bisector runs --prune` last dropped its logs
+    # The measurements by phase (endpoint, bisect, confirm) and how many were skips: they
+    # add up to `measurements`.
+    measured_in: dict[str, int] = field(default_factory=dict)
+    skips: int = 0
+    # Where the verdicts came from: "measured" (a run of that commit), "marked" (by hand),
+    # "same tree" (runs of its source tree, another commit's or an earlier run's); they
+    # add up to the verdicts'.
+    verdicts_from: dict[str, int] = field(default_factory=dict)
+    repo: str = ""  # the checkout the run bisects, as its journal recorded it
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -115,7 +128,8 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
     # What git bisect was last told about each commit (a rerun replays, never adds).
     latest = {r.commit: r.verdict for r in records if isinstance(r, Verdict)}
     verdicts = Counter(latest.values())
-    measured = sum(isinstance(r, Measured) for r in records)
+    runs = [r.measurement for r in records if isinstance(r, Measured)]
+    measured = len(runs)
     state = run_state(records)
     if running and state != FINISHED:
         state = "running"
@@ -127,8 +141,10 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
         (r.command for r in reversed(records) if isinstance(r, (Start, Resume)) and r.command),
         "",
     )
-    disk = disk_use(run_dir)
+    disk = disk_use(run_dir, _report_log_dirs(run_dir))
+    pruned = next((r for r in reversed(records) if isinstance(r, Pruned)), None)
     return RunStatus(
+        repo=start.repo or "",
         run_dir=str(run_dir),
         good=start.good,
         bad=start.bad,
@@ -143,15 +159,41 @@ def run_status(run_dir: Path, *, running: bool = False) -> RunStatus:
         command=command,
         disk_bytes=disk.total_bytes,
         logs_bytes=disk.logs_bytes,
+        pruned_at=pruned.at if pruned else None,
+        measured_in=dict(Counter(m.phase for m in runs)),
+        skips=sum(m.value is None for m in runs),
+        verdicts_from=_verdicts_from(latest, runs, records),
     )
+
+
+def _verdicts_from(
+    latest: dict[str, str], runs: list[Measurement], records: list[Record]
+) -> dict[str, int]:
+    """Where each commit's latest verdict came from (a person's mark wins, as in the run)."""
+    marked = {r.commit: r.verdict for r in records if isinstance(r, Mark)}
+    own = {m.commit for m in runs if m.phase != "confirm"}
+    sources = Counter(
+        "marked" if marked.get(commit) == verdict else "measured" if commit in own else "same tree"
+        for commit, verdict in latest.items()
+    )
+    return {k: sources[k] for k in ("measured", "marked", "same tree") if sources[k]}
+
+
+def _report_log_dirs(run_dir: Path) -> set[Path]:
+    """The evaluations whose logs the run's report draws (`bisector runs --prune` keeps them)."""
+    from bisector.report import report_of
+    from bisector.report.smoking_gun import drawn_log_dirs
+
+    report = report_of(run_dir)
+    return drawn_log_dirs(report) if report is not None else set()
 
 
 def status_lines(run: RunStatus) -> list[str]:
     lines = [
         run.run_dir,
         f"  range {run.good[:12]}..{run.bad[:12]}: {run.state}",
-        f"  measurements: {run.measurements}; verdicts: "
-        + (", ".join(f"{k} {v}" for k, v in run.verdicts.items()) or "none yet"),
+        f"  measurements: {run.measurements}{_measured_in(run)}",
+        f"  search verdicts (told git bisect): {_verdicts(run)}",
     ]
     if run.threshold:
         lines.append(f"  threshold {run.threshold.shown} ({run.threshold.how})")
@@ -168,8 +210,44 @@ def status_lines(run: RunStatus) -> list[str]:
     if run.command:
         verb = "command" if run.state.startswith((FINISHED, "running")) else "resume with"
         lines.append(f"  {verb}: {run.command}")
-    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes)}")
+    from bisector.report.summary import prune_command
+
+    # The command as it works from here: the demo's run is read from bisector's checkout.
+    prune = prune_command(run.repo)
+    lines.append(f"  disk: {disk_text(run.disk_bytes, run.logs_bytes, run.pruned_at, prune)}")
     return lines
+
+
+# How the phases are said, in the order a run goes through them.
+_PHASES = {"endpoint": "endpoints", "bisect": "search", "confirm": "confirmation"}
+
+
+def _measured_in(run: RunStatus) -> str:
+    """` (endpoints 2, search 6, confirmation 3; 1 of them a skip)`: parts that add up."""
+    if not run.measured_in:
+        return ""
+    parts = [f"{_PHASES.get(k, k)} {run.measured_in[k]}" for k in _PHASES if k in run.measured_in]
+    parts += [f"{k} {v}" for k, v in run.measured_in.items() if k not in _PHASES]
+    skips = f"; {run.skips} of them {'skips' if run.skips > 1 else 'a skip'}" if run.skips else ""
+    return f" ({', '.join(parts)}{skips})"
+
+
+def _verdicts(run: RunStatus) -> str:
+    """`bad 4, good 3 on 7 commits (6 measured, 1 from runs of the same source tree)`: the
+    search's; the endpoints and the confirmation tell git bisect nothing."""
+    if not run.verdicts:
+        return "none yet"
+    given = ", ".join(f"{k} {v}" for k, v in run.verdicts.items())
+    commits = sum(run.verdicts.values())
+    words = {
+        "measured": "measured",
+        "marked": "marked by hand",
+        "same tree": "from runs of the same source tree",
+    }
+    sources = ", ".join(f"{n} {words[k]}" for k, n in run.verdicts_from.items())
+    return f"{given} on {commits} commit{'s' if commits > 1 else ''}" + (
+        f" ({sources})" if sources else ""
+    )
 
 
 def _threshold(record: ThresholdSet, start: Start) -> Threshold:
@@ -183,19 +261,26 @@ def _threshold(record: ThresholdSet, start: Start) -> Threshold:
     return Threshold(record.value, record.how, format_threshold(record.value, metric, worse))
 
 
-def disk_text(total: int, logs: int) -> str:
-    """`338 MB, of which logs 335 MB (bisector runs --prune drops them)`."""
+def disk_text(
+    total: int, logs: int, pruned_at: float | None = None, prune: str = "bisector runs --prune"
+) -> str:
+    """`338 MB, of which logs 335 MB (bisector runs --prune drops them)`; after a prune,
+    when it ran (what is left is the report's: the smoking gun's logs)."""
+    pruned = ""
+    if pruned_at is not None:
+        at = datetime.fromtimestamp(pruned_at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        pruned = f"; logs pruned on {at}, the smoking gun's kept"
     if not logs:
-        return size_text(total)
-    return f"{size_text(total)}, of which logs {size_text(logs)} (bisector runs --prune drops them)"
+        return size_text(total) + pruned
+    return f"{size_text(total)}, of which logs {size_text(logs)} ({prune} drops them){pruned}"
 
 
 def describe(run_dir: Path, *, running: bool = False) -> list[str]:
     return status_lines(run_status(run_dir, running=running))
 
 
-def statuses(repo: Path, run_dir: Path | None) -> list[RunStatus]:
-    git_repo = GitRepo(repo)
+def statuses(repo: Path | None, run_dir: Path | None) -> list[RunStatus]:
+    git_repo = GitRepo(repo or Path(), given=RepoGiven.flag(repo))
     running = lock_held(git_repo.common_dir / "bisector.lock")
     dirs = [check_run_dir(run_dir)] if run_dir is not None else run_dirs(git_repo)
     # The lock is per repository: only the most recently active run can be the live one.
@@ -205,7 +290,7 @@ def statuses(repo: Path, run_dir: Path | None) -> list[RunStatus]:
     ]
 
 
-def status(repo: Path, run_dir: Path | None, *, as_json: bool = False) -> int:
+def status(repo: Path | None, run_dir: Path | None, *, as_json: bool = False) -> int:
     found = statuses(repo, run_dir)
     if as_json:
         typer.echo(json.dumps([run.to_json() for run in found], indent=2))

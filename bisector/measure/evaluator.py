@@ -56,7 +56,8 @@ from bisector.measure.prefetch import Prefetcher
 from bisector.measure.provenance import WindowRule
 from bisector.measure.reverts import Reverts, Substitute
 from bisector.measure.teardown import Teardowns
-from bisector.numbers import NO_VALUE, format_value
+from bisector.metrics.direction import Worse, is_bad
+from bisector.numbers import NO_VALUE, format_threshold, format_value
 from bisector.runfiles import gzip_logs
 from bisector.search.base import Job
 from bisector.search.progress import Phase, PhaseStarted, Progress, Reading
@@ -102,6 +103,7 @@ class MeasureSettings:
     check_every_s: float | None = None  # look at the log this often during the warmup
     prefetch_builds: int = 0  # builds of possible next candidates meanwhile (0: off)
     early_good: bool = False  # search runs may end early as good (see bisector.measure.early)
+    worse: Worse = "higher"  # which way the metric gets worse: the side each line says
 
 
 class Evaluator(Deciding):
@@ -137,6 +139,9 @@ class Evaluator(Deciding):
         # its parent: bisector.bisection.confirm), for the report's smoking gun.
         self.profiled: set[str] = set()
         self.used: dict[str, Measurement] = {}  # every measurement the report rests on
+        # The side of the threshold each commit's last evaluation line said: the search's
+        # verdict line repeats nothing that line said (one line per evaluation).
+        self.said_side: dict[str, str] = {}
         self.worktrees: set[Path] = set()
         self.rounds: Counter[str] = Counter()  # phase -> rounds of concurrent evaluations
         self.reference_span_s: float | None = None  # what the endpoints' logs covered
@@ -325,13 +330,7 @@ class Evaluator(Deciding):
                     self.journal.write(Cleaned(str(eval_dir)))
                 raise KeyboardInterrupt
             self.journal.add(m)
-            metric = self.settings.metric
-            shown = NO_VALUE if m.value is None else f"{metric}={format_value(m.value, metric)}"
-            why = f" ({m.reason})" if m.reason else ""
-            if m.stopped_early:
-                why += f"; stopped early: {m.stopped_early}"
-            took = format_duration(m.duration_s)  # before the reason: it has durations too
-            self.progress.note(f"measured {job.commit[:12]} [{job.phase}] in {took}: {shown}{why}")
+            self.progress.note(self._evaluation_line(job, m, early_threshold))
         return m
 
     def _unrevertable(self, job: Job, sub: Substitute, slot: int) -> Measurement:
@@ -349,6 +348,29 @@ class Evaluator(Deciding):
             self.progress.note(f"measured {job.commit[:12]} [{job.phase}]: no value ({m.reason})")
         return m
 
+    def _evaluation_line(self, job: Job, m: Measurement, threshold: float | None) -> str:
+        """The evaluation's one line: commit, verdict (the side of the threshold, when
+        there is one yet), value, time, then why (`4761cfa4aaf0 good: conflicts 27 <
+        2,312, in 1m01s [bisect]; stopped early: ...`)."""
+        metric = self.settings.metric
+        if m.value is None:
+            self.said_side[job.commit] = "skip"
+            said = f"skip: {NO_VALUE}"
+        else:
+            said = f"{metric} {format_value(m.value, metric)}"
+            if threshold is not None:
+                side = "bad" if is_bad(m.value, threshold, self.settings.worse) else "good"
+                self.said_side[job.commit] = side
+                sign = {"bad": ">=", "good": "<"}[side]
+                if self.settings.worse == "lower":
+                    sign = {"bad": "<=", "good": ">"}[side]
+                said = f"{side}: {said} {sign} {format_threshold(threshold, metric)}"
+        why = f" ({m.reason})" if m.reason else ""
+        if m.stopped_early:
+            why += f"; stopped early: {m.stopped_early}"
+        took = format_duration(m.duration_s)  # before the reason: it has durations too
+        return f"{job.commit[:12]} {said}, in {took} [{job.phase}]{why}"
+
     def _unchecked_out(self, job: Job, tree: str, slot: int, why: str) -> Measurement:
         """A commit git could not check out: a skip with the reason, nothing launched."""
         m = Measurement(
@@ -357,7 +379,8 @@ class Evaluator(Deciding):
         m.started_at = time.time()
         m.why = job.why
         self.journal.add(m)
-        self.progress.note(f"measured {job.commit[:12]} [{job.phase}]: no value ({m.reason})")
+        self.said_side[job.commit] = "skip"
+        self.progress.note(f"{job.commit[:12]} skip: {NO_VALUE} [{job.phase}] ({m.reason})")
         return m
 
     def _evaluate(

@@ -194,6 +194,17 @@ class EarlyGoodWithdrawn(Record):
 
 
 @dataclass(frozen=True)
+class Pruned(Record):
+    """`bisector runs --prune` dropped the evaluations' logs (the report says so): when,
+    what it freed, and the evaluation directories whose logs it kept (the report's)."""
+
+    kind: ClassVar[str] = "pruned"
+    at: float = 0.0
+    freed_bytes: int = 0
+    kept: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Done(Record):
     kind: ClassVar[str] = "done"
     culprit: str | None = None
@@ -224,6 +235,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         Interrupted,
         Prefetch,
         EarlyGoodWithdrawn,
+        Pruned,
         Done,
         Failed,
     )

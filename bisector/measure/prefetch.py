@@ -126,14 +126,14 @@ class Prefetcher:
         except InfraError as exc:
             with self.lock:
                 self.journal.write(Prefetch(commit, exc.reason))
-                self.progress.note(f"prefetched build of {commit[:12]} failed: {exc.reason}")
+                self.progress.detail(f"prefetched build of {commit[:12]} failed: {exc.reason}")
         except Exception as exc:  # a prefetch is a guess: its failure is never the run's
             with self.lock:
                 self.journal.write(Prefetch(commit, f"{type(exc).__name__}: {exc}"))
         else:
             with self.lock:
                 self.journal.write(Prefetch(commit))
-                self.progress.note(f"prefetched the build of {commit[:12]} while a cluster ran")
+                self.progress.detail(f"prefetched the build of {commit[:12]} while a cluster ran")
         finally:
             self.progress.prefetching(commit, False)
             with self.lock:
@@ -173,4 +173,4 @@ class Prefetcher:
         if backend.prefetched(m.commit):
             m.prefetched_build = True
             with self.lock:
-                self.progress.note(f"using the prefetched build of {m.commit[:12]}")
+                self.progress.detail(f"using the prefetched build of {m.commit[:12]}")

@@ -27,13 +27,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bisector.backends.registry import backend_info
 from bisector.ci.runs import DEFAULT_BUCKET
 from bisector.ci.scoring import ci_source_problem
 from bisector.config import Section, load_config, read_settings, setting
 from bisector.errors import ConfigError
+from bisector.gitrepo import RepoGiven
 from bisector.metric_registry import MetricRegistry, check_threshold
-from bisector.settings import CHECK_DIR, DEFAULT_METRIC, MAX_EVALUATIONS, RunFlags, RunSettings
+from bisector.settings import DEFAULT_METRIC, MAX_EVALUATIONS, RunFlags, check_config
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -123,6 +123,9 @@ class JobConfig:
     master: str | None
     bisect_config: Section | None  # run/backends/metrics tables for run_bisection; None: none
     where: str  # "FILE: [[nightly.jobs]] #N" for messages
+    # Where `repo` was set (FILE: key `nightly.jobs[N].repo`): an error about the checkout
+    # names that key, the fix (--repo changes nothing here).
+    repo_given: RepoGiven | None = None
     metrics: MetricRegistry = field(default_factory=MetricRegistry)  # built-ins + the job's own
 
 
@@ -198,7 +201,7 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
             raise job.missing("repo", "a checkout: the bisection needs one")
         tables = {k: raw[k] for k in ("run", "backends", "metrics") if k in raw}
         bisect_config = Section(tables, str(path), where)
-        _check_bisection(bisect_config, metric)
+        check_config(bisect_config, RunFlags(metric=metric))
     return JobConfig(
         name=table.name,
         job=table.job,
@@ -212,12 +215,5 @@ def _job(path: Path, base: Path, index: int, raw: object) -> JobConfig:
         master=table.master,
         bisect_config=bisect_config,
         where=f"{path}: {where}",
+        repo_given=RepoGiven.key(job.where("repo"), table.repo) if table.repo else None,
     )
-
-
-def _check_bisection(config: Section, metric: str) -> None:
-    """Every key of the job's bisection read now, at load, not at 3 a.m. after scoring:
-    `[run]`, the table names, and the backend's own table, built as the hunt builds it
-    (the job's metric decides whether its warmups are watched)."""
-    settings = RunSettings.from_config(config, good="", bad="", flags=RunFlags(metric=metric))
-    backend_info(settings.backend).create(settings.backend_context(CHECK_DIR))

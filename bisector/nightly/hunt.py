@@ -92,6 +92,7 @@ def run_settings(
         run_dir=run_dir,
         resume_command=f"bisector nightly --config {cfg.file}",
         flags=RunFlags(metric=job.metric, first_parent=first_parent),
+        repo_given=job.repo_given,
     )
 
 
@@ -102,7 +103,7 @@ def question_dir(run_dir: Path, settings: RunSettings) -> Path:
     left as it is: one run directory answers one question)."""
     records = read_journal(run_dir / "journal.jsonl")
     try:
-        repo = GitRepo(settings.repo)
+        repo = GitRepo(settings.repo, given=settings.repo_given)
         good, bad = repo.resolve(settings.good), repo.resolve(settings.bad)
     except BisectorError:
         return run_dir  # the bisection says what is wrong with the range

@@ -9,11 +9,12 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bisector.metrics.direction import Worse, is_bad
 from bisector.numbers import NO_VALUE, format_threshold, format_value
-from bisector.report.model import Evaluation, Report
+from bisector.report.model import Evaluation, Mark, PrunedLogs, Report
 from bisector.report.wording import same_tree_plain
 
 
@@ -216,3 +217,60 @@ def relative_path(report: Report, path: str) -> str:
     if not report.run_dir or not Path(path).is_absolute():
         return path
     return os.path.relpath(path, report.run_dir)
+
+
+def pruned_when(pruned: PrunedLogs) -> str:
+    """`on YYYY-MM-DD HH:MM UTC by bisector runs --prune`."""
+    at = datetime.fromtimestamp(pruned.at, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"on {at} by `bisector runs --prune`"
+
+
+def pruned_text(report: Report) -> str | None:
+    """What pruning took from this report, said where its links lead nowhere; None when
+    the logs were never pruned."""
+    pruned = report.pruned
+    if pruned is None:
+        return None
+    from bisector.runfiles import size_text
+
+    kept = {Path(d).absolute() for d in pruned.kept}
+    runs = sorted(
+        e.n for e in report.evaluations if e.eval_dir and Path(e.eval_dir).absolute() in kept
+    )
+    named = [f"#{n}" for n in runs]
+    which = (
+        f"kept those of run{'s' if len(named) > 1 else ''} "
+        + (" and ".join([", ".join(named[:-1]), named[-1]]) if len(named) > 1 else named[0])
+        + ", which the smoking gun draws"
+        if named
+        else "kept none"
+    )
+    return (
+        f"the runs' apiserver logs were pruned {pruned_when(pruned)} "
+        f"({size_text(pruned.freed_bytes)} dropped): {which}; the other runs' values and "
+        "command logs stay, their apiserver logs are gone"
+    )
+
+
+def mark_took(report: Report, mark: Mark) -> str:
+    """Whether the search took a person's verdict (`bisector mark`): a mark on a commit
+    the search never picked decided nothing."""
+    if report.verdicts.get(mark.commit) == mark.verdict:
+        return f"the search took it as {mark.verdict}"
+    return "the search never picked that commit, so the mark decided nothing"
+
+
+def skipped_by_hand(report: Report) -> list[Mark]:
+    """The skip marks the search took: commits skipped without a run of their own."""
+    return [
+        m for m in report.marks if m.verdict == "skip" and report.verdicts.get(m.commit) == "skip"
+    ]
+
+
+def no_skips_text(report: Report) -> str:
+    """What to say when no run was a skip: marks the search took are skips too."""
+    by_hand = skipped_by_hand(report)
+    if not by_hand:
+        return "No commit was skipped."
+    commits = ", ".join(short(m.commit) for m in by_hand)
+    return f"No run was a skip; skipped by hand (marked above): {commits}."

@@ -18,6 +18,9 @@ from bisector.report.evidence import built_with, evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
+    mark_took,
+    no_skips_text,
+    pruned_text,
     search_text,
     short,
     threshold_how,
@@ -167,8 +170,11 @@ def _evidence(report: Report) -> str:
             "rounds: " + escape(", ".join(f"{k} {v}" for k, v in report.search.rounds.items()))
         )
     for mark in report.marks:
-        note = f": {escape(mark.note)}" if mark.note else ""
-        facts.append(f"marked {_verdict(mark.verdict)} by hand: {_sha(report, mark.commit)}{note}")
+        note = f" ({escape(mark.note)})" if mark.note else ""
+        facts.append(
+            f"marked {_verdict(mark.verdict)} by hand: {_sha(report, mark.commit)}{note}; "
+            f"{escape(mark_took(report, mark))}"
+        )
     items = "".join(f"<li>{f}</li>" for f in facts)
     return (
         "<h2>Evidence</h2><table><tr><th></th><th>commit</th><th>subject</th>"
@@ -184,7 +190,7 @@ def _output(lines: list[str]) -> str:
 def _skips(report: Report) -> str:
     found = skips(report)
     if not found:
-        return '<p class="muted">No commit was skipped.</p>'
+        return f'<p class="muted">{escape(no_skips_text(report))}</p>'
     items = "".join(
         f"<li>#{s.n} <code>{escape(s.commit)}</code> {escape(s.subject)}: "
         f"{escape(s.reason.summary)}{escape(s.after)}{_output(s.reason.output)}</li>"
@@ -211,6 +217,8 @@ def _range_plot(report: Report) -> str:
 
 def _gun(report: Report, gun: SmokingGun) -> str:
     parts = [f"<h2>Smoking gun</h2><p>{escape(gun.note[0].upper() + gun.note[1:])}.</p>"]
+    if pruned := pruned_text(report):
+        parts.append(f'<p class="muted">{escape(pruned[0].upper() + pruned[1:])}.</p>')
     svg = gun_svg(gun)
     if svg:
         parts.append(

@@ -14,6 +14,9 @@ from bisector.report.evidence import built_with, evidence_rows, skips
 from bisector.report.facts import (
     confidence_text,
     headline,
+    mark_took,
+    no_skips_text,
+    pruned_text,
     search_text,
     short,
     threshold_how,
@@ -154,15 +157,18 @@ def _evidence(report: Report) -> list[str]:
         rounds = ", ".join(f"{k} {v}" for k, v in report.search.rounds.items())
         lines.append(f"- rounds: {rounds}")
     for mark in report.marks:
-        note = f": {esc(mark.note)}" if mark.note else ""
-        lines.append(f"- marked {mark.verdict} by hand: {code(short(mark.commit))}{note}")
+        note = f" ({esc(mark.note)})" if mark.note else ""
+        lines.append(
+            f"- marked {mark.verdict} by hand: {code(short(mark.commit))}{note}; "
+            f"{mark_took(report, mark)}"
+        )
     return [*lines, "", *_skips(report)]
 
 
 def _skips(report: Report) -> list[str]:
     found = skips(report)
     if not found:
-        return ["No commit was skipped.", ""]
+        return [no_skips_text(report), ""]
     lines = [f"### Skipped ({len(found)})", ""]
     for s in found:
         lines.append(
@@ -173,8 +179,10 @@ def _skips(report: Report) -> list[str]:
     return [*lines, ""]
 
 
-def _gun(gun: SmokingGun) -> list[str]:
+def _gun(report: Report, gun: SmokingGun) -> list[str]:
     lines = ["## Smoking gun", "", f"{gun.note[0].upper()}{gun.note[1:]}.", ""]
+    if pruned := pruned_text(report):
+        lines += [f"{pruned[0].upper()}{pruned[1:]}.", ""]
     if gun.sides:
         header, rows = comparison(gun)
         lines += [*table(header, rows), "", "The same over the run's time: see report.html.", ""]
@@ -275,7 +283,7 @@ def render_markdown(report: Report, gun: SmokingGun) -> str:
         *_culprit(report),
         *_sections([*answer_sections(report)]),
         *_evidence(report),
-        *_gun(gun),
+        *_gun(report, gun),
         *_cost(report),
         *_timeline(report),
         *_adaptations(report),

@@ -28,6 +28,8 @@ report.json, version 2 (version 1's keys kept, new keys added):
     verdict_reasons {commit: why}
     marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
     teardown_failures [{commit, eval_dir, error}]  what may still be running
+    pruned        {at, freed_bytes, kept: [eval_dir]} | null  `bisector runs --prune`
+                  dropped the evaluations' logs at `at` (epoch seconds), but those of `kept`
     adaptations   [{name, why, commands}]  what the backend did beyond the candidate's own
                   scripts so they run on today's infrastructure (gce on 2026 GCP), and
                   each build fix any candidate was built with ("build: NAME")
@@ -228,6 +230,15 @@ class Culprit:
             is_merge=bool(data.get("is_merge", False)),
             profiles=[ProfileDiff.from_json(p) for p in data.get("profiles", [])],
         )
+
+
+@dataclass(frozen=True)
+class PrunedLogs:
+    """`bisector runs --prune` dropped the evaluations' logs, but those the report draws."""
+
+    at: float  # epoch seconds
+    freed_bytes: int
+    kept: list[str] = field(default_factory=list)  # evaluation directories kept whole
 
 
 @dataclass(frozen=True)
@@ -450,6 +461,7 @@ class Report:
     revert_check: bool = True  # whether `[run] revert_check` was on
     # What to do, in one block a person pastes into an issue (bisector.report.action).
     action: list[str] = field(default_factory=list)
+    pruned: PrunedLogs | None = None  # the logs `bisector runs --prune` dropped, if it ran
     version: int = REPORT_VERSION
 
     @property
@@ -498,6 +510,7 @@ class Report:
             unexplained=data.get("unexplained", ""),
             revert_check=bool(data.get("revert_check", False)),
             action=list(data.get("action", [])),
+            pruned=_build(PrunedLogs, data["pruned"]) if data.get("pruned") else None,
             version=data.get("version", 1),
         )
 

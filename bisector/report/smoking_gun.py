@@ -18,7 +18,7 @@ from typing import Any
 
 from bisector.errors import BisectorError
 from bisector.numbers import NO_VALUE, format_value
-from bisector.report.facts import short
+from bisector.report.facts import pruned_when, short
 from bisector.report.model import Evaluation, Report
 from bisector.report.series import SATURATED, RunSeries, read_series
 from bisector.report.svg import svg_of
@@ -91,13 +91,27 @@ def pick_run(report: Report, commit: str) -> Evaluation | None:
     return max(chosen, key=lambda e: e.n) if chosen else None
 
 
-def smoking_gun(report: Report) -> SmokingGun:
+def _pair(report: Report) -> tuple[str, list[tuple[str, str]]]:
+    """What the gun compares, and the (role, commit) of each side, the suspect first."""
     if report.culprit is not None:
         pair = [("culprit", report.culprit.commit), ("parent", report.culprit.parent.commit)]
-        what = "the culprit against its parent"
-    else:
-        pair = [("bad endpoint", report.bad.commit), ("good endpoint", report.good.commit)]
-        what = "no single culprit, so the bad endpoint against the good one"
+        return "the culprit against its parent", pair
+    pair = [("bad endpoint", report.bad.commit), ("good endpoint", report.good.commit)]
+    return "no single culprit, so the bad endpoint against the good one", pair
+
+
+def drawn_runs(report: Report) -> list[Evaluation]:
+    """The runs whose logs the smoking gun draws: what pruning keeps."""
+    return [e for _, commit in _pair(report)[1] if (e := pick_run(report, commit)) is not None]
+
+
+def drawn_log_dirs(report: Report) -> set[Path]:
+    """The evaluation directories of `drawn_runs`: what `bisector runs --prune` keeps."""
+    return {Path(e.eval_dir) for e in drawn_runs(report) if e.eval_dir}
+
+
+def smoking_gun(report: Report) -> SmokingGun:
+    what, pair = _pair(report)
     metric = report.metric or "conflicts"
     from_log = metric in SEED_LOG_METRICS
     sides = []
@@ -119,6 +133,8 @@ def smoking_gun(report: Report) -> SmokingGun:
         note = f"{what}, from their runs' apiserver logs"
         if missing:
             note += "; no readable log for " + ", ".join(missing)
+            if report.pruned is not None:
+                note += f" (the logs were pruned {pruned_when(report.pruned)})"
     else:
         kinds = sorted({str(source_of(s.evaluation, metric).get("source", "")) for s in sides})
         read = f" ({' and '.join(k for k in kinds if k)} readings)" if any(kinds) else ""

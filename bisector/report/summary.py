@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from bisector.report.costs import cost_summary_lines, eta_text
 from bisector.report.culprits import hunt_text, inside_text, revert_text, share_text
 from bisector.report.facts import (
     confidence_text,
+    mark_took,
     measured_elsewhere,
     measured_runs_text,
+    pruned_text,
     runs_text,
     same_tree_text,
     search_text,
@@ -20,6 +23,7 @@ from bisector.report.facts import (
 )
 from bisector.report.facts import value_text as _value
 from bisector.report.model import Report
+from bisector.report.smoking_gun import drawn_log_dirs
 from bisector.report.wording import same_tree_plain
 
 SKIP_OUTPUT_LINES = 3  # of the failing command's output, under each skip
@@ -36,7 +40,9 @@ def summary_lines(report: Report) -> list[str]:
     ]
     culprit = report.culprit
     if culprit is not None:
-        lines.append(f"culprit: {culprit.commit} {culprit.subject}")
+        # The answer first: the culprit and whether measuring it again bore it out.
+        settled = "confirmed" if culprit.confirmed else "NOT confirmed (see below)"
+        lines.append(f"culprit: {culprit.commit} {culprit.subject}; {settled}")
         pr = f"PR #{culprit.pr}" if culprit.pr else "no PR"
         merged = culprit.merge is not None and culprit.merge.commit != culprit.commit
         inside = f", merged as {culprit.merge.commit[:12]}" if merged and culprit.merge else ""
@@ -84,7 +90,8 @@ def summary_lines(report: Report) -> list[str]:
             f"parent {measured_runs_text(report, culprit.parent.commit)}"
         )
         if same := same_tree_text(report, culprit.commit):
-            lines.append(f"    {same_tree_plain(same, 'the culprit')}")
+            early = _stopped_early(report, same)
+            lines.append(f"    {same_tree_plain(same, 'the culprit')}{early}")
         lines += _culprits_evidence(report)
     lines.append(f"  confidence: {confidence_text(report)}")
     skipped = [e for e in report.evaluations if e.verdict == "skip"]
@@ -102,14 +109,17 @@ def summary_lines(report: Report) -> list[str]:
         lines += [f"    | {line}" for line in reason.output[-SKIP_OUTPUT_LINES:]]
     for mark in report.marks:
         note = f" ({mark.note})" if mark.note else ""
-        lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}")
+        took = mark_took(report, mark)
+        lines.append(f"  marked {mark.verdict} by hand: {short(mark.commit)}{note}; {took}")
     if report.cost is not None:
         lines += cost_summary_lines(report.cost)
     if report.eta is not None:
         lines.append(eta_text(report.eta))
     run_dir = Path(report.run_dir)
     if run_dir.is_dir():
-        lines.append(f"disk: {disk_line(run_dir, report.repo)}")
+        lines.append(f"disk: {disk_line(run_dir, report.repo, drawn_log_dirs(report))}")
+    if report.pruned is not None:
+        lines.append(f"logs: {pruned_text(report)}")
     lines.append(f"report: {run_dir / 'report.md'} and {run_dir / 'report.html'}")
     if report.action:
         lines += ["what to do (paste into the issue):", *(f"  {line}" for line in report.action)]
@@ -138,16 +148,34 @@ def _culprits_evidence(report: Report) -> list[str]:
     return lines
 
 
-def disk_line(run_dir: Path, repo: str = "") -> str:
-    """What the run directory holds, and what `runs --prune` would free."""
+def _stopped_early(report: Report, same_tree: str) -> str:
+    """Why a same-tree commit's figure stands far from the culprit's own: its search run
+    ended early, once the log was clearly on one side, so it counts less of the warmup."""
+    early = [
+        e
+        for e in report.evaluations
+        if e.stopped_early and e.commit[:12] in same_tree and e.phase == "bisect"
+    ]
+    if not early:
+        return ""
+    return (
+        f", in a search run stopped early ({early[-1].stopped_early}): a part of the "
+        "warmup, not comparable with the full-length runs above"
+    )
+
+
+def disk_line(run_dir: Path, repo: str = "", keep: Collection[Path] = ()) -> str:
+    """What the run directory holds, and what `runs --prune` would free (the logs but those
+    of the evaluation directories `keep`, the smoking gun's)."""
     from bisector.runfiles import disk_use, size_text
 
-    use = disk_use(run_dir)
+    use = disk_use(run_dir, keep)
     if not use.logs_bytes:
         return f"{size_text(use.total_bytes)} in {run_dir}"
+    kept = " and the smoking gun's logs" if keep else ""
     return (
         f"{size_text(use.total_bytes)} in {run_dir}, of which logs {size_text(use.logs_bytes)} "
-        f"(gzipped; `{prune_command(repo)}` keeps the reports and drops them)"
+        f"(gzipped; `{prune_command(repo)}` drops them and keeps the reports{kept})"
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from bisector.durations import format_duration
 from bisector.report.facts import Reason, relative_path, short, split_reason, value_text
@@ -69,6 +70,21 @@ def _notes(e: Evaluation, parallel: bool) -> list[str]:
     return notes
 
 
+def _local_logs(report: Report, e: Evaluation) -> list[str]:
+    """The evaluation's logs on this machine; after `bisector runs --prune`, those it kept."""
+    local = [p for p in e.logs if "://" not in p]
+    if report.pruned is None:
+        return local
+    return [p for p in local if (Path(report.run_dir) / p).is_file()]
+
+
+def _pruned_note(report: Report, e: Evaluation) -> list[str]:
+    gone = report.pruned is not None and len(_local_logs(report, e)) < len(
+        [p for p in e.logs if "://" not in p]
+    )
+    return ["apiserver log pruned"] if gone else []
+
+
 def rows(report: Report) -> list[Row]:
     ordered = sorted(report.evaluations, key=lambda e: (e.n or 0, e.started_at))
     days = _spans_days(ordered)
@@ -85,8 +101,8 @@ def rows(report: Report) -> list[Row]:
             value=value_text(e.value, report.metric),
             why=e.why,
             window=window_text(e),
-            notes=_notes(e, parallel),
-            logs=[relative_path(report, p) for p in e.logs if "://" not in p],
+            notes=_notes(e, parallel) + _pruned_note(report, e),
+            logs=[relative_path(report, p) for p in _local_logs(report, e)],
             command_logs=[relative_path(report, p) for p in e.command_logs],
             reason=split_reason(e.reason),
         )

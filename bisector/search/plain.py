@@ -99,7 +99,11 @@ class GitBisectSearch:
                 session.mark(commit, verdict)
                 self.evaluator.journal.verdict(commit, verdict)
                 said = f" ({decision.reason})" if decision.same_tree is not None else ""
-                self.evaluator.progress.note(f"{commit[:12]} is {verdict}{said}")
+                line = f"{commit[:12]} is {verdict}{said}"
+                if not said and self.evaluator.said_side.pop(commit, None) == verdict:
+                    self.evaluator.progress.detail(line)  # its evaluation's line said it
+                else:
+                    self.evaluator.progress.note(line)
                 if verdict == "good":
                     goods.append(commit)
                 elif verdict == "bad":

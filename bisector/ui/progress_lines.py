@@ -11,7 +11,13 @@ bisector.measure.evaluation), with its elapsed time against the expected one and
 during a watched warmup, the last look's reading (`Reading`, from
 bisector.measure.early); builds ahead are shown beside it. On a terminal the line is
 re-rendered by rich's own refresh, so the elapsed times move while a phase runs;
-without one, a line at each phase change and one every `tick_s` during a phase.
+without one, a line every `tick_s` during a phase (a log that says nothing for the
+length of a warmup reads as a hang).
+
+By default the run says one line per evaluation (the evaluator's: commit, verdict,
+value, time) and what the search concludes; the phase changes, the search's progress
+lines and the details (builds ahead) only with `verbose` (`-v`), and always in the
+run directory's log.
 """
 
 from __future__ import annotations
@@ -163,9 +169,11 @@ class PlainProgress:
         tick_s: float = TICK_S,
         *,
         stamped: bool = False,
+        verbose: bool = True,
     ) -> None:
         self.stream = stream or sys.stderr
         self.stamped = stamped  # each line begins with its UTC time (a file read later)
+        self.verbose = verbose  # the phase changes, the search's progress and details too
         self.estimate_s = estimate_s
         self.tick_s = tick_s
         self.board = _Board()
@@ -180,11 +188,16 @@ class PlainProgress:
         steps_left: int | None = None,
         eta_s: float | None = None,
     ) -> None:
-        self.note(_describe(phase, candidate, steps_left, eta_s, self.estimate_s))
+        if self.verbose:
+            self.note(_describe(phase, candidate, steps_left, eta_s, self.estimate_s))
 
     def note(self, line: str) -> None:
         with self._out:
             self._print(line)
+
+    def detail(self, line: str) -> None:
+        if self.verbose:
+            self.note(line)
 
     def _print(self, line: str) -> None:
         stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H:%M:%SZ} " if self.stamped else ""
@@ -192,7 +205,7 @@ class PlainProgress:
 
     def phase(self, event: PhaseStarted) -> None:
         self.board.begin(event)
-        line = self.board.change_line(event.slot)
+        line = self.board.change_line(event.slot) if self.verbose else None
         if line is not None:
             ahead = self.board.prefetch_line(time.monotonic())
             self.note(f"{line} | {ahead}" if ahead else line)
@@ -259,11 +272,12 @@ class LiveProgress:
     """A rich status line (phase, candidate, steps left, ETA; each slot's phase, its
     elapsed and expected time, the warmup's reading; builds ahead), events printed above."""
 
-    def __init__(self, estimate_s: float | None = None) -> None:
+    def __init__(self, estimate_s: float | None = None, *, verbose: bool = False) -> None:
         from bisector.ui.terminal import make_console
 
         self.console = make_console(stderr=True)
         self.estimate_s = estimate_s
+        self.verbose = verbose  # details printed above the line too
         self.board = _Board()
         self.line = _Line(self.board)
         self.live = self.console.status(self.line)
@@ -280,6 +294,10 @@ class LiveProgress:
 
     def note(self, line: str) -> None:
         self.console.print(line, highlight=False, markup=False)
+
+    def detail(self, line: str) -> None:
+        if self.verbose:
+            self.note(line)
 
     def phase(self, event: PhaseStarted) -> None:
         self.board.begin(event)
@@ -337,6 +355,10 @@ class TeeProgress:
     def note(self, line: str) -> None:
         for p in self.both:
             p.note(line)
+
+    def detail(self, line: str) -> None:
+        for p in self.both:
+            p.detail(line)
 
     def phase(self, event: PhaseStarted) -> None:
         for p in self.both:
@@ -416,9 +438,15 @@ class _Quiet:
 
 
 def make_progress(
-    estimate_s: float | None = None, stream: TextIO | None = None, tick_s: float = TICK_S
+    estimate_s: float | None = None,
+    stream: TextIO | None = None,
+    tick_s: float = TICK_S,
+    *,
+    verbose: bool = False,
 ) -> Progress:
+    """The live line on a terminal, plain lines otherwise; `verbose` (`-v`): every phase
+    change and detail too."""
     out = stream or sys.stderr
     if out.isatty():
-        return LiveProgress(estimate_s)
-    return PlainProgress(out, estimate_s, tick_s)
+        return LiveProgress(estimate_s, verbose=verbose)
+    return PlainProgress(out, estimate_s, tick_s, verbose=verbose)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bisector import proclog
+from bisector.backends.sim import SECONDS_PER_NODE_SECOND
 from bisector.bisection.pipeline import run_bisection
 from bisector.bisection.plan import estimate, plan_bisection
 from bisector.bisection.usage import busy_s, cluster_time, cost_summary, launch_started_at
@@ -172,7 +173,7 @@ def test_the_model_in_the_report_is_the_one_dry_run_prints(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
-def test_a_sim_run_without_estimate_shows_what_was_measured_and_no_model_time(
+def test_a_sim_run_without_estimate_shows_what_was_measured_and_its_own_model_time(
     tmp_path: Path,
 ) -> None:
     demo = create_demo_repo(tmp_path / "kubernetes", nodes=3000, seed=5, prs=16)
@@ -184,10 +185,12 @@ def test_a_sim_run_without_estimate_shows_what_was_measured_and_no_model_time(
     report = run_bisection(settings, progress=PlainProgress(io.StringIO()))
     assert report.cost is not None
     model, used = report.cost.model, report.cost.measured
-    # No phase durations for sim without [run] estimate: no made-up time or money.
-    assert model.phases is None
-    assert (model.wall_s, model.cluster_s, model.cluster_hours, model.money) == (None,) * 4
-    assert "no phase durations for the sim backend" in model.basis
+    # Without [run] estimate, the sim's own: its nodes for its simulated duration at the
+    # measured rate (docs/simulator.md); no price, so no money.
+    each = 3000 * 60.0 * SECONDS_PER_NODE_SECOND
+    assert model.phases is not None and model.phases.warmup_s == pytest.approx(each)
+    assert model.wall_s is not None and model.money is None
+    assert "the sim backend's own estimate" in model.basis
     size = len(GitRepo(demo.path).rev_list(demo.good, demo.bad))
     shape = SearchShape(size, revert_check=True)  # on by default: the reverted bad endpoint
     assert model.evaluations == expected_search(shape).evaluations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,7 +47,23 @@ def test_demo_names_the_planted_commit_not_its_merge_nor_the_prs_first(tmp_path:
     assert report["good"]["commit"] == expected.good and report["bad"]["commit"] == expected.bad
     out = result.stdout
     assert f"demo directory: {where}" in out
-    assert f"culprit: {expected.culprit} Optimize selector for single-matching items" in out
+    # The answer first: the summary opens with the culprit and whether it was confirmed.
+    summary = out[out.index("\n\n") + 2 :].splitlines()
+    assert summary[0] == (
+        f"culprit: {expected.culprit} Optimize selector for single-matching items; confirmed"
+    )
+    # Without a terminal or -v: one line per evaluation (commit, verdict, value, time) and
+    # what the search concluded; no phase changes, builds ahead or progress lines (the
+    # demo printed 118 lines, 40 about prefetching, its answer after 255 lines of log).
+    said = result.stderr.splitlines()
+    assert not [ln for ln in said if re.search(r" begins\b|prefetch|evaluating \|", ln)], said
+    evaluation = re.compile(
+        r"bisector: ([0-9a-f]{12}) (?:(?:good|bad): )?(?:conflicts [\d,]+|skip)"
+    )
+    lines_of = [m[1] for ln in said if (m := evaluation.match(ln))]
+    measured = [e["commit"][:12] for e in report["evaluations"]]
+    assert sorted(lines_of) == sorted(measured), said
+    assert len(said) <= len(measured) + 8, said
     assert f"PR #46588, merged as {expected.culprit_merge[:12]}" in out
     good, bad = report["good"]["value"], report["bad"]["value"]
     assert bad > 100 * max(good, 1)  # the regression shows by orders of magnitude
@@ -60,8 +77,13 @@ def test_demo_names_the_planted_commit_not_its_merge_nor_the_prs_first(tmp_path:
     assert f"culprit {value} vs its parent {parent['commit'][:12]}" in out
     # The culprit is its merge's twin (same tree): its verdict says where it came from.
     if any(e["commit"] == expected.culprit_merge for e in report["evaluations"]):
-        said = f"{expected.culprit[:12]} is bad (same tree as {expected.culprit_merge[:12]}, "
-        assert said in result.stderr
+        twin = f"{expected.culprit[:12]} is bad (same tree as {expected.culprit_merge[:12]}, "
+        assert twin in result.stderr
+        # Its figure is explained where it stands: the merge's run stopped early.
+        merge_runs = [e for e in report["evaluations"] if e["commit"] == expected.culprit_merge]
+        if any(e["stopped_early"] for e in merge_runs):
+            line = next(ln for ln in out.splitlines() if "the same source tree" in ln)
+            assert "in a search run stopped early (" in line, line
     assert "disk: " in out and list((where / "run").glob("evals/*/logs/kube-apiserver.log.gz"))
     assert f"{len(report['evaluations'])} evaluations over 15 first-parent commits" in out
     assert "skipped" in out

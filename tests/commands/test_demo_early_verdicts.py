@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_demo_stops_bad_warmups_early_and_uses_prefetched_builds(tmp_path: Path) -> None:
     where = tmp_path / "demo"
     argv = [sys.executable, "-m", "bisector", "demo", "--dir", str(where)]
-    argv += ["--nodes", "3000", "--duration", "1m", "--prs", "16"]
+    argv += ["--nodes", "3000", "--duration", "1m", "--prs", "16", "-v"]  # -v: builds ahead
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
     assert result.returncode == 0, result.stdout + result.stderr

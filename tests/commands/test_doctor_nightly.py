@@ -91,5 +91,7 @@ def test_a_hunting_jobs_repo_that_is_no_checkout_is_a_problem(
     with pytest.raises(SystemExit) as info:
         main(["doctor", "--config", str(config)])
     out = capsys.readouterr().out
-    assert f"{missing} is not a git repository" in out
+    # The fix is the job's `repo` key: --repo does not change a nightly job's checkout.
+    assert f"key `nightly.jobs[1].repo` = '{missing}' does not exist" in out
+    assert "set that key to the path of a checkout" in out and "or pass --repo" not in out
     assert "ready" not in out.splitlines()[-1] and info.value.code == DoctorExit.PROBLEMS

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -140,11 +141,13 @@ def test_runs_says_the_disk_used_and_prune_keeps_reports_and_drops_logs(
     assert listed[0]["disk_bytes"] > listed[0]["logs_bytes"]
     code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--prune")
     assert code == 0 and f"pruned {run_dir}" in out and "freed " in out
-    assert not list(run_dir.glob("evals/*/logs"))
+    # Only the smoking gun's two runs keep their logs (the culprit's and its parent's).
+    assert len(list(run_dir.glob("evals/*/logs"))) == 2
     for kept in ("journal.jsonl", "report.json", "report.md", "report.html"):
         assert (run_dir / kept).is_file(), kept
     code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--json")
-    assert json.loads(out)[0]["logs_bytes"] == 0
+    assert json.loads(out)[0]["logs_bytes"] == 0  # nothing more that --prune would drop
+    assert json.loads(out)[0]["pruned_at"] > 0
     code, out, _ = _cli(capsys, "status", "--repo", str(repo), "--json")
     assert code == 0 and json.loads(out)[0]["culprit"] is not None
 
@@ -158,3 +161,73 @@ def test_prune_leaves_a_run_that_is_not_finished(
                                if '"done"' not in line))  # fmt: skip
     code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--prune")
     assert code == 0 and "pruned" not in out and list(run_dir.glob("evals/*/logs"))
+
+
+def _rerun(repo: Path, run_dir: Path, tmp_path: Path) -> str:
+    """The finished run's command again (the README tour's resume): its report.md."""
+    from bisector.measure.journal import Start, read_journal
+
+    start = next(r for r in read_journal(run_dir / "journal.jsonl") if isinstance(r, Start))
+    settings = settings_for(
+        write_local_config(tmp_path / "cfg").config,
+        good=start.good,
+        bad=start.bad,
+        repo=repo,
+        run_dir=run_dir,
+        threshold=10.0,
+    )
+    run_bisection(settings, backend=FileValueBackend(), progress=PlainProgress(io.StringIO()))
+    return (run_dir / "report.md").read_text()
+
+
+def test_prune_keeps_the_smoking_guns_logs_and_the_report_says_when(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `runs --prune` then the tour's resume rewrote report.md with "Smoking gun ... no
+    # readable log for culprit ..., parent ...", and nothing said the logs were pruned.
+    repo, run_dir = _finished_run(tmp_path)
+    before = (run_dir / "report.md").read_text()
+    code, out, _ = _cli(capsys, "runs", "--repo", str(repo), "--prune")
+    assert code == 0 and "the smoking gun's logs kept" in out, out
+    pruned = (run_dir / "report.md").read_text()  # rewritten by the prune
+    # Nothing else changed: the report before, and what pruning took.
+    assert _but_the_timeline(before) == _but_the_timeline(pruned)
+    for report_md in (pruned, _rerun(repo, run_dir, tmp_path)):
+        assert "no readable log" not in report_md
+        assert "| culprit " in report_md and "(run #6) | parent " in report_md
+        said = re.search(
+            r"The runs' apiserver logs were pruned on (\d{4}-\d\d-\d\d \d\d:\d\d UTC) by "
+            r"`bisector runs --prune` \(\S+ \w*B dropped\): kept those of runs #6 and #7, "
+            "which the smoking gun draws",
+            report_md,
+        )
+        assert said is not None, report_md
+        assert "apiserver log pruned" in report_md  # the timeline's rows whose logs went
+    code, out, _ = _cli(capsys, "status", "--repo", str(repo))
+    assert re.search(r"disk: .*; logs pruned on \d{4}-\d\d-\d\d \d\d:\d\d UTC", out), out
+
+
+def _but_the_timeline(report_md: str) -> list[str]:
+    """The report's lines but the timeline's (their log links, now gone), blank lines and
+    what says the logs were pruned."""
+    timeline = report_md.index("## Timeline")
+    rest = report_md[:timeline] + report_md[report_md.index("\n## ", timeline + 1) :]
+    return [line for line in rest.splitlines() if line.strip() and "pruned" not in line]
+
+
+def test_a_report_whose_logs_are_gone_says_they_were_pruned(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A prune that kept nothing (a run without report.json): the smoking gun cannot be
+    # drawn, and says why instead of only "no readable log".
+    repo, run_dir = _finished_run(tmp_path)
+    (run_dir / "report.json").unlink()
+    code, _, _ = _cli(capsys, "runs", "--repo", str(repo), "--prune")
+    assert code == 0 and not list(run_dir.glob("evals/*/logs"))
+    report_md = _rerun(repo, run_dir, tmp_path)
+    assert re.search(
+        r"no readable log for culprit \w+, parent \w+ \(the logs were pruned on "
+        r"\d{4}-\d\d-\d\d \d\d:\d\d UTC by `bisector runs --prune`\)",
+        report_md,
+    ), report_md
+    assert "kept none" in report_md

@@ -487,7 +487,7 @@ def test_what_doctor_finds_missing_run_refuses_before_anything_starts(
     from tests.helpers.procs_backend import fake_env, make_world
 
     world = make_world(tmp_path)
-    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "1s"',
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "2s"',
              "[backends.procs]"]  # fmt: skip
     data = world.data(watchers=200, hollow_nodes=5)
     lines += [f"{k} = {json.dumps(v)}" for k, v in data.items()]
@@ -545,7 +545,7 @@ def test_a_bad_procs_key_is_refused_before_a_build_or_a_cluster(
     from tests.helpers.procs_backend import fake_env, make_world
 
     world = make_world(tmp_path)
-    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "1s"',
+    lines = ["[run]", 'backend = "procs"', 'metric = "conflicts"', 'warmup = "2s"',
              "[backends.procs]"]  # fmt: skip
     lines += [f"{k} = {json.dumps(v)}" for k, v in world.data(**{key: value}).items()]
     config = tmp_path / "procs.toml"

@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from bisector import proc
+from bisector.backends.sim import SECONDS_PER_NODE_SECOND
+from bisector.durations import format_duration
 from bisector.entry import main
 from tests.helpers.repo import PR, BuiltRepo, build_repo
 
@@ -137,15 +139,61 @@ def test_dry_run_prints_the_real_commands_and_runs_none(
     assert not run_dir.exists()  # a plan creates nothing
 
 
+def _plan(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 0, err
+    return out
+
+
+@pytest.mark.parametrize(
+    ("table", "nodes", "simulated_s"),
+    [
+        ("", 5000, 300.0),  # no --config: the sim backend's defaults (5m, 5000 nodes)
+        ('[run]\nbackend = "sim"\nwarmup = "1m"\n', 5000, 60.0),
+        ('[run]\nwarmup = "2m"\n[backends.sim]\nnodes = 1000\nduration = "30s"\n', 1000, 30.0),
+    ],
+)
+def test_a_sim_dry_run_estimates_its_time_from_the_cluster_it_simulates(
+    *,
+    built: BuiltRepo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    table: str,
+    nodes: int,
+    simulated_s: float,
+) -> None:
+    """The README's dry run said "estimated wall time: unknown" though it promised the
+    time: the sim knows what it simulates (its nodes for its duration)."""
+    monkeypatch.setattr(proc, "run", _no_subprocess)
+    argv = ["run", "--dry-run", "--repo", str(built.path), "--first-parent"]
+    argv += ["--good", built.mainline[0], "--bad", built.mainline[-1]]
+    if table:
+        config = tmp_path / "c.toml"
+        config.write_text(table)
+        argv += ["--config", str(config)]
+    out = _plan(argv, capsys)
+    assert "expected evaluations: 9 " in out
+    each = nodes * simulated_s * SECONDS_PER_NODE_SECOND
+    assert f"estimated wall time: {format_duration(9 * each)}\n" in out
+    assert f"\nphases: warmup {format_duration(each)}\n" in out  # no "build 0.00s" and such
+
+
 def test_without_estimate_the_wall_time_says_how_to_get_one(
     built: BuiltRepo,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """A backend that cannot reckon its own time (your own commands) says how to give one."""
     monkeypatch.setattr(proc, "run", _no_subprocess)
     config = tmp_path / "c.toml"
-    config.write_text('[run]\nbackend = "sim"\nwarmup = "1m"\n')
+    config.write_text(
+        '[run]\nbackend = "local"\nwarmup = "1m"\n\n'
+        '[backends.local]\nlaunch = "true"\ncollect = "true"\n'
+    )
     argv = ["run", "--dry-run", "--config", str(config), "--repo", str(built.path)]
     argv += ["--good", built.mainline[0], "--bad", built.mainline[-1], "--first-parent"]
     with pytest.raises(SystemExit) as exit_info:

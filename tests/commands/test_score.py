@@ -398,7 +398,7 @@ def test_an_error_with_a_code_outside_the_table_never_reads_as_bad(
     def failing(*_args: object, **_kwargs: object) -> None:
         raise BisectorError("some helper chose exit 1", exit_code=1)
 
-    monkeypatch.setattr(score_mod, "load_config", failing)
+    monkeypatch.setattr(score_mod, "read_config", failing)
     code, _, err = _run(capsys, str(log), "--config", str(log))
     assert code == 128
     assert "some helper chose exit 1" in err

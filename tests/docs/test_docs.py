@@ -35,10 +35,53 @@ def test_readme_links_land_on_files_that_exist() -> None:
 
 def test_readme_is_short_and_keeps_the_two_commands() -> None:
     text = (ROOT / "README.md").read_text()
-    # Two commands, a tour, the first real hunt's figures (issue 19 asks the README to hold
-    # them) and links: the reference is docs/.
+    # What it is, two commands, a tour, your own tree and links: the reference (and every
+    # measured figure) is docs/.
     assert len(text.splitlines()) <= 100
     assert "make demo" in text and "make test" in text
+
+
+def _sections(text: str) -> list[str]:
+    return [line[3:] for line in text.splitlines() if line.startswith("## ")]
+
+
+def test_readme_says_what_it_is_then_the_two_commands_then_your_own_tree() -> None:
+    """A new user read make targets and set-up prose before what the tool does."""
+    text = (ROOT / "README.md").read_text()
+    intro = text[: text.index("\n## ")]
+    assert "finds the commit that made a Kubernetes cluster slower" in intro
+    assert "make" not in intro and "```" not in intro  # what it is, before any command
+    sections = _sections(text)
+    assert sections[0] == "Try it", sections
+    first = re.search(r"```sh\n(.*?)```", text, re.S)
+    assert first is not None and first.start() > text.index("## Try it")
+    commands = [line.split("#")[0].strip() for line in first[1].splitlines()]
+    assert commands == ["make demo", "make test"]  # the two commands, nothing else
+    tour = next(i for i, s in enumerate(sections) if s.startswith("A tour"))
+    own = next(i for i, s in enumerate(sections) if "your own" in s)
+    assert 0 < tour < own < sections.index("Reference"), sections
+
+
+def test_readme_leaves_figures_to_the_docs_and_links_in_lists() -> None:
+    """Dated measurements and a paragraph of 20-odd links were the README's; the figures
+    live in docs/ (procs.md, simulator.md, testing.md), the links one topic a line."""
+    text = (ROOT / "README.md").read_text()
+    months = "January|February|March|April|May|June|July|August|September|October|November"
+    dated = re.findall(rf"\b\d{{1,2}} (?:{months}|December)\b|\b20\d\d-\d\d-\d\d\b", text)
+    assert not dated, dated
+    assert not re.search(r"\b\d+m\d\ds\b", text), "a measured time: it belongs in docs/"
+    for block in re.split(r"\n\s*\n|\n- ", text):
+        assert len(re.findall(r"\]\(", block)) <= 5, block
+
+
+def test_readme_says_who_writes_the_log_git_bisect_run_scores() -> None:
+    """`git bisect run bisector score kube-apiserver.log` did not say where that log comes
+    from at each step: the user's own script writes it before bisector scores it."""
+    text = (ROOT / "README.md").read_text()
+    line = next(ln for ln in text.splitlines() if "git bisect run" in ln)
+    assert re.search(r"git bisect run sh -c '\S.* && bisector score kube-apiserver\.log", line)
+    item = text[text.rindex("\n- ", 0, text.index(line)) :][:800]
+    assert "Your script" in item and "kube-apiserver.log" in item
 
 
 def test_every_page_is_in_the_navigation_known_ones_in_order(tmp_path: Path) -> None:

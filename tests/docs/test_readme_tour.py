@@ -64,7 +64,7 @@ def test_every_tour_command_runs_as_written(tmp_path: Path) -> None:
         (tmp_path / name).symlink_to(ROOT / name)
     commands = tour_commands((ROOT / "README.md").read_text())
     assert commands[0] == ["make", "demo"]
-    outputs = []
+    outputs, plans = [], []
     for argv in [make_target("demo"), *commands[1:]]:
         if argv[0] == "scripts/screenshot_report.py" and shutil.which("chromium") is None:
             continue  # the README says it needs chromium
@@ -76,10 +76,19 @@ def test_every_tour_command_runs_as_written(tmp_path: Path) -> None:
         assert result.returncode in allowed, said
         assert "Traceback" not in result.stderr, said
         outputs.append(result.stdout + result.stderr)
+        plans += [result.stdout] if "--dry-run" in argv else []
     demo = outputs[0]
     assert "this is the commit the demo planted" in demo
-    # A measured line says its duration before the reason ("... after 40s of 2m00s in
+    # An evaluation's line says its duration before the reason ("... after 40s of 2m00s in
     # 0.62s" read as one clause, issue 29).
-    measured = [line for line in demo.splitlines() if line.startswith("bisector: measured ")]
-    assert measured and all(re.match(r"bisector: measured \S+ \[\w+\] in \S+: ", line)
-                            for line in measured), measured  # fmt: skip
+    measured = [
+        ln for ln in demo.splitlines() if ln.startswith("bisector: ") and "stopped early" in ln
+    ]
+    assert measured and all(re.match(r"bisector: [0-9a-f]{12} (good|bad): .+, in \S+ \[\w+\]; ",
+                                     line) for line in measured), measured  # fmt: skip
+    # The tour's dry run plans the demo's own run: its run directory, and its time.
+    assert len(plans) == 1
+    plan = plans[0]
+    assert "estimated wall time: unknown" not in plan
+    assert re.search(r"^estimated wall time: \S+$", plan, re.M), plan
+    assert re.search(r"^run directory: .*bisector-demo/run$", plan, re.M), plan

@@ -93,7 +93,7 @@ class ProcsWorld:
     def section(self, **extra: object) -> Section:
         return Section(self.data(**extra), "procs.toml", "backends.procs")
 
-    def backend(self, warmup_s: float = 1.0, **extra: object) -> ProcsBackend:
+    def backend(self, warmup_s: float = 1.5, **extra: object) -> ProcsBackend:
         base = self.root / "base"
         if not base.exists():
             GitRepo(self.repo.path).add_worktree(base, self.repo.mainline[0])

@@ -41,7 +41,7 @@ def test_evidence_shows_every_run_threshold_and_confirmation(tmp_path: Path) -> 
     assert "threshold: 100, given by the configuration" in md
     assert "confirmed by measuring the culprit and its parent again: yes" in md
     assert "confidence: not modelled" in md
-    assert f"marked skip by hand: `{MAINLINE[1][:12]}`: known broken" in md
+    assert f"marked skip by hand: `{MAINLINE[1][:12]}` (known broken" in md
 
 
 def test_skip_reason_is_whole_and_its_output_is_a_code_block(tmp_path: Path) -> None:
@@ -90,3 +90,22 @@ def test_each_evaluation_row_says_the_share_of_the_load_that_ran(tmp_path: Path)
     report.evaluations = [replace(report.evaluations[0], load=said), *report.evaluations[1:]]
     rows = [line for line in render_markdown(report).splitlines() if line.startswith("| 1 |")]
     assert f"load: {said}" in rows[0]
+
+
+def test_a_mark_says_whether_the_search_took_it_and_the_skips_add_up(tmp_path: Path) -> None:
+    # After `bisector mark 9af6e30 skip` and a rerun whose search never picked 9af6e30,
+    # report.md said "marked skip by hand: 9af6e3071206 ..." and then "No commit was
+    # skipped.": each true, together a contradiction.
+    report = sample_report(tmp_path)
+    no_skip_runs = [e for e in report.evaluations if e.verdict != "skip"]
+    marked = MAINLINE[1]
+    never_picked = render_markdown(replace(report, evaluations=no_skip_runs))
+    assert (
+        f"- marked skip by hand: `{marked[:12]}` (known broken: does not boot); the search never "
+        "picked that commit, so the mark decided nothing"
+    ) in never_picked
+    assert "No commit was skipped." in never_picked
+    taken = render_markdown(replace(report, evaluations=no_skip_runs, verdicts={marked: "skip"}))
+    assert "; the search took it as skip" in taken
+    assert "No commit was skipped." not in taken
+    assert f"No run was a skip; skipped by hand (marked above): {marked[:12]}." in taken

@@ -14,7 +14,7 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
     lines = summary_lines(report)
     text = "\n".join(lines)
     assert lines[0].startswith(f"TEARDOWN FAILED for {BRANCH[1][:12]}: kind delete cluster")
-    assert f"culprit: {BRANCH[1]} Optimize selector for single-matching items" in lines
+    assert f"culprit: {BRANCH[1]} Optimize selector for single-matching items; confirmed" in lines
     assert f"  PR #46588, merged as {MAINLINE[4][:12]}; author wojtek-t" in text
     assert "evidence:" in lines
     assert f"  conflicts at good {MAINLINE[0][:12]}: 11 (2 runs: 10, 12)" in lines
@@ -37,7 +37,10 @@ def test_summary_carries_the_evidence(tmp_path: Path) -> None:
         "    | pkg/storage/cacher.go:566: undefined: watchCacheCapacity",
         "    | make: *** [quick-release] Error 1",
     ]
-    assert f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot)" in lines
+    assert (
+        f"  marked skip by hand: {MAINLINE[1][:12]} (known broken: does not boot); the search "
+        "never picked that commit, so the mark decided nothing"
+    ) in lines
     assert lines[-1] == f"report: {tmp_path / 'report.md'} and {tmp_path / 'report.html'}"
     assert lines[-2].startswith("disk: ") and f" in {tmp_path}, of which logs " in lines[-2]
 
@@ -65,3 +68,18 @@ def test_a_commit_measured_after_a_failed_run_is_not_counted_as_skipped(tmp_path
         "(measured in another run: 13 (bisect), 12.5 (confirm))"
     ) in md
     assert "(measured in another run: 13 (bisect), 12.5 (confirm))" in render_html(report)
+
+
+def test_a_same_tree_figure_says_its_run_stopped_early(tmp_path: Path) -> None:
+    """ "the merge has the same source tree and measured 3,927" beside the culprit's
+    178,004 was explained only in the report's timeline: that run stopped early."""
+    from dataclasses import replace
+
+    report = sample_report(tmp_path)
+    said = f"same tree as {MAINLINE[4][:12]}, measured there: 2,450"
+    report = replace(report, same_tree_verdicts={BRANCH[1]: said})
+    line = next(ln for ln in summary_lines(report) if "the same source tree" in ln)
+    assert line.endswith(
+        "measured 2,450, in a search run stopped early (conflicts 2450 >= 100): a part of "
+        "the warmup, not comparable with the full-length runs above"
+    ), line

@@ -26,7 +26,7 @@ GUARD_S = 30.0
 
 def test_plain_lines_when_not_a_terminal() -> None:
     out = io.StringIO()
-    progress = make_progress(estimate_s=600, stream=out)
+    progress = make_progress(estimate_s=600, stream=out, verbose=True)
     assert isinstance(progress, PlainProgress)
     progress.status("bisect: evaluating", "a" * 40, steps_left=3)
     progress.note("a is good")
@@ -35,6 +35,48 @@ def test_plain_lines_when_not_a_terminal() -> None:
         "bisector: bisect: evaluating | aaaaaaaaaaaa | ~3 runs left | ETA 30m00s",
         "bisector: a is good",
     ]
+
+
+def test_by_default_one_line_per_evaluation_phases_and_details_only_with_verbose(
+    tmp_path: Path,
+) -> None:
+    """The demo without a terminal printed 118 lines, 40 about prefetching and 32 with
+    0.00s builds or launches, and buried its answer: by default the console says the
+    evaluations and what the search concludes; -v adds the rest; the run directory's log
+    always has it all."""
+    console, verbose = io.StringIO(), io.StringIO()
+    log = tmp_path / "progress.log"
+    events = [
+        ("status", "bisect: evaluating"),
+        ("phase", "build"),
+        ("detail", "using the prefetched build of bbbbbbbbbbbb"),
+        ("phase", "launch"),
+        ("phase", "warmup"),
+        ("note", "bbbbbbbbbbbb bad: conflicts 3,927 >= 2,312, in 31s [bisect]"),
+        ("detail", "bbbbbbbbbbbb is bad"),
+    ]
+    for stream, is_verbose in ((console, False), (verbose, True)):
+        plain = make_progress(stream=stream, tick_s=3600, verbose=is_verbose)
+        with logged_to(plain, log, None) as progress:
+            for kind, text in events:
+                if kind == "status":
+                    progress.status(text, "b" * 40, steps_left=3)
+                elif kind == "phase":
+                    progress.phase(PhaseStarted(0, "b" * 40, text, expected_s=1))  # type: ignore[arg-type]
+                elif kind == "detail":
+                    progress.detail(text)
+                else:
+                    progress.note(text)
+            progress.stop()
+    assert console.getvalue().splitlines() == [
+        "bisector: bbbbbbbbbbbb bad: conflicts 3,927 >= 2,312, in 31s [bisect]"
+    ]
+    said = verbose.getvalue()
+    assert "bisect: evaluating | bbbbbbbbbbbb" in said and "warmup begins" in said
+    assert "using the prefetched build" in said and "bbbbbbbbbbbb is bad" in said
+    logged = log.read_text()  # both runs' lines: the log has everything either way
+    assert logged.count("using the prefetched build") == 2
+    assert logged.count("warmup begins") == 2
 
 
 def test_the_run_directory_log_gets_every_event_timestamped_beside_the_console(

@@ -126,12 +126,17 @@ def test_under_script_a_pty_gets_the_live_line(tmp_path: Path) -> None:
     assert "\x1b[" not in plain
 
 
-def test_in_a_pipe_a_line_at_each_phase_change_and_json_keeps_its_document(
+def test_in_a_pipe_with_v_a_line_at_each_phase_change_and_json_keeps_its_document(
     tmp_path: Path,
 ) -> None:
     run = sleeping_run(tmp_path, [1, 9], step_s=0.2, warmup="1s")
     done = subprocess.run(
-        [*run.argv, "--json"], check=False, capture_output=True, text=True, env=_env(), timeout=240
+        [*run.argv, "--json", "-v"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=240,
     )
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)  # one JSON document, nothing else on stdout

@@ -58,7 +58,7 @@ class ProcsBackend:
         )
         self.window = Window(context, self.cfg, self.clusters, self.offer, self._sleep)
         self.profiles = Profiles(self.cfg.profile_seconds, context.warmup_s)
-        self._check_looks()
+        self._check_window()
 
     def _sleep(self, seconds: float) -> None:
         """`sleep` as it is when called: a test may replace it after the parts are made."""
@@ -69,9 +69,11 @@ class ProcsBackend:
         honoured = self.harness.hollow_flags.status_period_env
         return lc.OfferedLoad.of(self.cfg, status_period_honoured=honoured)
 
-    def _check_looks(self) -> None:
-        c = self.context
-        lc.check_looks(c.check_every_s, c.warmup_s, self.offer(), c.section.file)
+    def _check_window(self) -> None:
+        """The warmup and the looks against what a count can judge (before any launch)."""
+        c, offer = self.context, self.offer()
+        lc.check_window(c.warmup_s, offer, c.section.file)
+        lc.check_looks(c.check_every_s, c.warmup_s, offer, c.section.file)
 
     def cluster(self, slot: int) -> Running | None:
         """The cluster running in `slot`, from its launch to its teardown."""
@@ -84,7 +86,7 @@ class ProcsBackend:
     def setup(self) -> None:
         """Build (or find in the cache) the hollow-node harness; etcd when it is `auto`."""
         self.harness.setup()
-        self._check_looks()  # its heartbeat is known now (a harness without the period: 10s)
+        self._check_window()  # its heartbeat is known now (a harness without the period: 10s)
 
     def close(self) -> None:
         """Nothing lasts across candidates but the caches."""

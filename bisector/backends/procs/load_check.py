@@ -36,8 +36,10 @@ MIN_LOAD_FRACTION = 0.5
 # min(MIN_LOAD_FRACTION of the offer, the sure rounds), judged from one sure round on: a
 # frozen harness in a 15 s early verdict, or a 20 s warmup of RV-less pod watches, made
 # none. Under one sure round a count cannot tell (a kubelet that ran may have made no
-# write): a warmup ended that early is a skip, and a whole warmup that short is judged
-# on its processes (`not_stopped`).
+# write): a warmup ended that early is a skip, and a whole warmup that short is refused
+# before anything starts (`check_window`): its processes' states (`not_stopped`) catch a
+# SIGSTOP, not hollow nodes hung or thawed before collect, whose missing writes read as
+# a good build.
 ROUND_SLACK = 0.25
 # A workload that ends the warmup must leave this many status periods (`long_enough`).
 MIN_LOAD_PERIODS = 3.0
@@ -88,6 +90,8 @@ class Round:
 
     what: str
     period_s: float
+    # The setting that shortens the period, for a refusal's fix ("" when none does).
+    key: str = ""
 
     @property
     def sure_s(self) -> float:
@@ -141,7 +145,7 @@ class OfferedLoad:
     def heartbeat(self) -> Round:
         """What a hollow node writes each round, and how often."""
         if self.status_period_honoured:
-            return Round("node status period", self.status_period_s)
+            return Round("node status period", self.status_period_s, "node_status_period")
         return Round("node lease renewal period", LEASE_RENEW_S)
 
     def rounds(self) -> list[Round]:
@@ -150,7 +154,7 @@ class OfferedLoad:
         server, opened again)."""
         rounds = [self.heartbeat()] if self.nodes > 0 else []
         if self.pod_watch_cycle_s is not None:
-            rounds.append(Round("pod watch cycle", self.pod_watch_cycle_s))
+            rounds.append(Round("pod watch cycle", self.pod_watch_cycle_s, "watch_timeout"))
         return rounds
 
     def judgeable_after_s(self) -> float:
@@ -173,6 +177,23 @@ class Warmup:
     @property
     def span_s(self) -> float:
         return self.end - self.start
+
+
+def check_window(warmup_s: float, offer: OfferedLoad, where: str) -> None:
+    """`[run] warmup` against what can be judged, before anything starts: a whole warmup
+    under one sure round of a load holds no count that tells a load that ran from one
+    that did not (a kubelet that ran may have written nothing yet), so hollow nodes that
+    hung, or were frozen and thawed before collect, would pass as a good build."""
+    for r in offer.rounds():
+        if warmup_s < r.sure_s:
+            shorter = f", or a shorter `backends.procs.{r.key}`" if r.key else ""
+            raise ConfigError(
+                f"{where}: the warmup ({format_duration(warmup_s)}: `run.warmup` or "
+                f"--warmup) is shorter than one {r.describe()}: no count over so short a "
+                "window tells a load that ran from a frozen one, and a metric that rests "
+                f"on its writes would read good; make the warmup {math.ceil(r.sure_s)}s "
+                f"or longer{shorter}"
+            )
 
 
 def check_looks(every_s: float | None, warmup_s: float, offer: OfferedLoad, where: str) -> None:

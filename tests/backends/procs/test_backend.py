@@ -213,7 +213,7 @@ def test_metrics_that_cannot_be_read_at_the_end_are_a_collect_skip(
 ) -> None:
     off = world.root / "metrics-off"
     monkeypatch.setenv("FAKE_NO_METRICS_FILE", str(off))
-    backend = world.backend(warmup_s=1.0)
+    backend = world.backend()
     backend.setup()
     real = backend.warmup
 
@@ -232,7 +232,7 @@ def test_processes_that_ignore_sigterm_are_killed_by_the_teardown(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_IGNORE_TERM", "1")
-    backend = world.backend(warmup_s=0.5, stop_grace="1s")
+    backend = world.backend(stop_grace="1s")
     backend.setup()
     m = _evaluate(backend, world.candidate(2))
     assert m.value == 9 and m.teardown_error is None
@@ -317,7 +317,7 @@ def test_a_retried_launch_keeps_the_failed_attempt_and_reads_nothing_of_it(
     broken = world.root / "hollow-nodes-fail"
     broken.write_text("")
     monkeypatch.setenv("FAKE_KUBEMARK_EXIT_FILE", str(broken))
-    backend = world.backend(warmup_s=1.0)
+    backend = world.backend()
     backend.setup()
     real_launch = backend.launch
     starts: list[float] = []

@@ -66,12 +66,12 @@ def test_a_component_that_exits_at_start_is_a_launch_skip_naming_it(
 
 
 def test_a_build_without_components_is_not_taken_for_one_with_them(world: ProcsWorld) -> None:
-    plain = world.backend(warmup_s=1.0)
+    plain = world.backend()
     plain.setup()
     candidate = world.candidate(2)
     plain.build(candidate)
     assert built_of(plain, candidate.commit).components == ()
-    with_both = world.backend(warmup_s=1.0, components=BOTH)
+    with_both = world.backend(components=BOTH)
     with_both.setup()
     with_both.build(candidate)  # the cached apiserver-only entry is another key
     assert len(built_of(with_both, candidate.commit).components) == 2

@@ -126,7 +126,7 @@ def _plan_and_run(
 def test_the_plan_is_what_an_evaluation_of_a_2017_tree_runs(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = world.backend(warmup_s=1.0)
+    backend = world.backend()
     candidate = world.candidate(2)
     planned, executed = _plan_and_run(world, monkeypatch, backend, candidate)
     assert planned == executed
@@ -139,7 +139,7 @@ def test_the_plan_is_what_an_evaluation_of_a_1_32_tree_runs(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FAKE_GO_VERSION", "go1.23.9")  # what go.mod's `go 1.23.0` needs
-    backend = world.backend(warmup_s=1.0, go_modules=str(world.kube.go), components=BOTH)
+    backend = world.backend(go_modules=str(world.kube.go), components=BOTH)
     candidate = world.candidate(2)
     _shape_1_32(candidate.worktree)
     planned, executed = _plan_and_run(world, monkeypatch, backend, candidate)

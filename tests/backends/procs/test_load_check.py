@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bisector.backends.procs import load_check as lc
 from bisector.backends.procs.options import ProcsSettings
 from bisector.collected import METRICS_AFTER, METRICS_BEFORE, DeliveredLoad
 from bisector.config import Section
+from bisector.errors import ConfigError
 
 UA = "kubemark/v0.0.0 (linux/amd64) kubernetes/7043372"
 
@@ -164,3 +167,45 @@ def test_no_hollow_node_is_no_node_load_to_judge_and_no_bound_on_looks(tmp_path:
     lc.not_ended_too_soon(offer, _window(1.0, 60.0))  # nothing to hold a short window to
     lc.long_enough(offer, _window(1.0, 60.0), ended_by_workload=True)
     lc.check_looks(0.5, 60.0, offer, "p.toml")
+
+
+# -- a whole warmup no count can judge is refused before any launch ---------------------
+
+
+def test_a_warmup_under_one_status_round_is_refused_with_its_fix() -> None:
+    # A 1 s warmup at a 1 s status period: a kubelet that ran may have written nothing,
+    # so only a SIGSTOP'd node (state T) was caught; a hung one, or one thawed before
+    # collect, read as a good build. Refused, saying what to set.
+    with pytest.raises(ConfigError) as caught:
+        lc.check_window(1.0, _offer(), "p.toml")
+    message = str(caught.value)
+    assert message.startswith("p.toml: the warmup (1s: `run.warmup` or --warmup) is shorter "), (
+        message
+    )
+    assert "one node status period (1s, 1.25s with its jitter)" in message
+    assert message.endswith(
+        "make the warmup 2s or longer, or a shorter `backends.procs.node_status_period`"
+    ), message
+    lc.check_window(1.25, _offer(), "p.toml")  # one sure round: judged by its counts
+
+
+def test_a_warmup_under_one_pod_watch_cycle_is_refused() -> None:
+    # RV-less pod watches closed by the server after 10 s, opened again 1 s later
+    # (load.py REOPEN_AFTER_S): a 12 s warmup cannot tell a stalled generator from one
+    # that ran (13.75 s with the jitter); 20 s is judged (the test above).
+    offer = _offer(watchers=200, watch_load="pods-without-rv", watch_timeout="10s")
+    with pytest.raises(ConfigError, match=r"one pod watch cycle \(11s, 13\.75s with its "):
+        lc.check_window(12.0, offer, "p.toml")
+    with pytest.raises(
+        ConfigError, match=r"14s or longer, or a shorter `backends\.procs\.watch_timeout`"
+    ):
+        lc.check_window(12.0, offer, "p.toml")
+    lc.check_window(20.0, offer, "p.toml")
+
+
+def test_an_unpatched_harness_needs_one_lease_renewal_and_names_no_period_key() -> None:
+    # Its heartbeat is the Lease (10 s): node_status_period does not change it.
+    with pytest.raises(ConfigError) as caught:
+        lc.check_window(10.0, _offer(honoured=False), "p.toml")
+    assert "one node lease renewal period (10s, 12.5s with its jitter)" in str(caught.value)
+    assert str(caught.value).endswith("make the warmup 13s or longer")
