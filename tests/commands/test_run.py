@@ -173,14 +173,14 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path) -> None:
     result = _cli(*_args(built, driver, "--dry-run"))
     assert result.returncode == 0, result.stderr
     assert "64 commits" in result.stdout
-    assert "expected evaluations: 10" in result.stdout  # 2 endpoints + 6 steps + 2 confirm
-    assert "estimated wall time: 5h00m" in result.stdout
+    assert "expected evaluations: 11" in result.stdout  # endpoints 2, steps 6, confirm 2, revert 1
+    assert "estimated wall time: 5h30m" in result.stdout
     assert "launch.sh" in result.stdout
     assert driver.calls("launches") == []
     paths = _cli(*_args(built, driver, "--dry-run", "--repeats", "3", "--", "value"))
     assert paths.returncode == 0, paths.stderr
     assert ", 1 commit\n" in paths.stdout  # only the commit that changed `value`
-    assert "expected evaluations: 8" in paths.stdout  # flag beats file: (2 + 0 + 2) x 2 runs
+    assert "expected evaluations: 10" in paths.stdout  # flag beats file: (2 + 0 + 2 + 1) x 2 runs
 
 
 @pytest.mark.slow

@@ -175,9 +175,9 @@ def test_a_sim_dry_run_estimates_its_time_from_the_cluster_it_simulates(
         config.write_text(table)
         argv += ["--config", str(config)]
     out = _plan(argv, capsys)
-    assert "expected evaluations: 9 " in out
+    assert "expected evaluations: 10 " in out
     each = nodes * simulated_s * SECONDS_PER_NODE_SECOND
-    assert f"estimated wall time: {format_duration(9 * each)}\n" in out
+    assert f"estimated wall time: {format_duration(10 * each)}\n" in out
     assert f"\nphases: warmup {format_duration(each)}\n" in out  # no "build 0.00s" and such
 
 
