@@ -309,4 +309,8 @@ def open_bisection(
                 session.close()
                 for worktree in {*evaluator.worktrees, layout.good_worktree}:
                     repo.remove_worktree(worktree)
+                # and those a killed session of this run left (builds ahead this session
+                # did not need again): each is a whole checkout on disk
+                with contextlib.suppress(BisectorError):
+                    repo.remove_worktrees_under(layout.worktrees)
                 progress.stop()

@@ -17,7 +17,8 @@ from typing import Any
 
 from bisector.backends.registry import backend_info
 from bisector.config import Section
-from bisector.errors import ConfigError
+from bisector.errors import BisectorError, ConfigError
+from bisector.executors import handback
 from bisector.measure.early import EarlyStop
 from bisector.measure.evaluation import EvaluationSettings
 from bisector.measure.provenance import LogSeen, WindowRule
@@ -125,13 +126,35 @@ class EvaluationSpec:
             window = dict(data.pop("window", {}) or {})
             earlier = tuple(LogSeen(**seen) for seen in window.pop("earlier", ()) or ())
             early = data.pop("early", None)
-            return cls(
+            spec = cls(
                 **{**data, "revisions": tuple(data.get("revisions", ()))},
                 window=WindowSpec(**window, earlier=earlier),
                 early=None if early is None else EarlySpec(**early),
             )
+            spec._check()
+            return spec
         except (TypeError, ValueError, KeyError) as exc:
             raise ConfigError(f"not an evaluation spec: {exc}") from None
+
+    def _check(self) -> None:
+        """Each field of the kind it must be, before any fetch or build: a garbled spec
+        is bad input, never a skip or a bug after an hour's work."""
+        for name, (kind, what) in _KINDS.items():
+            value = getattr(self, name)
+            # bool is an int in Python; a spec's counts never are true/false
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise TypeError(f"`{name}` is {value!r}, not {what}")
+        if not all(isinstance(rev, str) for rev in self.revisions):
+            raise TypeError(f"`revisions` is {list(self.revisions)!r}, not a list of strings")
+        if not self.commit:
+            raise ValueError("`commit` is empty")
+        if not self.git_url:
+            raise ValueError("`git_url` is empty")
+        if self.artifacts != handback.POD_LOG:
+            try:
+                handback.object_name(self.artifacts, self.name)  # gs://BUCKET/PREFIX
+            except BisectorError as exc:
+                raise ValueError(f"`artifacts`: {exc}") from None
 
     def run_settings(self) -> RunSettings:
         """The run's settings, read again from the config document (checked as the
@@ -190,3 +213,22 @@ def run_config(settings: RunSettings) -> dict[str, Any]:
 def revisions_needed(settings: RunSettings) -> tuple[str, ...]:
     """What the backend checks out beside the candidate (procs: its harness commit)."""
     return backend_info(settings.backend).revisions_needed(settings.backend_section)
+
+
+# The kind each field of a spec must have: read from JSON, anything can be anywhere (and
+# a bool is an int to isinstance, but no field here is true/false).
+_KINDS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "commit": (str, "a string"),
+    "tree": (str, "a string"),
+    "git_url": (str, "a string"),
+    "config": (dict, "a table"),
+    "config_file": (str, "a string"),
+    "fetch_depth": (int, "a whole number"),
+    "phase": (str, "a string"),
+    "why": (str, "a string"),
+    "name": (str, "a string"),
+    "launch_id": (str, "a string"),
+    "launch_attempts": (int, "a whole number"),
+    "retry_wait_s": ((int, float), "a number"),
+    "artifacts": (str, "a string"),
+}
