@@ -15,6 +15,7 @@ built from `RunSettings.backend_context`.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,10 @@ TABLES = ("run", "search", "metrics", "backends", "executor")  # a run's config 
 # runs `bisector evaluate` (bisector.executors.kubernetes, `[executor.kubernetes]`).
 EXECUTORS = ("local", "kubernetes")
 LOCAL_EXECUTOR = "local"
+# The class that reads each other executor's `[executor.<name>]` table, named as the
+# backend registry names its modules: the whole config is checked here without this
+# layer importing the executors above it.
+EXECUTOR_SETTINGS = {"kubernetes": "bisector.executors.kubernetes.settings:KubernetesSettings"}
 LIKELIHOODS = ("verdict", "metric")
 # Upper bounds of the counts: each is far past any real use (a run per commit or a slot is
 # a cluster), and a value past them is a typo that would launch clusters without end
@@ -424,6 +429,9 @@ def check_config(config: Section, flags: RunFlags | None = None) -> RunSettings:
     key `run` refuses is never silently a default in another command."""
     settings = RunSettings.from_config(config, good="", bad="", flags=flags)
     backend_info(settings.backend).create(settings.backend_context(CHECK_DIR))
+    if settings.executor != LOCAL_EXECUTOR:
+        module, name = EXECUTOR_SETTINGS[settings.executor].split(":")
+        getattr(importlib.import_module(module), name).from_section(settings.executor_section)
     return settings
 
 

@@ -101,3 +101,28 @@ def test_doctor_checks_the_table_of_a_backend_it_does_not_build(
         main(["doctor", "--config", str(config)])
     assert info.value.code == 1
     assert "backends.sim.nodez" in capsys.readouterr().out
+
+
+# The executor's table is the config's too: `run --dry-run` and doctor refused a misspelt
+# key in [executor.kubernetes] while `score --config` read the same file and scored.
+EXECUTOR_MISSPELT = (
+    '[run]\nbackend = "sim"\nexecutor = "kubernetes"\n'
+    '[executor.kubernetes]\nimage = "localhost/bisector:dev"\ntimeout = "soon"\n'
+)
+EXECUTOR_NEEDLE = "key `executor.kubernetes.timeout` is not a known setting"
+
+
+def test_score_refuses_a_misspelt_executor_key_as_run_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "bisector.toml"
+    config.write_text(EXECUTOR_MISSPELT)
+    log = tmp_path / "kube-apiserver.log"
+    log.write_text("")
+    code, err = _error(capsys, ["score", str(log), "--config", str(config), "--threshold", "5"])
+    assert code == 128 and EXECUTOR_NEEDLE in err and err.count("\n") == 1
+    built = build_repo(tmp_path / "repo", [1, 2, 3])
+    argv = ["run", "--repo", str(built.path), "--config", str(config)]
+    argv += ["--good", built.mainline[0], "--bad", built.mainline[-1], "--dry-run"]
+    code, err = _error(capsys, argv)
+    assert code == 2 and EXECUTOR_NEEDLE in err
