@@ -306,11 +306,13 @@ def open_bisection(
                 with contextlib.suppress(InfraError):
                     backend.close()
             finally:  # whatever close() raised, the bisect session and worktrees go too
-                session.close()
-                for worktree in {*evaluator.worktrees, layout.good_worktree}:
-                    repo.remove_worktree(worktree)
-                # and those a killed session of this run left (builds ahead this session
-                # did not need again): each is a whole checkout on disk
-                with contextlib.suppress(BisectorError):
-                    repo.remove_worktrees_under(layout.worktrees)
-                progress.stop()
+                try:
+                    session.close()
+                    for worktree in {*evaluator.worktrees, layout.good_worktree}:
+                        repo.remove_worktree(worktree)
+                    # and those a killed session of this run left (builds ahead this
+                    # session did not need again): each is a whole checkout on disk
+                    with contextlib.suppress(BisectorError):
+                        repo.remove_worktrees_under(layout.worktrees)
+                finally:  # the ticker thread ends whatever the clean-up raised
+                    progress.stop()
