@@ -156,7 +156,31 @@ class Stream(Protocol):
     def flush(self) -> None: ...
 
 
-class PlainProgress:
+class _OnBoard:
+    """What both renderers do alike: the slots' state kept on a `_Board`, details said
+    only when verbose."""
+
+    board: _Board
+    verbose: bool
+
+    def note(self, line: str) -> None:
+        raise NotImplementedError
+
+    def detail(self, line: str) -> None:
+        if self.verbose:
+            self.note(line)
+
+    def reading(self, slot: int, reading: Reading) -> None:
+        self.board.read(slot, reading)
+
+    def evaluated(self, slot: int) -> None:
+        self.board.end(slot)
+
+    def prefetching(self, commit: str, running: bool) -> None:
+        self.board.prefetch(commit, running)
+
+
+class PlainProgress(_OnBoard):
     """One line per event on stderr (CI logs, pipes, nohup): each phase as it begins, and
     every `tick_s` while one runs (a small thread, started with the first phase; `stop`
     ends it, and it says nothing after that: a later phase, a run reusing this progress,
@@ -195,10 +219,6 @@ class PlainProgress:
         with self._out:
             self._print(line)
 
-    def detail(self, line: str) -> None:
-        if self.verbose:
-            self.note(line)
-
     def _print(self, line: str) -> None:
         stamp = f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H:%M:%SZ} " if self.stamped else ""
         print(f"{stamp}bisector: {line}", file=self.stream, flush=True)
@@ -210,15 +230,6 @@ class PlainProgress:
             ahead = self.board.prefetch_line(time.monotonic())
             self.note(f"{line} | {ahead}" if ahead else line)
         self._start_ticker()
-
-    def reading(self, slot: int, reading: Reading) -> None:
-        self.board.read(slot, reading)
-
-    def evaluated(self, slot: int) -> None:
-        self.board.end(slot)
-
-    def prefetching(self, commit: str, running: bool) -> None:
-        self.board.prefetch(commit, running)
 
     def _start_ticker(self) -> None:
         with self._out:
@@ -268,7 +279,7 @@ class _Line:
         yield Text(self.text())
 
 
-class LiveProgress:
+class LiveProgress(_OnBoard):
     """A rich status line (phase, candidate, steps left, ETA; each slot's phase, its
     elapsed and expected time, the warmup's reading; builds ahead), events printed above."""
 
@@ -295,21 +306,8 @@ class LiveProgress:
     def note(self, line: str) -> None:
         self.console.print(line, highlight=False, markup=False)
 
-    def detail(self, line: str) -> None:
-        if self.verbose:
-            self.note(line)
-
     def phase(self, event: PhaseStarted) -> None:
         self.board.begin(event)
-
-    def reading(self, slot: int, reading: Reading) -> None:
-        self.board.read(slot, reading)
-
-    def evaluated(self, slot: int) -> None:
-        self.board.end(slot)
-
-    def prefetching(self, commit: str, running: bool) -> None:
-        self.board.prefetch(commit, running)
 
     def stop(self) -> None:
         self.live.stop()
