@@ -17,6 +17,7 @@ taken is written down in `profiles/errors.txt` and the measurement stands.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,11 +89,15 @@ class Profiles:
             taking = self._taking.pop(candidate.slot, None)
         if taking is None or taking.candidate != candidate:
             return
+        # A warmup that ended early (an early verdict, the workload's end) ends a profile
+        # not yet begun: left waiting, it would GET whatever holds this port after teardown.
+        taking.cancelled.set()
         if taking.thread is not None:
             taking.thread.join(taking.seconds + ANSWER_S)
         _fetch(api, "/debug/pprof/heap", candidate.profile_dir / HEAP, ANSWER_S)
         if go:
-            (candidate.profile_dir / GO).write_text(go + "\n", encoding="utf-8")
+            with contextlib.suppress(OSError):  # evidence: never the measurement's failure
+                (candidate.profile_dir / GO).write_text(go + "\n", encoding="utf-8")
 
     def stop(self, slot: int) -> None:
         """The cluster goes down (teardown): a profile not yet begun is not taken."""
@@ -110,5 +115,6 @@ def _fetch(api: Api, path: str, target: Path, timeout: float) -> None:
             raise ValueError("an empty answer")
         target.write_bytes(body)
     except Exception as exc:  # evidence beside the measurement: never the run's failure
-        with (target.parent / ERRORS).open("a", encoding="utf-8") as out:
+        errors = target.parent / ERRORS
+        with contextlib.suppress(OSError), errors.open("a", encoding="utf-8") as out:
             out.write(f"GET {path}: {type(exc).__name__}: {exc}\n")

@@ -108,3 +108,20 @@ def test_only_asked_candidates_are_profiled_and_teardown_cancels(
     profiles.finish(asked, api, None)
     assert _Pprof.asked == []
     assert not (plain.eval_dir / "profiles").exists()
+
+
+def test_a_warmup_that_ended_early_ends_a_profile_not_yet_begun(
+    tmp_path: Path, server: http.server.ThreadingHTTPServer
+) -> None:
+    # Collect came before the CPU profile's delay (an early verdict): the waiting thread
+    # is ended, not left to GET the port after teardown, when another slot's apiserver
+    # may hold it. The heap, read while the cluster is up, is still taken.
+    api = Api(f"http://127.0.0.1:{server.server_address[1]}")
+    profiles = Profiles(1, 60)  # the CPU profile would begin 54 s in
+    asked = _candidate(tmp_path)
+    profiles.start(asked, api)
+    profiles.finish(asked, api, None)
+    assert _Pprof.asked == ["/debug/pprof/heap"]
+    profiles.stop(asked.slot)
+    assert not (asked.profile_dir / CPU).exists()
+    assert all(t.name != "profile" for t in threading.enumerate())
