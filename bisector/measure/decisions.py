@@ -33,6 +33,12 @@ def _same_tree_said(
     return Decision(decision.verdict, same.text(), same_tree=same)
 
 
+# Phases whose verdicts rest on measurements alone (no mark decides them), and those
+# whose runs must be full length (bisector.bisection.confirm, bisector.bisection.revert).
+MEASURED_ONLY = ("confirm", "revert")
+FULL_LENGTH_ONLY = ("revert",)
+
+
 class Deciding:
     """The evaluator's deciding half (bisector.measure.evaluator.Evaluator is one): what
     the searches ask of a commit, answered from the journal and, if need be, new runs."""
@@ -55,6 +61,9 @@ class Deciding:
     def runs(self, commit: str, phase: str) -> list[Measurement]:
         """The journaled (or cached) runs of `commit` usable in `phase`; they count as used."""
         found = self.journal.for_tree(self.tree_for(commit), confirm=phase == "confirm")
+        if phase in FULL_LENGTH_ONLY:  # its promise: whole warmups (a search run of the
+            # same tree, the culprit's parent's, may have ended early)
+            found = [m for m in found if not m.stopped_early]
         if self.early.withdrawn or not self.early.early_good:
             # Withdrawn, or turned off for a resumed run: early goods decide nothing.
             found = [m for m in found if m.early_verdict != "good"]
@@ -83,7 +92,10 @@ class Deciding:
     ) -> Decision:
         """Measure `commit` until `rule` decides (journaled runs count first)."""
         marked = self.mark(commit)
-        if marked is not None and phase != "confirm":
+        # A mark is a person's verdict on the commit as it is: never the evidence a
+        # confirmation or a revert check promises, nor the commit with culprits reverted.
+        plain = self.tree_for(commit) == self.repo.tree_of(commit)
+        if marked is not None and phase not in MEASURED_ONLY and plain:
             note = f": {marked.note}" if marked.note else ""
             return Decision(marked.verdict, f"marked {marked.verdict} by hand{note}")
         while True:
