@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Sequence
 
 from bisector.bisection.start import Bisection
+from bisector.errors import BisectorError
 from bisector.report.model import RevertCheck
 from bisector.search.decide import ConfirmRule, DecisionRule
 
@@ -37,7 +38,17 @@ def revert_runs(b: Bisection) -> int:
 def check_revert(b: Bisection, culprits: Sequence[str], threshold: float) -> RevertCheck:
     """Measure the bad endpoint with `culprits` reverted; from now on every candidate
     that contains them is measured with them reverted (the next hunt's)."""
-    sub = b.evaluator.reverts.of(b.bad, culprits)
+    try:
+        sub = b.evaluator.reverts.of(b.bad, culprits)
+    except (BisectorError, OSError) as exc:  # git or the disk, not the revert: the
+        # confirmed culprit's report still stands, its revert check not measured
+        reason = f"the revert could not be made: {exc}"
+        b.progress.note(f"revert check: {reason}")
+        return RevertCheck(b.bad, list(culprits), None, "not measured", "skip", None, reason=reason)
+    if not sub.reverted:  # nothing of them on the bad endpoint, as git answered: measuring
+        # would only measure the bad endpoint again
+        reason = "none of the culprits is an ancestor of the bad endpoint, as git answered"
+        return RevertCheck(b.bad, [], None, "not measured", "skip", None, reason=reason)
     if sub.conflict:
         b.progress.note(f"revert check: {sub.conflict}")
         return RevertCheck(

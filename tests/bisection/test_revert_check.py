@@ -193,3 +193,25 @@ def test_candidates_where_the_first_culprits_revert_conflicts_are_skips_never_a_
     # Not all explained, and said so: never exit 0 as if the answer were whole.
     assert "ended without a single culprit" in report.unexplained
     assert outcome_code(report) == RunExit.PARTIAL
+
+
+def test_a_revert_git_cannot_make_leaves_the_confirmed_culprit_and_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git failing under the revert (a ref lock, a full disk) ended the run with exit 2 and
+    # no report, the confirmed culprit lost with it.
+    from bisector.gitrepo import GitFailure
+
+    def no_revert(self: GitRepo, base: str, culprits: object) -> object:
+        raise GitFailure("git update-ref: cannot lock ref 'refs/bisector/reverts/x'")
+
+    monkeypatch.setattr(GitRepo, "revert_onto", no_revert)
+    built = build_repo(tmp_path / "repo", ONE, revertable=True)
+    report = _run(tmp_path, built)
+    assert report.culprit is not None and report.culprit.commit == built.mainline[4]
+    assert report.culprit.confirmed
+    check = report.culprit.revert
+    assert check is not None and check.outcome == "not measured"
+    assert "cannot lock ref" in check.reason
+    assert not [m for m in _measured(tmp_path) if m.phase == "revert"]
+    assert outcome_code(report) == RunExit.FOUND
