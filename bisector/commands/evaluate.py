@@ -31,7 +31,7 @@ def read_spec(spec_file: Path | None) -> EvaluationSpec:
     if spec_file is not None:
         try:
             text = spec_file.read_text(encoding="utf-8")
-        except OSError as exc:
+        except (OSError, UnicodeDecodeError) as exc:
             raise BisectorError(f"cannot read the spec {spec_file}: {exc}") from None
     else:
         text = os.environ.get(SPEC_ENV, "")

@@ -133,13 +133,17 @@ def receive(data: bytes, eval_dir: Path, what: str) -> tuple[Measurement, tuple[
             tar.extractall(eval_dir, filter="data")
         raw = json.loads((eval_dir / RECORD).read_text(encoding="utf-8"))
         m = Measurement.from_dict(raw)
-    except (tarfile.TarError, OSError, EOFError, ValueError, TypeError) as exc:
+        left: tuple[str, ...] = ()
+        if (eval_dir / LEFT_OUT).is_file():
+            said = json.loads((eval_dir / LEFT_OUT).read_text(encoding="utf-8"))
+            left = tuple(str(p) for p in said["left_out"])
+        if any(Path(p).is_absolute() for p in m.logs):
+            # a path of the pod's, not of this machine (where the logs are gzipped in place)
+            raise ValueError(f"a log outside the evaluation: {m.logs}")
+    except (tarfile.TarError, OSError, EOFError, ValueError, TypeError, KeyError) as exc:
         raise HandbackError(f"{what}: the results handed back cannot be read: {exc}") from None
-    m.logs = [str(eval_dir / p) if not Path(p).is_absolute() else p for p in m.logs]
+    m.logs = [str(eval_dir / p) for p in m.logs]
     m.eval_dir = str(eval_dir)
-    left: tuple[str, ...] = ()
-    if (eval_dir / LEFT_OUT).is_file():
-        left = tuple(json.loads((eval_dir / LEFT_OUT).read_text(encoding="utf-8"))["left_out"])
     return m, left
 
 
