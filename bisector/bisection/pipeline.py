@@ -36,7 +36,7 @@ from bisector.measure.journal import Done, LikelihoodSet, ThresholdSet
 from bisector.numbers import format_threshold, format_value
 from bisector.pprof import diff_profiles, pairs
 from bisector.report import write_reports
-from bisector.report.model import EtaCheck, ProfileDiff, Report
+from bisector.report.model import EtaCheck, ProfileDiff, Report, TeardownFailure
 from bisector.search.base import Found, Search, SearchRange
 from bisector.search.decide import DecisionRule
 from bisector.search.likelihood import Likelihood, MetricLikelihood, VerdictLikelihood
@@ -78,6 +78,12 @@ def run_bisection(
         fresh=fresh,
     ) as b:
         report = find_culprit(b)  # an error or an interrupt is journaled on the way out
+    # The backend closed after the report was made: a failed close may leave something
+    # up (an executor's Jobs, a base cluster), and the outcome says so (6) like any
+    # failed teardown.
+    report.teardown_failures += [
+        TeardownFailure("", str(prepared.layout.root), error) for error in b.close_failed
+    ]
     if write_report:
         write_reports(report, prepared.layout.root)
     b.journal.write(Done(report.culprit.commit if report.culprit else None))

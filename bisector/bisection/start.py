@@ -14,7 +14,7 @@ import contextlib
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,9 @@ class Bisection:
     evaluator: Evaluator
     progress: Progress
     rule: DecisionRule
+    # What the backend's close said when it failed (its teardown of what lasts across
+    # candidates: a cluster's base, an executor's Jobs): the run's outcome says it (6).
+    close_failed: list[str] = field(default_factory=list)
 
 
 def backend_context(settings: RunSettings, layout: RunLayout) -> BackendContext:
@@ -251,6 +254,7 @@ def open_bisection(
             slots=max(1, slots or 1, s.search.parallel),
             executor=prepared.executor,
         )
+        b: Bisection | None = None
         try:
             try:
                 repo.add_worktree(layout.good_worktree, prepared.good)  # a backend's base
@@ -265,7 +269,7 @@ def open_bisection(
             except InfraError as exc:
                 raise BisectorError(f"backend {s.backend} could not start: {exc.reason}") from None
             evaluator.clean_up_after_crash()
-            yield Bisection(
+            b = Bisection(
                 s,
                 repo,
                 prepared.good,
@@ -278,6 +282,7 @@ def open_bisection(
                 progress,
                 rule or MajorityRule(s.repeats, s.worse),
             )
+            yield b
         except KeyboardInterrupt:
             journal.write(Interrupted())
             raise
@@ -303,8 +308,11 @@ def open_bisection(
             raise
         finally:
             try:
-                with contextlib.suppress(InfraError):
+                try:
                     backend.close()
+                except InfraError as exc:  # said loudly by the backend; the outcome too
+                    if b is not None:
+                        b.close_failed.append(exc.reason)
             finally:  # whatever close() raised, the bisect session and worktrees go too
                 try:
                     session.close()
