@@ -49,7 +49,7 @@ def evaluate(spec_file: Path | None, work: Path | None) -> int:
     if m.value is None:
         _say(f"bisector-evaluate: {spec.commit[:12]}: no value ({m.reason})")
     else:
-        metric = str(spec.config.get("run", {}).get("metric", ""))
+        metric = spec.run_settings().metric  # the run's, its default included
         _say(f"bisector-evaluate: {spec.commit[:12]}: {metric}={format_value(m.value, metric)}")
     try:
         hand_back(spec, m, eval_dir, _say)
