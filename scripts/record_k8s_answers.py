@@ -384,6 +384,32 @@ def image_never_pull(cl: Cluster, rec: Recording) -> str:
     return "image-never-pull"
 
 
+def setup_never(cl: Cluster, rec: Recording) -> str:
+    body = job(cl, "setup-never", DONE)
+    assert body.spec is not None and body.spec.template.spec is not None
+    pod = body.spec.template.spec
+    pod.volumes = [
+        k.V1Volume(name="gone", config_map=k.V1ConfigMapVolumeSource(name="bisector-no-such-map"))
+    ]
+    pod.containers[0].volume_mounts = [k.V1VolumeMount(name="gone", mount_path="/gone")]
+    create(cl, rec, body)
+
+    def no_sandbox() -> bool:
+        return rec.seen(
+            lambda e: (
+                e["watch"] == "pods"
+                and any(
+                    c["type"] == "PodReadyToStartContainers" and c["status"] == "False"
+                    for c in (e["object"].get("status") or {}).get("conditions") or []
+                )
+            )
+        )
+
+    wait_for(no_sandbox, 120, "PodReadyToStartContainers False")
+    time.sleep(15)  # it stays so: the kubelet retries the mount, the Job is still active
+    return "setup-never"
+
+
 def deadline_exceeded(cl: Cluster, rec: Recording) -> str:
     body = job(
         cl,
@@ -579,6 +605,11 @@ SCENARIOS = (
         "image-never-pull",
         "an image the node does not have, imagePullPolicy Never",
         image_never_pull,
+    ),
+    Scenario(
+        "setup-never",
+        "a pod whose volume never mounts (a ConfigMap that does not exist): no sandbox",
+        setup_never,
     ),
     Scenario(
         "deadline-exceeded",

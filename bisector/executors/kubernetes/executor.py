@@ -362,9 +362,10 @@ class KubernetesExecutor:
 
     def _bounded(self, state: faults.Waiting, stuck: dict[tuple[str, str], float]) -> faults.State:
         since = stuck.setdefault((state.pod, state.kind), self.clock())
-        bound = self.cfg.unschedulable_after if state.kind == "unschedulable" else (
-            self.cfg.pull_failing_after
-        )  # fmt: skip
+        bound = {
+            "unschedulable": self.cfg.unschedulable_after,
+            "setup": self.cfg.setup_failing_after,
+        }.get(state.kind, self.cfg.pull_failing_after)
         waited = self.clock() - since
         if waited < bound:
             return faults.Running()
@@ -372,6 +373,7 @@ class KubernetesExecutor:
             "unschedulable": "no node took it",
             "image": "its image cannot be had",
             "start": "its container cannot start",
+            "setup": "it was never set up",
         }[state.kind]
         return faults.Fault(
             f"pod {state.pod}: {what} for {waited:.0f} s: {state.detail}", state.pod

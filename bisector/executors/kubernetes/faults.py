@@ -69,8 +69,8 @@ class Running:
 
 @dataclass(frozen=True)
 class Waiting:
-    """A pod stuck for a reason that does not end by itself: `kind` unschedulable, image
-    or start; a skip once it has lasted past the executor's bound."""
+    """A pod stuck for a reason that does not end by itself: `kind` unschedulable, image,
+    start or setup; a skip once it has lasted past the executor's bound."""
 
     pod: str
     kind: str
@@ -192,7 +192,29 @@ def _waiting(seen: Observed) -> State:
             return Waiting(seen.name, "image", f"{reason}: {message}")
         if reason in START_FAILURES:
             return Waiting(seen.name, "start", f"{reason}: {message}")
+    unready = _not_set_up(pod)
+    if unready is not None:
+        return Waiting(seen.name, "setup", unready)
     return Running()
+
+
+def _not_set_up(pod: k.V1Pod) -> str | None:
+    """Why a pod on a node has no sandbox yet (a volume that never mounts, a network the
+    runtime cannot make), or None. Only clusters with the PodReadyToStartContainers
+    condition say so; a pulling image is not this (its sandbox exists)."""
+    if pod.status is None or pod.status.phase != "Pending":
+        return None  # a finished pod's sandbox is gone too: that is not this
+    scheduled = ready = None
+    for c in (pod.status.conditions if pod.status else None) or []:
+        if c.type == "PodScheduled":
+            scheduled = c
+        elif c.type == "PodReadyToStartContainers":
+            ready = c
+    if scheduled is None or scheduled.status != "True" or ready is None or ready.status != "False":
+        return None
+    node = pod.spec.node_name if pod.spec and pod.spec.node_name else "its node"
+    said = f": {ready.reason} {ready.message or ''}".rstrip() if ready.reason else ""
+    return f"{node} has not created its sandbox (volumes, network){said}"
 
 
 def _main(pod: k.V1Pod) -> k.V1ContainerStatus | None:

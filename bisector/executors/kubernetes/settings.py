@@ -107,6 +107,11 @@ class KubernetesSettings:
     pull_failing_after: float = setting(
         "duration", "2m", "a pod whose image cannot be pulled for this long is a skip", above=0
     )
+    setup_failing_after: float = setting(
+        "duration", "5m",
+        "a pod its node has not set up (sandbox: volumes, network) for this long is a skip",
+        above=0,
+    )  # fmt: skip
     node_lost_after: float = setting(
         "duration", "2m", "a pod on a node gone NotReady or unreachable this long is a skip",
         low=0,

@@ -124,6 +124,7 @@ def test_the_commands_own_failure_says_the_end_of_its_log(tmp_path: Path, demo: 
         ("image-never-pull", "pull_failing_after", "its image cannot be had for"),
         ("unschedulable-selector", "unschedulable_after", "no node took it for"),
         ("unschedulable-resources", "unschedulable_after", "Insufficient cpu"),
+        ("setup-never", "setup_failing_after", "it was never set up for"),
     ],
 )
 def test_a_pod_stuck_past_its_bound_is_a_skip(

@@ -106,6 +106,7 @@ def test_a_deleted_pod_is_a_fault_while_it_still_terminates() -> None:
         ("image-never-pull", "image", "ErrImageNeverPull"),
         ("unschedulable-selector", "unschedulable", "didn't match Pod's node affinity/selector"),
         ("unschedulable-resources", "unschedulable", "Insufficient cpu"),
+        ("setup-never", "setup", "has not created its sandbox"),
     ],
 )
 def test_a_pod_that_cannot_start_is_waiting_for_a_reason(
@@ -115,6 +116,15 @@ def test_a_pod_that_cannot_start_is_waiting_for_a_reason(
     assert isinstance(state, Waiting), state
     assert state.kind == kind and words in state.detail
     assert state.pod.startswith(scenario)
+
+
+def test_a_finished_pod_whose_sandbox_is_gone_is_not_waiting_for_one() -> None:
+    """Recorded: once the pod Succeeded its PodReadyToStartContainers is False again (the
+    sandbox is torn down), before the Job says Complete."""
+    job, pods = _at("complete", 7.5)
+    status = pods[0].pod.status
+    assert status is not None and status.phase == "Succeeded"
+    assert not isinstance(judge(job, pods), Waiting)
 
 
 def test_a_running_pod_is_running() -> None:
