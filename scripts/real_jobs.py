@@ -237,7 +237,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = run_dir.parent / f"{run_dir.name}.toml"
         config.write_text(jobs_config(kubeconfig, url, args.parallel, args.cache.resolve()))
         bisector = [PYTHON, "-m", "bisector"]
-        subprocess.run([*bisector, "doctor", "--config", str(config)], check=False)
+        # On the tree the run bisects: doctor reads from it which Go it needs.
+        subprocess.run(
+            [*bisector, "doctor", "--config", str(config), "--repo", str(served)], check=False
+        )
         extra = [a for a in args.run_args if a != "--"]
         hunt = [*bisector, "run", "--config", str(config), "--repo", str(served), "--fresh",
                 "--good", args.base, "--bad", args.branch, "--run-dir", str(run_dir),
