@@ -19,6 +19,7 @@ from bisector.measure.measurement import Measurement
 from bisector.metrics.direction import Worse, is_bad
 from bisector.report.action import action_lines
 from bisector.report.adaptation import Adaptation, read_build_fixes
+from bisector.report.conclusive import established
 from bisector.report.evidence import build_adaptations
 from bisector.report.model import (
     Culprit,
@@ -109,6 +110,7 @@ def evaluation_of(
         ran_on=m.ran_on,
         reverted=list(m.reverted),
         built=m.built,
+        infra_skip=m.infra_skip,
     )
 
 
@@ -216,6 +218,8 @@ def build_report(
         revert_check=s.revert_check,
         pruned=PrunedLogs(pruned.at, pruned.freed_bytes, list(pruned.kept)) if pruned else None,
     )
+    # Without a culprit, what the run did establish leads every form of the report.
+    report.conclusive = established(report, subject)
     report.action = action_lines(report)
     return report
 

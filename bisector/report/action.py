@@ -1,14 +1,16 @@
 """What to do: the revert command, the PR link and the evidence it rests on, in one block
 a person pastes into an issue (the report's and the run summary's last lines).
 
-Only for confirmed culprits: an unconfirmed one is a suspect, and the block says to
-measure it again instead.
+For confirmed culprits; an unconfirmed one is a suspect, and the block says to measure
+it again instead. Without a culprit, the block is what the run established and what to
+do next (bisector.report.conclusive).
 """
 
 from __future__ import annotations
 
 from bisector.numbers import format_value
 from bisector.report.answer import profile_line
+from bisector.report.conclusive import lead_lines
 from bisector.report.culprits import inside_text, names, revert_command, revert_text, share_text
 from bisector.report.facts import measured_runs_text, short, threshold_text
 from bisector.report.links import commit_url, pr_url
@@ -24,20 +26,26 @@ def action_lines(report: Report) -> list[str]:
                 f"{short(report.culprit.commit)} is a suspect, not confirmed: measure it and its "
                 f"parent again (rerun the same command) before reverting anything"
             ]
+        if report.conclusive is not None:
+            return [_regression(report), *lead_lines(report, limit=None)]
         return []
-    metric = report.metric
-    lines = [
-        f"Regression in {metric}: good {short(report.good.commit)} "
-        f"{format_value(report.good.value, metric)} -> bad {short(report.bad.commit)} "
-        f"{format_value(report.bad.value, metric)} (threshold {threshold_text(report)}, "
-        f"{report.backend} backend)",
-    ]
+    lines = [_regression(report)]
     several = len(confirmed) > 1
     for i, culprit in enumerate(confirmed, 1):
         lines += ["", *_culprit_block(report, culprit, i if several else 0)]
     if report.unexplained:
         lines += ["", f"Not all explained: {report.unexplained}"]
     return lines
+
+
+def _regression(report: Report) -> str:
+    metric = report.metric
+    return (
+        f"Regression in {metric}: good {short(report.good.commit)} "
+        f"{format_value(report.good.value, metric)} -> bad {short(report.bad.commit)} "
+        f"{format_value(report.bad.value, metric)} (threshold {threshold_text(report)}, "
+        f"{report.backend} backend)"
+    )
 
 
 def _culprit_block(report: Report, culprit: Culprit, number: int) -> list[str]:

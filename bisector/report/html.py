@@ -6,6 +6,7 @@ import re
 from html import escape
 
 from bisector.report.answer import Files, Para, Pre, Section, Table, action_section, answer_sections
+from bisector.report.conclusive import between_texts, lead, next_steps
 from bisector.report.costs import (
     MEASURED_HEADER,
     NO_ESTIMATE,
@@ -124,7 +125,29 @@ def _culprit(report: Report) -> str:
     return f'<h2>Culprit</h2><dl class="kv">{body}</dl>{why}'
 
 
+def _established(report: Report) -> str:
+    """What a run without a culprit established, and what to do next."""
+    said = lead(report)
+    if said is None or report.conclusive is None:
+        return ""
+    label, text = said
+    between = report.conclusive.between
+    out = [
+        "<h2>What the run established</h2>"
+        f"<p><strong>{escape(label)}</strong>: {escape(text)}{':' if between else ''}</p>"
+    ]
+    if between:
+        items = "".join(f"<li>{escape(line)}</li>" for line in between_texts(report))
+        out.append(f"<ul>{items}</ul>")
+    if steps := next_steps(report):
+        items = "".join(f"<li>{escape(step)}</li>" for step in steps)
+        out.append(f"<p><strong>Next</strong>:</p><ul>{items}</ul>")
+    return "".join(out)
+
+
 def _no_culprit(report: Report) -> str:
+    if report.conclusive is not None:
+        return _established(report)
     search = report.search
     if report.status == "unsure" and search.likely_range is not None:
         likely = search.likely_range

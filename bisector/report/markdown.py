@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bisector.report.answer import Files, Para, Pre, Section, Table, action_section, answer_sections
+from bisector.report.conclusive import between_texts, lead, next_steps
 from bisector.report.costs import (
     MEASURED_HEADER,
     cost_notes,
@@ -98,7 +99,25 @@ def _culprit(report: Report) -> list[str]:
     return [*lines, "", why_culprit(report), ""]
 
 
+def _established(report: Report) -> list[str]:
+    """What a run without a culprit established, and what to do next."""
+    said = lead(report)
+    if said is None or report.conclusive is None:
+        return []
+    label, text = said
+    between = report.conclusive.between
+    lines = [f"**{label}**: {esc(text)}" + (":" if between else ""), ""]
+    if between:
+        lines += [*(f"- {esc(line)}" for line in between_texts(report)), ""]
+    steps = next_steps(report)
+    if steps:
+        lines += ["**Next**:", "", *(f"- {esc(step)}" for step in steps), ""]
+    return lines
+
+
 def _no_culprit(report: Report) -> list[str]:
+    if report.conclusive is not None:
+        return _established(report)
     search = report.search
     if report.status == "unsure" and search.likely_range is not None:
         likely = search.likely_range

@@ -9,6 +9,19 @@ report.json, version 2 (version 1's keys kept, new keys added):
                   merges: every merge descended into, outermost first;
                   confidence: posterior probability, null without a noise model)
     candidates    commits that could be the culprit when only skipped commits were left
+    conclusive    what a run without a culprit established (null with one):
+                  {last_good, first_bad: {commit, subject, verdict, value, runs, how},
+                   between: [{commit, subject, runs, reason}], unmeasured: [commit],
+                   probability}
+                  the first bad commit is after last_good and at or before first_bad;
+                  between: the commits in between, oldest first (runs [] and in
+                  unmeasured: no run of it measured; reason: why it has no verdict);
+                  verdict: good, bad, or "" (not decided: an unsure search's bound);
+                  value: the median of its full-length runs (null: none measured);
+                  how: "endpoint", "measured", "marked by hand[: note]", the same-tree
+                  verdict's "same tree as ..., measured there: ...", or "";
+                  probability: the posterior's for the culprit lying there, null with
+                  plain git bisect verdicts (certain given them)
     search        {mode: "git-bisect"|"posterior", error_rate, likelihood, parallel,
                   rounds: {phase: n}, confidence, sure, likely_range: {commits, probability}
                   | null, best_guess}
@@ -21,9 +34,10 @@ report.json, version 2 (version 1's keys kept, new keys added):
     evaluations   [{n, commit, subject, phase, verdict, value, metrics, duration_s, reason,
                     launch_attempts, logs, cached, started_at, slot, eval_dir, why,
                     window: {start, end, span_s} | null, stopped_early, teardown_error,
-                    command_logs: [path], load, ran_on,
+                    command_logs: [path], load, ran_on, infra_skip,
                     build_fixes: [{name, why, source: "tree"|"config", commands, range}]}]
-                  in the order they were measured
+                  in the order they were measured (infra_skip: a skip the machine
+                  caused, which the same command again measures again)
     verdicts      {commit: good|bad|skip}   verdicts fed to git bisect
     verdict_reasons {commit: why}
     marks         [{commit, verdict, note}]  verdicts a person gave with `bisector mark`
@@ -117,6 +131,54 @@ class InsideRange:
     good: str
     bad: str
     unmeasured: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One side of what a run without a culprit established (`Conclusive`)."""
+
+    commit: str
+    subject: str
+    verdict: str  # good, bad, or "" (not decided: an unsure search's bound)
+    value: float | None  # the median of its full-length runs; None: no run measured it
+    runs: list[float] = field(default_factory=list)  # every run's value, in order
+    # How its verdict is known: "endpoint", "measured", "marked by hand[: note]", the
+    # same-tree verdict ("same tree as ..., measured there: ..."), or "" (none).
+    how: str = ""
+
+
+@dataclass(frozen=True)
+class Between:
+    """A commit between a `Conclusive`'s bounds: it could be the first bad commit."""
+
+    commit: str
+    subject: str
+    runs: list[float] = field(default_factory=list)  # its runs' values; []: none measured it
+    reason: str = ""  # why it has no verdict: its skip's reason, a skip mark, "not measured"
+
+
+@dataclass(frozen=True)
+class Conclusive:
+    """What a run that ended without a culprit established: the first bad commit is after
+    `last_good` and at or before `first_bad`, one of them or of the `between`."""
+
+    last_good: Bound
+    first_bad: Bound
+    between: list[Between] = field(default_factory=list)  # oldest first
+    unmeasured: list[str] = field(default_factory=list)  # of `between`, no run measured
+    # The posterior's probability that the culprit lies there; None with plain git
+    # bisect verdicts, which make it certain (given them).
+    probability: float | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Conclusive:
+        return cls(
+            last_good=_build(Bound, data["last_good"]),
+            first_bad=_build(Bound, data["first_bad"]),
+            between=[_build(Between, b) for b in data.get("between", [])],
+            unmeasured=list(data.get("unmeasured", [])),
+            probability=data.get("probability"),
+        )
 
 
 @dataclass(frozen=True)
@@ -279,6 +341,9 @@ class Evaluation:
     ran_on: str = ""  # where it ran when not in the driving process (a Job's pod, its node)
     reverted: list[str] = field(default_factory=list)  # culprits reverted in it before its build
     built: str = ""  # the tool's commit built in its place (reverts applied), "" for its own
+    # A skip the machine caused (launch, collect, a full disk), not the tree: the same
+    # command again measures the commit again (bisector.measure.measurement.infra_skip).
+    infra_skip: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Evaluation:
@@ -462,6 +527,8 @@ class Report:
     # What to do, in one block a person pastes into an issue (bisector.report.action).
     action: list[str] = field(default_factory=list)
     pruned: PrunedLogs | None = None  # the logs `bisector runs --prune` dropped, if it ran
+    # Without a culprit: what the run established (bisector.report.conclusive).
+    conclusive: Conclusive | None = None
     version: int = REPORT_VERSION
 
     @property
@@ -511,6 +578,7 @@ class Report:
             revert_check=bool(data.get("revert_check", False)),
             action=list(data.get("action", [])),
             pruned=_build(PrunedLogs, data["pruned"]) if data.get("pruned") else None,
+            conclusive=Conclusive.from_json(data["conclusive"]) if data.get("conclusive") else None,
             version=data.get("version", 1),
         )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from pathlib import Path
 
+from bisector.report.conclusive import lead_lines
 from bisector.report.costs import cost_summary_lines, eta_text
 from bisector.report.culprits import hunt_text, inside_text, revert_text, share_text
 from bisector.report.facts import (
@@ -52,6 +53,9 @@ def summary_lines(report: Report) -> list[str]:
         for later in report.culprits[1:]:
             lines.append(f"culprit {later.hunt}: {later.commit} {later.subject}")
             lines.append(f"  {hunt_text(later)}")
+    elif report.conclusive is not None:
+        # What the run did establish, the commits it could be and what to do next.
+        lines += lead_lines(report)
     elif report.status == "unsure" and report.search.likely_range is not None:
         likely = report.search.likely_range
         lines.append(

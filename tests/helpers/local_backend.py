@@ -8,6 +8,7 @@ Every step appends the commit to a file under `tools/` so tests can count calls.
 Switches (files under `tools/` a test may create at any time):
     flaky         the first launch of each commit fails
     hang-<sha>    launch of that commit sleeps for a minute (to interrupt it)
+    down-<sha>    every launch of that commit fails (the machine's failure, not the tree's)
     nodata        collect writes an empty log
 """
 
@@ -36,6 +37,7 @@ LAUNCH_LINE = (
 _BUILD = 'echo "$BISECTOR_COMMIT" >> "$T/built.txt"; test ! -e BROKEN\n'
 _LAUNCH = """echo "$BISECTOR_COMMIT" >> "$T/launches.txt"
 if [ -e "$T/hang-$BISECTOR_COMMIT" ]; then echo started > "$T/hanging"; sleep 60; fi
+if [ -e "$T/down-$BISECTOR_COMMIT" ]; then echo "cluster did not come up" >&2; exit 1; fi
 if [ -e "$T/flaky" ] && ! grep -qx "$BISECTOR_COMMIT" "$T/launched-once.txt" 2>/dev/null; then
   echo "$BISECTOR_COMMIT" >> "$T/launched-once.txt"; echo "cluster did not come up" >&2; exit 1
 fi

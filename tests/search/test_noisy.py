@@ -105,7 +105,8 @@ def test_skipped_parent_makes_a_candidate_range(tmp_path: Path) -> None:
     assert report.candidates == [built.mainline[14], built.mainline[15]]
     assert (report.search.confidence or 0) >= 0.99
     assert report.verdicts[built.mainline[14]] == "skip"
-    assert "could be any of" in (Path(report.run_dir) / "report.md").read_text()
+    md = (Path(report.run_dir) / "report.md").read_text()
+    assert f"before it, which could not be measured:\n\n- {built.mainline[14][:12]} " in md
 
 
 def test_budget_exhausted_is_unsure_and_names_a_range(tmp_path: Path) -> None:
@@ -119,7 +120,8 @@ def test_budget_exhausted_is_unsure_and_names_a_range(tmp_path: Path) -> None:
     assert 1 < len(likely.commits) < 63
     assert sum(e.phase != "confirm" for e in report.evaluations) == 8
     md = (Path(report.run_dir) / "report.md").read_text()
-    assert "**Unsure**" in md and f"{len(likely.commits)} commits" in md
+    assert md.startswith("# bisector report\n\n**Unsure**: ")
+    assert f"one of the {len(likely.commits) - 1} commits before it" in md
 
 
 def test_resume_rebuilds_the_posterior_from_the_journal(tmp_path: Path) -> None:
