@@ -26,20 +26,29 @@ from bisector.executors import handback
 from bisector.executors.spec import EvaluationSpec
 from bisector.measure.evaluation import EvaluationHooks, evaluate_candidate
 from bisector.measure.measurement import Measurement
-from bisector.search.progress import Phase
+from bisector.search.progress import PHASES, Phase
 
 FETCH_TIMEOUT_S = 3600.0  # a whole Kubernetes tree over a slow link
+SAID = "bisector-evaluate: "  # how each line of the command's own begins
 Say = Callable[[str], None]
+_PHASE_LINES: dict[str, Phase] = {f"{SAID}{phase}": phase for phase in PHASES}
 
 
 class _Said(EvaluationHooks):
-    """Each phase said on the output, for a person reading the pod's log."""
+    """Each phase said on the output, for a person reading the pod's log and for the
+    driving process following it (`phases_said`)."""
 
     def __init__(self, say: Say) -> None:
         self.say = say
 
     def phase_begins(self, phase: Phase) -> None:
-        self.say(f"bisector-evaluate: {phase}")
+        self.say(f"{SAID}{phase}")
+
+
+def phases_said(log: str) -> list[Phase]:
+    """The phases `log` says began, in its order: only a line exactly as `_Said` prints it
+    says one (the fetch and the setup come before the build and are none)."""
+    return [_PHASE_LINES[line] for line in log.splitlines() if line in _PHASE_LINES]
 
 
 def fetch_steps(spec: EvaluationSpec, src: Path) -> list[Step]:

@@ -16,7 +16,9 @@ Job's name and labels (its pods get them as the Job controller copies them, and 
 `job-name` labels), and resourceVersions from one counter (recorded ones repeat across
 scenarios). The pod's log is the recorded one, or, with `pod_runner`, what the pod's
 command printed when run for real here from the Job the executor made
-(`bisector evaluate` on its spec, tests.helpers.kube_pod).
+(`bisector evaluate` on its spec, tests.helpers.kube_pod); with `log_over`, it grows
+line by line over that span of the recorded timeline, as a running pod's log does. A
+read with `tail_lines` gets the last lines only, as the API's.
 
 Methods the executor does not call are the real client's: they would try to reach a
 server at the default host and fail, never answer leniently.
@@ -132,17 +134,20 @@ class FakeCluster:
         speed: float = 20.0,
         pod_runner: Callable[[k.V1Job], str] | None = None,
         gone_after_s: float = 0.2,
+        log_over: tuple[float, float] | None = None,
     ) -> None:
         self.scenarios = scenarios
         self.namespace = namespace or str(recording(scenarios[0])["namespace"])
         self.speed = speed
         self.pod_runner = pod_runner
         self.gone_after_s = gone_after_s
+        self.log_over = log_over  # (first line, last line): seconds after the create, recorded
         self.replays: list[Replay] = []
         self.lock = threading.Lock()
         self.created: list[str] = []
         self.deleted: list[tuple[str, str | None]] = []  # (name, propagation policy)
         self.log_reads: list[str] = []
+        self.tail_reads: list[tuple[str, float]] = []  # (pod, when): reads with tail_lines
         self.version = 1000
         self.delivered: dict[str, list[tuple[int, str, dict[str, Any]]]] = {"jobs": [], "pods": []}
         self._seen: set[tuple[int, int]] = set()  # (replay, event index) delivered
@@ -261,9 +266,11 @@ class FakeCluster:
         answer = recording("foreground-delete")["answers"]["delete_job_foreground"]
         return replay.rename(answer)
 
-    def pod_log(self, pod: str) -> str | None:
+    def pod_log(self, pod: str, tail_lines: int | None = None) -> str | None:
         with self.lock:
             self.log_reads.append(pod)
+            if tail_lines is not None:
+                self.tail_reads.append((pod, time.monotonic()))
             for replay in self.replays:
                 names = {p["metadata"]["name"] for p in replay.data["pods"]} | {
                     e["object"]["metadata"]["name"]
@@ -273,7 +280,7 @@ class FakeCluster:
                 if pod not in names:
                     continue
                 if replay.log is not None:
-                    return replay.log
+                    return self._printed(replay, replay.log, tail_lines)
                 answer = replay.data["logs"].get(pod, {}).get("client")
                 break
             else:
@@ -283,7 +290,19 @@ class FakeCluster:
         if answer.get("exception"):
             raise recorded_exception(answer)
         value: str | None = answer.get("value")
-        return value
+        return None if value is None else self._printed(replay, value, tail_lines)
+
+    def _printed(self, replay: Replay, log: str, tail_lines: int | None) -> str:
+        """What of `log` the pod has printed by now, its last `tail_lines` lines."""
+        lines = log.splitlines(keepends=True)
+        if self.log_over is not None and lines:
+            first, last = self.log_over
+            at = (time.monotonic() - replay.created) * self.speed
+            step = (last - first) / max(1, len(lines) - 1)
+            lines = [line for i, line in enumerate(lines) if first + i * step <= at]
+        if tail_lines is not None:
+            lines = lines[-tail_lines:] if tail_lines > 0 else []
+        return "".join(lines)
 
     def kube_api(self) -> KubeApi:
         return KubeApi(
@@ -337,8 +356,8 @@ class _Core(k.CoreV1Api):
             return _Resp(self.cluster.watch_lines("pods", selector, kw.get("resource_version")))
         return model(self.cluster.list_raw("pods", selector), "V1PodList")
 
-    def read_namespaced_pod_log(self, name: str, namespace: str, **_: Any) -> Any:  # type: ignore[override]
-        return self.cluster.pod_log(name)
+    def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> Any:  # type: ignore[override]
+        return self.cluster.pod_log(name, kw.get("tail_lines"))
 
     def read_namespace(self, name: str, **_: Any) -> Any:  # type: ignore[override]
         return model({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},

@@ -171,16 +171,23 @@ class KubeApi:
     def watch_pods(self, selector: str, since: str, timeout_s: int) -> Iterator[Event]:
         yield from self._watch(self.core.list_namespaced_pod, selector, since, timeout_s)
 
-    def pod_log(self, pod: str, container: str, tail_lines: int | None = None) -> str | None:
-        """The container's log; None while there is none (the API answers 204 for a pod
-        not started, 400 for a container waiting to start) or once the pod is gone."""
+    def pod_log(
+        self,
+        pod: str,
+        container: str,
+        tail_lines: int | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S * 5,  # a log of a few MiB
+    ) -> str | None:
+        """The container's log (its last `tail_lines` lines); None while there is none
+        (the API answers 204 for a pod not started, 400 for a container waiting to start)
+        or once the pod is gone."""
         try:
             text = self.core.read_namespaced_pod_log(
                 pod,
                 self.namespace,
                 container=container,
                 tail_lines=tail_lines,
-                _request_timeout=REQUEST_TIMEOUT_S * 5,  # a log of a few MiB
+                _request_timeout=timeout_s,
             )
         except k.ApiException as exc:
             if exc.status in (400, NOT_FOUND):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import sys
 import threading
 import time
@@ -47,6 +48,7 @@ from bisector.executors.kubernetes.manifest import (
 from bisector.executors.kubernetes.settings import KubernetesSettings
 from bisector.executors.kubernetes.sweep import sweep
 from bisector.executors.kubernetes.watch import RunWatch, Seen
+from bisector.executors.pod import phases_said
 from bisector.executors.spec import (
     EarlySpec,
     EvaluationSpec,
@@ -56,12 +58,18 @@ from bisector.executors.spec import (
 )
 from bisector.measure.evaluation import EvaluationHooks, EvaluationSettings
 from bisector.measure.measurement import Measurement
+from bisector.search.progress import PHASES, Phase
 from bisector.settings import RunSettings
 
 RUN_FILE = "kubernetes.json"  # in the run directory: the run's id, its Jobs' label
 SKIP_KIND = "executor"  # Measurement.skipped_at of an evaluation the executor lost
 API_LOST_S = 300.0  # the API failing every call this long: the slot's Job is a skip
 LOG_TAIL = 40  # lines of a failed pod's log said with its skip
+# A running pod's log is read this often for the phase it says (each read one API call)
+# and only its last lines: the command's own lines are a few, its steps log to files.
+PHASE_LOOK_S = 5.0
+PHASE_TAIL = 20
+PHASE_READ_TIMEOUT_S = 15.0  # a read that hangs holds the slot's watch of its Job
 Say = Callable[[str], None]
 
 
@@ -103,6 +111,7 @@ class KubernetesExecutor:
         *,
         api: Callable[[], KubeApi] | None = None,
         poll_s: float = 1.0,
+        phase_look_s: float = PHASE_LOOK_S,
         clock: Callable[[], float] = time.monotonic,
         say: Say = _stderr,
     ) -> None:
@@ -112,6 +121,7 @@ class KubernetesExecutor:
         self._make_api = api or (lambda: KubeApi.of(cfg))
         self._api: KubeApi | None = None
         self.poll_s = poll_s
+        self.phase_look_s = phase_look_s
         self.clock = clock
         self.say = say
         self.run_id = ""
@@ -237,12 +247,15 @@ class KubernetesExecutor:
         self._take_a_place(hooks)
         m: Measurement | None = None
         attempted = False
+        phases = _PodPhases(hooks)
         try:
-            hooks.phase_begins("build")  # the pod fetches, sets up and builds first
+            # The Job's wait for a node and its image, the pod's fetch and setup: all before
+            # the build the pod says, and counted with it (below).
+            phases.begins("build")
             try:
                 attempted = True
                 job = self._adopt(spec, candidate) or self._create(spec, candidate)
-                m = self._follow(job, spec, candidate, hooks)
+                m = self._follow(job, spec, candidate, hooks, phases)
             except _api_errors() as exc:  # the API failed: a skip, never a verdict
                 m = self._skip(spec, candidate, f"the Kubernetes API failed: {said(exc)}")
             except handback.HandbackError as exc:
@@ -250,7 +263,7 @@ class KubernetesExecutor:
         finally:
             torn_down = not attempted
             if attempted:
-                hooks.phase_begins("teardown")
+                phases.begins("teardown")  # unless the pod said it: its Job's deletion continues it
                 try:
                     backend.teardown(candidate)  # the Job deleted, its pod first
                     torn_down = True
@@ -327,12 +340,17 @@ class KubernetesExecutor:
         return name
 
     def _follow(
-        self, job: str, spec: EvaluationSpec, candidate: Candidate, hooks: EvaluationHooks
+        self,
+        job: str,
+        spec: EvaluationSpec,
+        candidate: Candidate,
+        hooks: EvaluationHooks,
+        phases: _PodPhases,
     ) -> Measurement:
-        """Until the Job's answer: its record, or a skip saying what happened to it."""
+        """Until the Job's answer: its record, or a skip saying what happened to it. While
+        its pod runs, the phases it says are the evaluation's (`_PodPhases`)."""
         assert self.watch is not None
         stuck: dict[tuple[str, str], float] = {}
-        running = False
         while True:
             hooks.between_looks()  # a cancelled run raises here: the teardown deletes the Job
             seen = self.watch.job(job)
@@ -347,9 +365,9 @@ class KubernetesExecutor:
                 return self._receive(job, state.pod, spec, candidate)
             if isinstance(state, faults.Fault):
                 return self._fault(job, state, spec, candidate)
-            if not running and any(_started(o) for o in pods):
-                running = True
-                hooks.phase_begins("launch")  # the pod runs: fetch, build, launch ...
+            pod = _running(pods)
+            if pod is not None and phases.due(pod, self.clock(), self.phase_look_s):
+                phases.said(self._log_tail(pod))
             lost = self.watch.failing_for()
             if lost >= API_LOST_S:
                 return self._skip(
@@ -359,6 +377,17 @@ class KubernetesExecutor:
                     f"({self.watch.last_error}); Job {job} unknown",
                 )
             self.watch.wait(self.poll_s)
+
+    def _log_tail(self, pod: str) -> str:
+        """The end of a running pod's log; "" when the read fails: the phase is only shown,
+        and the watches say what happens to the pod."""
+        try:
+            log = self.api.pod_log(
+                pod, CONTAINER, tail_lines=PHASE_TAIL, timeout_s=PHASE_READ_TIMEOUT_S
+            )
+        except _api_errors():
+            return ""
+        return log or ""
 
     def _bounded(self, state: faults.Waiting, stuck: dict[tuple[str, str], float]) -> faults.State:
         since = stuck.setdefault((state.pod, state.kind), self.clock())
@@ -467,8 +496,49 @@ class KubernetesExecutor:
             raise InfraError(f"cannot delete the Job of {evaluation}: {said(exc)}") from None
 
 
-def _started(o: faults.Observed) -> bool:
-    return bool(o.pod.status and o.pod.status.phase in ("Running", "Succeeded", "Failed"))
+def _running(pods: list[faults.Observed]) -> str | None:
+    """The pod of the Job that runs now (the newest, should there be two), if one does."""
+    running = [o for o in pods if not o.gone and o.pod.status and o.pod.status.phase == "Running"]
+    if not running:
+        return None
+    return max(running, key=lambda o: (str(meta(o.pod).creation_timestamp or ""), o.name)).name
+
+
+class _PodPhases:
+    """The phases of one evaluation as its slot's hooks hear them: the executor's own (the
+    build from the Job's creation, the teardown), and between them those its pod says in
+    its log (`bisector-evaluate: <phase>`, bisector.executors.pod), each once, in order, as
+    they are read. A line that says no phase says nothing; so does a phase the pod said
+    before (a tail read again), or one before it in PHASES' order."""
+
+    def __init__(self, hooks: EvaluationHooks) -> None:
+        self.hooks = hooks
+        self.current: Phase | None = None
+        self.pod = ""
+        self.reached = -1  # the index in PHASES of the last phase `pod` said
+        self.looked = -math.inf
+
+    def begins(self, phase: Phase) -> None:
+        if phase != self.current:
+            self.current = phase
+            self.hooks.phase_begins(phase)
+
+    def due(self, pod: str, now: float, every_s: float) -> bool:
+        """Whether `pod`'s log is to be read now: at most once every `every_s`."""
+        if pod != self.pod:  # another pod (a replacement) says its phases from the start
+            self.pod, self.reached, self.looked = pod, -1, -math.inf
+        if now - self.looked < every_s:
+            return False
+        self.looked = now
+        return True
+
+    def said(self, log: str) -> None:
+        """The phases the end of `pod`'s log says that it had not said yet."""
+        for phase in phases_said(log):
+            at = PHASES.index(phase)
+            if at > self.reached:
+                self.reached = at
+                self.begins(phase)
 
 
 def _keep_log(eval_dir: Path, log: str) -> None:

@@ -173,7 +173,7 @@ def test_an_api_that_fails_is_a_skip_and_a_bug_is_no_verdict(
     cluster = _cluster(["complete"], tmp_path, run=False)
     rig = _rig(tmp_path, demo, cluster)
 
-    def refused(_pod: str) -> str:
+    def refused(_pod: str, _tail_lines: int | None = None) -> str:
         raise k.ApiException(status=500, reason="Internal Server Error")
 
     monkeypatch.setattr(cluster, "pod_log", refused)
@@ -183,7 +183,7 @@ def test_an_api_that_fails_is_a_skip_and_a_bug_is_no_verdict(
     assert m.value is None and m.skipped_at == "executor"
     assert "the Kubernetes API failed: HTTP 500 Internal Server Error" in (m.reason or "")
 
-    def bug(_pod: str) -> str:
+    def bug(_pod: str, _tail_lines: int | None = None) -> str:
         raise ZeroDivisionError("a bug")
 
     monkeypatch.setattr(cluster, "pod_log", bug)
