@@ -235,13 +235,15 @@ def job_reason(job: dict[str, Any]) -> str:
     return ""
 
 
+def statuses(pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The statuses of `pod`'s init containers, then of its containers."""
+    status = pod.get("status") or {}
+    return [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+
+
 def exit_code(pod: dict[str, Any], container: str) -> int | None:
     """The exit code of `container` (init or not) of `pod`, None while it has not ended."""
-    status = pod.get("status") or {}
-    for s in [
-        *(status.get("initContainerStatuses") or []),
-        *(status.get("containerStatuses") or []),
-    ]:
+    for s in statuses(pod):
         if s.get("name") == container:
             term = (s.get("state") or {}).get("terminated")
             return int(term["exitCode"]) if term else None
@@ -250,11 +252,7 @@ def exit_code(pod: dict[str, Any], container: str) -> int | None:
 
 def stuck_reason(pod: dict[str, Any]) -> str | None:
     """Why a container of `pod` waits for something that will not come by itself."""
-    status = pod.get("status") or {}
-    for s in [
-        *(status.get("initContainerStatuses") or []),
-        *(status.get("containerStatuses") or []),
-    ]:
+    for s in statuses(pod):
         waiting = (s.get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in STUCK:
             return f"container {s.get('name')}: {waiting['reason']}: {waiting.get('message', '')}"
@@ -263,12 +261,9 @@ def stuck_reason(pod: dict[str, Any]) -> str | None:
 
 def pod_line(pod: dict[str, Any]) -> str:
     """One line of where a pod is: its phase and each container's state."""
-    status = pod.get("status") or {}
-    parts = [f"pod {pod['metadata']['name']} {status.get('phase', '?')}"]
-    for s in [
-        *(status.get("initContainerStatuses") or []),
-        *(status.get("containerStatuses") or []),
-    ]:
+    phase = (pod.get("status") or {}).get("phase", "?")
+    parts = [f"pod {pod['metadata']['name']} {phase}"]
+    for s in statuses(pod):
         state = s.get("state") or {}
         if "terminated" in state:
             parts.append(f"{s['name']} exited {state['terminated'].get('exitCode')}")
@@ -385,7 +380,8 @@ class Night:
     clone_exit: int | None
     nightly_exit: int | None
     wall_s: float
-    log: str
+    log: str  # the nightly container's
+    clone_log: str  # the init container's
 
 
 def wait_night(kubectl: Kubectl, job: str, began: float, timeout: float) -> Night:
@@ -417,6 +413,7 @@ def wait_night(kubectl: Kubectl, job: str, began: float, timeout: float) -> Nigh
         nightly_exit=exit_code(pod, NIGHTLY),
         wall_s=wall,
         log=kubectl.logs(job, NIGHTLY),
+        clone_log=kubectl.logs(job, "kubernetes-checkout"),
     )
 
 
@@ -605,9 +602,15 @@ def night(args: argparse.Namespace, kubectl: Kubectl) -> int:
         if not args.no_schedule and (later := scheduled_night(kubectl, args.timeout, failures)):
             nights.append(later)
         check_hunts(state, planted, failures)
+        if failures:
+            diagnose(kubectl)
         clean_up(kubectl, nights, failures)
 
     for n in nights:
+        if n.clone_exit != 0:
+            say(f"--- {n.job}: the checkout's log:")
+            for line in n.clone_log.strip().splitlines()[-12:]:
+                print(f"    {line}")
         say(f"--- {night_line(n)}; the nightly's log ends:")
         for line in n.log.strip().splitlines()[-12:]:
             print(f"    {line}")
