@@ -174,7 +174,7 @@ real-jobs: jobs-tools
 	    --branch "$(MODERN_BRANCH)" --parallel "$(JOBS_PARALLEL)" --cache "$(JOBS_CACHE)"
 
 # One night of configs/k8s/nightly-cronjob.yaml on the real one-node cluster above
-# (docs/nightly.md): a CI history with a planted regression in a
+# (docs/nightly.md, "The CronJob on a real cluster"): a CI history with a planted regression in a
 # gcp-storage-emulator on this host's address, the repository it hunts served with `git
 # daemon`, the manifest's CronJob derived for this machine (scripts/real_nightly.py says
 # each change and why: the local image, no dind sidecar, a hostPath for the claim, the
