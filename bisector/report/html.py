@@ -140,7 +140,7 @@ def _established(report: Report) -> str:
         items = "".join(f"<li>{escape(line)}</li>" for line in between_texts(report))
         out.append(f"<ul>{items}</ul>")
     if steps := next_steps(report):
-        items = "".join(f"<li>{escape(step)}</li>" for step in steps)
+        items = "".join(f"<li>{_code_spans(escape(step))}</li>" for step in steps)
         out.append(f"<p><strong>Next</strong>:</p><ul>{items}</ul>")
     return "".join(out)
 

@@ -76,6 +76,9 @@ def test_an_inconclusive_run_leads_with_the_bracket_it_established(tmp_path: Pat
     established = html.index("<h2>What the run established</h2>")
     assert established < html.index("<h2>Evidence</h2>")
     assert f"<strong>Not one culprit</strong>: {bracket}" in html
+    # The next steps' commands are code, as report.md shows them, not backticks.
+    assert f"<code>bisector mark {broken_b[:12]} good --run-dir {run_dir}</code>" in html
+    assert "`" not in html[established : html.index("<h2>Evidence</h2>")]
 
     report = json.loads((run_dir / "report.json").read_text())
     assert report["status"] == "inconclusive" and report["culprit"] is None
