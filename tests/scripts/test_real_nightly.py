@@ -7,29 +7,18 @@ mounts them, and what it reads back from the cluster and the report is judged ri
 from __future__ import annotations
 
 import copy
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from bisector.nightly.config import load_nightly_config
+from tests.helpers.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("real_nightly", ROOT / "scripts/real_nightly.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["real_nightly"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-rn = _script()
+rn = load_script("real_nightly")
 URL = "git://192.0.2.2:40123/kubernetes"
 EMULATOR = "http://192.0.2.2:40124"
 STATE = "/var/tmp/bisector-real-nightly/run/state"
