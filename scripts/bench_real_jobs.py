@@ -20,14 +20,18 @@ Printed per hunt: the culprit named and whether confirmed, the evaluations measu
 Jobs at a time, `bisector run`'s wall time (the report's `eta.actual_s`), the evaluation
 time summed over evaluations (its `cost.measured.cluster_s`), the whole make target's wall
 time when it ran here; then the ratios jobs / modern (below 1 the Jobs hunt was faster).
-Exit 0 when both hunts named a culprit, confirmed; 1 otherwise; 2 bad input.
+Exit 0 when both hunts named a culprit, confirmed; 1 otherwise (a make that failed: no
+ratio, and the second hunt is not run); 2 bad input; 130 interrupted (Ctrl-C: the make
+running gets it too and is waited for, so it tears its cluster down; no ratio).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -62,29 +66,43 @@ class Target:
     log: Path
 
 
+class MakeFailed(Exception):
+    """A make target of the benchmark exited non-zero: what it measured is no figure."""
+
+
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
 
 
 def read_hunt(what: str, run_dir: Path, target_s: float | None = None) -> Hunt:
+    """The hunt `run_dir/report.json` says; ValueError when it is not a finished run's."""
     report = json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
-    culprit = report.get("culprit") or {}
-    measured = (report.get("cost") or {}).get("measured") or {}
-    search = report.get("search") or {}
-    wall = (report.get("eta") or {}).get("actual_s")
-    if wall is None:
-        raise ValueError(f"{run_dir}/report.json has no eta.actual_s: is the run finished?")
-    return Hunt(
-        what=what,
-        culprit=(culprit.get("commit") or "none")[:12],
-        confirmed=bool(culprit.get("confirmed")),
-        evaluations=int(measured.get("evaluations") or 0),
-        parallel=int(search.get("parallel") or 1),
-        wall_s=float(wall),
-        evaluation_s=float(measured.get("cluster_s") or 0.0),
-        source=f"{run_dir}/report.json",
-        target_s=target_s,
-    )
+    try:
+        culprit = report.get("culprit") or {}
+        measured = (report.get("cost") or {}).get("measured") or {}
+        search = report.get("search") or {}
+        wall = (report.get("eta") or {}).get("actual_s")
+        if wall is None:
+            raise ValueError(f"{run_dir}/report.json has no eta.actual_s: is the run finished?")
+        hunt = Hunt(
+            what=what,
+            culprit=str(culprit.get("commit") or "none")[:12],
+            confirmed=bool(culprit.get("confirmed")),
+            evaluations=int(measured.get("evaluations") or 0),
+            parallel=int(search.get("parallel") or 1),
+            wall_s=float(wall),
+            evaluation_s=float(measured.get("cluster_s") or 0.0),
+            source=f"{run_dir}/report.json",
+            target_s=target_s,
+        )
+    except (AttributeError, TypeError) as exc:  # a list, a string where a table belongs
+        raise ValueError(f"{run_dir}/report.json is not a bisector report: {exc}") from None
+    # A ratio of a wall time that is none (0, negative, NaN, inf) would be printed as measured.
+    if not (math.isfinite(hunt.wall_s) and hunt.wall_s > 0):
+        raise ValueError(f"{run_dir}/report.json: eta.actual_s {wall!r} is not a wall time")
+    if not (math.isfinite(hunt.evaluation_s) and hunt.evaluation_s >= 0):
+        raise ValueError(f"{run_dir}/report.json: cost.measured.cluster_s is not a time")
+    return hunt
 
 
 def targets(kube: Path, work: Path, parallel: int) -> tuple[Target, Target]:
@@ -116,19 +134,35 @@ def targets(kube: Path, work: Path, parallel: int) -> tuple[Target, Target]:
 
 
 def run_target(target: Target) -> float:
-    """Run one make target from its empty caches; its wall time in seconds."""
+    """Run one make target from its empty caches; its wall time in seconds. MakeFailed
+    when it exits non-zero. On Ctrl-C the make (which the terminal interrupted too) is
+    interrupted and waited for: it tears down the cluster it brought up; never killed."""
     target.log.parent.mkdir(parents=True, exist_ok=True)
     for value in target.env.values():
         Path(value).mkdir(parents=True, exist_ok=True)
     print(f"bench-real-jobs: make {' '.join(target.make_args)} (log {target.log})", flush=True)
     began = time.monotonic()
     with target.log.open("w", encoding="utf-8") as log:
-        code = subprocess.run(
+        make = subprocess.Popen(
             ["make", "--no-print-directory", "-C", str(ROOT), *target.make_args],
-            env={**os.environ, **target.env}, stdout=log, stderr=subprocess.STDOUT, check=False,
-        ).returncode  # fmt: skip
+            env={**os.environ, **target.env}, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        try:
+            code = make.wait()
+        except KeyboardInterrupt:
+            # Sent to this process alone (kill -INT), the make would not know: tell it.
+            make.send_signal(signal.SIGINT)
+            said = f"waiting for make {target.make_args[0]} to stop (it tears down what it made)"
+            print(f"bench-real-jobs: interrupted: {said}", file=sys.stderr, flush=True)
+            make.wait()
+            raise
     took = time.monotonic() - began
     print(f"bench-real-jobs: {target.what}: make exited {code} after {minutes(took)}", flush=True)
+    if code != 0:
+        raise MakeFailed(
+            f"make {target.make_args[0]} exited {code} after {minutes(took)} (its log: "
+            f"{target.log}): no ratio, its figures are no measurement"
+        )
     return took
 
 
@@ -140,15 +174,25 @@ def print_table(jobs: Hunt, modern: Hunt, timing: Path | None) -> None:
         print(f"{h.what:30} {h.culprit:13} {'yes' if h.confirmed else 'NO':5} "
               f"{h.evaluations:>5} {h.parallel:>4} {minutes(h.wall_s):>12} "
               f"{minutes(h.evaluation_s):>10} {whole:>11}")  # fmt: skip
-    if timing is not None and timing.is_file():
-        whole = json.loads(timing.read_text(encoding="utf-8")).get("script_s")
-        if whole is not None:
-            print(f"real-jobs script (serving copy, doctor, hunt, checks): {minutes(whole)}")
+    script_s = _script_s(timing)
+    if script_s is not None:
+        print(f"real-jobs script (serving copy, doctor, hunt, checks): {minutes(script_s)}")
     for h in (jobs, modern):
         print(f"  {h.what}: {h.source}")
     print(f"ratio real-jobs / real-modern, bisector run: {jobs.wall_s / modern.wall_s:.2f}")
     if jobs.target_s is not None and modern.target_s is not None:
         print(f"ratio real-jobs / real-modern, make target: {jobs.target_s / modern.target_s:.2f}")
+
+
+def _script_s(timing: Path | None) -> float | None:
+    """real_jobs.py's whole wall time from its timing file; None when it has none readable."""
+    if timing is None or not timing.is_file():
+        return None
+    try:
+        whole = json.loads(timing.read_text(encoding="utf-8")).get("script_s")
+        return None if whole is None else float(whole)
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
 
 
 def timing_of(run_dir: Path) -> Path:
@@ -182,6 +226,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("bench-real-jobs: give --kube TREE --work DIR (run both), or --jobs RUN "
               "--modern RUN (read both)", file=sys.stderr)  # fmt: skip
         return 2
+    if args.parallel < 1:
+        print(f"bench-real-jobs: --parallel {args.parallel}: at least 1 Job at a time",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if running and args.work.exists() and not args.work.is_dir():
+        print(f"bench-real-jobs: {args.work} is not a directory", file=sys.stderr)
+        return 2
     if running and args.work.exists() and any(args.work.iterdir()):
         print(f"bench-real-jobs: {args.work} is not empty: both hunts start from empty caches "
               "there; give a new directory", file=sys.stderr)  # fmt: skip
@@ -194,6 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             jobs = read_hunt("real-jobs (Kubernetes Jobs)", args.jobs)
             modern = read_hunt("real-modern (one process)", args.modern)
             timing = timing_of(args.jobs)
+    except MakeFailed as exc:
+        print(f"bench-real-jobs: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("bench-real-jobs: interrupted: no ratio", file=sys.stderr)
+        return 130
     except (OSError, ValueError) as exc:
         print(f"bench-real-jobs: cannot read a run: {exc}", file=sys.stderr)
         return 2

@@ -10,12 +10,13 @@ report.html and the block to paste into an issue alike.
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from collections.abc import Callable
 
 from bisector.report.facts import runs_of, short, split_reason
 from bisector.report.facts import value_text as _value
-from bisector.report.model import Between, Bound, Conclusive, Evaluation, Report
+from bisector.report.model import Between, Bound, Conclusive, Evaluation, Mark, Report
 from bisector.report.wording import same_tree_plain
 
 # Lines of commits between the bounds the run's summary shows (report.md shows all).
@@ -113,9 +114,9 @@ def _how(report: Report, commit: str, verdict: str, *, measured: bool) -> str:
         return ""
     mark = next((m for m in report.marks if m.commit == commit and m.verdict == verdict), None)
     if mark is not None:
-        return "marked by hand" + (f": {mark.note}" if mark.note else "")
+        return "marked by hand" + (f": {_one_line(mark.note)}" if mark.note else "")
     if same := report.same_tree_verdicts.get(commit):
-        return same
+        return _one_line(same)
     return "measured" if measured else ""
 
 
@@ -130,16 +131,27 @@ def _between(report: Report, commit: str, subject: Callable[[str], str] | None) 
 def _why(report: Report, commit: str, runs: list[Evaluation], values: list[float]) -> str:
     """Why a commit between the bounds has no verdict of its own."""
     verdict = report.verdicts.get(commit, "")
-    mark = next((m for m in report.marks if m.commit == commit and m.verdict == "skip"), None)
+    mark = _skip_mark(report, commit)
     if mark is not None and verdict == "skip":
-        return "marked skip by hand" + (f": {mark.note}" if mark.note else "")
+        return "marked skip by hand" + (f": {_one_line(mark.note)}" if mark.note else "")
     if values:
-        return f"{verdict}: {report.verdict_reasons.get(commit, '')}" if verdict else "not decided"
-    reasons = [split_reason(e.reason).summary for e in runs if e.value is None]
+        why = _one_line(report.verdict_reasons.get(commit, ""))
+        return f"{verdict}: {why}" if verdict else "not decided"
+    reasons = [_one_line(split_reason(e.reason).summary) for e in runs if e.value is None]
     said = list(dict.fromkeys(r for r in reasons if r))
     if said:
         return "; ".join(said)
-    return report.verdict_reasons.get(commit) or NOT_MEASURED
+    return _one_line(report.verdict_reasons.get(commit, "")) or NOT_MEASURED
+
+
+def _skip_mark(report: Report, commit: str) -> Mark | None:
+    return next((m for m in report.marks if m.commit == commit and m.verdict == "skip"), None)
+
+
+def _one_line(text: str) -> str:
+    """Free text (a mark's note, a reason) on one line: each form of the report says it
+    inside a line, and report.md's action block is a fenced block a line of "```" ends."""
+    return " ".join(text.split())
 
 
 # -- what it says -----------------------------------------------------------------------
@@ -238,13 +250,16 @@ def next_steps(report: Report) -> list[str]:
         return []
     good, bad = short(c.last_good.commit), short(c.first_bad.commit)
     walk = " --first-parent" if report.first_parent else ""
-    paths = f" -- {' '.join(report.paths)}" if report.paths else ""
+    paths = f" -- {' '.join(map(shlex.quote, report.paths))}" if report.paths else ""
     steps = [f"read the changes it could be: `git log{walk} --oneline {good}..{bad}{paths}`"]
     skipped = {e.commit for e in report.evaluations if e.value is None}
+    # A commit marked by hand is not measured again by the same command: the mark wins.
     machine = [
         b.commit
         for b in c.between
-        if not b.runs and any(e.infra_skip for e in runs_of(report, b.commit) if e.value is None)
+        if not b.runs
+        and not any(m.commit == b.commit for m in report.marks)
+        and any(e.infra_skip for e in runs_of(report, b.commit) if e.value is None)
     ]
     if machine:
         them, their = ("it", "its") if len(machine) == 1 else ("them", "their")
@@ -258,21 +273,35 @@ def next_steps(report: Report) -> list[str]:
         for u in c.unmeasured
         if u not in machine and (u in skipped or report.verdicts.get(u) == "skip")
     ]
+    run_dir = shlex.quote(report.run_dir)
     if tree:
         middle = tree[len(tree) // 2]
         steps.append(
             f"{_names(tree)} cannot be measured here: measure {short(middle)} yourself "
             f"(fix its build, or build it by hand), record what it measured with `bisector "
-            f"mark {short(middle)} good --run-dir {report.run_dir}` (or bad), and run the same "
+            f"mark {short(middle)} good --run-dir {run_dir}` (or bad), and run the same "
             "command again: it takes the mark"
         )
     if report.status == "unsure":
         made = sum(1 for e in report.evaluations if e.phase != "confirm")
-        steps.append(
+        step = (
             f"search longer: the same command with --fresh and --max-evaluations above the {made} "
             "evaluations this run used (the values measured so far are reused from the measurement "
             "cache)"
         )
+        # Each commit's latest mark, as the run takes them.
+        marks = {m.commit: m.verdict for m in report.marks}
+        if marks:
+            # --fresh sets the journal aside (run dir/earlier/), and the marks are in it.
+            again = "; ".join(
+                f"`bisector mark {short(commit)} {verdict} --run-dir {run_dir}`"
+                for commit, verdict in marks.items()
+            )
+            step += (
+                f"; --fresh sets this run's journal aside with the marks in it: once the new "
+                f"run has begun, mark again: {again}"
+            )
+        steps.append(step)
     return steps
 
 

@@ -172,13 +172,68 @@ class Conclusive:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Conclusive:
-        return cls(
-            last_good=_build(Bound, data["last_good"]),
-            first_bad=_build(Bound, data["first_bad"]),
-            between=[_build(Between, b) for b in data.get("between", [])],
-            unmeasured=list(data.get("unmeasured", [])),
-            probability=data.get("probability"),
-        )
+        """ValueError when `data` is not one (a field missing or of another type): every
+        form of the report says its values, which must be what they claim to be."""
+        try:
+            return cls(
+                last_good=_bound(data["last_good"]),
+                first_bad=_bound(data["first_bad"]),
+                between=[_between(b) for b in data.get("between") or []],
+                unmeasured=[_text(c) for c in data.get("unmeasured") or []],
+                probability=_number(data.get("probability")),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a conclusive: {exc!r}") from None
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a string")
+    return value
+
+
+def _number(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{value!r} is not a number")
+    return float(value)
+
+
+def _values(values: Any) -> list[float]:
+    return [v for v in map(_number, values or []) if v is not None]
+
+
+def _bound(data: dict[str, Any]) -> Bound:
+    return Bound(
+        _text(data["commit"]),
+        _text(data.get("subject") or ""),
+        _text(data.get("verdict") or ""),
+        _number(data.get("value")),
+        _values(data.get("runs")),
+        _text(data.get("how") or ""),
+    )
+
+
+def _between(data: dict[str, Any]) -> Between:
+    return Between(
+        _text(data["commit"]),
+        _text(data.get("subject") or ""),
+        _values(data.get("runs")),
+        _text(data.get("reason") or ""),
+    )
+
+
+def _conclusive(data: Any) -> Conclusive | None:
+    """report.json's `conclusive`; None without one, or when it cannot be read: it says
+    again what the rest of the report holds, and the rest must still read (`bisector
+    status`, `runs --prune` keeping the logs the report draws, the nightly's evidence)."""
+    if not data:
+        return None
+    try:
+        return Conclusive.from_json(data)
+    except ValueError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -578,7 +633,7 @@ class Report:
             revert_check=bool(data.get("revert_check", False)),
             action=list(data.get("action", [])),
             pruned=_build(PrunedLogs, data["pruned"]) if data.get("pruned") else None,
-            conclusive=Conclusive.from_json(data["conclusive"]) if data.get("conclusive") else None,
+            conclusive=_conclusive(data.get("conclusive")),
             version=data.get("version", 1),
         )
 

@@ -4,6 +4,7 @@ a stopped-early run, a launch retry, a teardown failure, a mark, logs for the sm
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from bisector.report.model import (
@@ -207,4 +208,22 @@ def sample_report(
         ],
         remote=remote,
         cost=SAMPLE_COST,
+    )
+
+
+def inconclusive_report(run_dir: Path) -> Report:
+    """The sample's first-parent range where git was left with m1 (marked skip by hand),
+    m2 (does not build) and m3 (bad): no culprit, its `conclusive` not set."""
+    report = sample_report(run_dir)
+    m1, m2, m3 = MAINLINE[1:4]
+    runs = [e for e in report.evaluations if e.commit != m3]
+    return replace(
+        report,
+        status="inconclusive",
+        culprit=None,
+        culprits=[],
+        candidates=[m2, m1, m3],  # in git's order, not the range's
+        verdicts={m1: "skip", m2: "skip", m3: "bad"},
+        evaluations=[*runs, evaluation(6, m3, "bisect", 2000.0)],
+        teardown_failures=[],
     )

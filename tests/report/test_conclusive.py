@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import random
-from dataclasses import replace
 from pathlib import Path
 
 from bisector.bisection.pipeline import run_bisection
@@ -16,26 +15,12 @@ from bisector.ui.progress_lines import PlainProgress
 from tests.helpers.fake_backends import FileValueBackend, Tamper
 from tests.helpers.local_backend import write_local_config
 from tests.helpers.repo import build_repo
-from tests.helpers.sample_report import MAINLINE, evaluation, sample_report
+from tests.helpers.sample_report import MAINLINE, inconclusive_report, sample_report
 from tests.helpers.settings import settings_for
 
 
 def _inconclusive(tmp_path: Path) -> Report:
-    """The sample's first-parent range where git was left with m1 (marked skip by hand),
-    m2 (does not build) and m3 (bad)."""
-    report = sample_report(tmp_path)
-    m1, m2, m3 = MAINLINE[1:4]
-    runs = [e for e in report.evaluations if e.commit != m3]
-    return replace(
-        report,
-        status="inconclusive",
-        culprit=None,
-        culprits=[],
-        candidates=[m2, m1, m3],  # in git's order, not the range's
-        verdicts={m1: "skip", m2: "skip", m3: "bad"},
-        evaluations=[*runs, evaluation(6, m3, "bisect", 2000.0)],
-        teardown_failures=[],
-    )
+    return inconclusive_report(tmp_path)
 
 
 def test_the_bounds_and_why_each_commit_between_has_no_verdict(tmp_path: Path) -> None:

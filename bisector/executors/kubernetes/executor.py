@@ -92,10 +92,12 @@ def run_id_of(run_dir: Path) -> str:
 
 
 def _api_errors() -> tuple[type[BaseException], ...]:
-    """What a failing API raises through the client: an HTTP error, the connection."""
+    """What a failing API raises through the client: an HTTP error, the connection, and
+    a pod's log that is not UTF-8 (the client decodes a log's bytes strictly; a pod may
+    print any bytes a command gave it)."""
     import urllib3
 
-    return (k.ApiException, urllib3.exceptions.HTTPError, OSError)
+    return (k.ApiException, urllib3.exceptions.HTTPError, OSError, UnicodeDecodeError)
 
 
 class KubernetesExecutor:

@@ -141,3 +141,61 @@ def test_a_log_read_that_fails_changes_nothing(
     assert len(cluster.tail_reads) >= 3  # every kind of failure met
     assert _outcome(m) == _outcome(clean)
     assert not hooks.up
+
+
+def _not_utf8_log_read() -> None:
+    """What the client does with a log whose bytes are not UTF-8 (a command's output the
+    pod printed as it came): its own deserializer, on the API's text/plain answer."""
+    from kubernetes.client import rest
+
+    body = b"bisector-evaluate: build\ncc1: error: \xff\xfe in file\n"
+    answer = rest.RESTResponse(
+        urllib3.HTTPResponse(
+            body=body, headers={"Content-Type": "text/plain"}, status=200, preload_content=True
+        )
+    )
+    answer.read()  # type: ignore[no-untyped-call]
+    k.ApiClient().response_deserialize(answer, {"200": "str"})
+
+
+def test_a_log_read_the_client_cannot_decode_changes_nothing(
+    tmp_path: Path, demo: DemoRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(UnicodeDecodeError):
+        _not_utf8_log_read()
+    clean = _evaluate(_rig(tmp_path / "clean", demo), demo, Hooks())
+    rig = _rig(tmp_path / "bytes", demo)
+    cluster = rig.cluster
+    original = cluster.pod_log
+
+    def undecodable(pod: str, tail_lines: int | None = None) -> str | None:
+        if tail_lines is None:
+            return original(pod)
+        cluster.tail_reads.append((pod, 0.0))
+        _not_utf8_log_read()
+        return None
+
+    monkeypatch.setattr(cluster, "pod_log", undecodable)
+    hooks = Hooks()
+    m = _evaluate(rig, demo, hooks)  # the phase is only shown: the evaluation goes on
+    assert cluster.tail_reads
+    assert hooks.phases == ["build", "teardown"]
+    assert _outcome(m) == _outcome(clean)
+    assert not hooks.up
+
+
+def test_a_record_in_a_log_the_client_cannot_decode_is_a_skip_not_a_crash(
+    tmp_path: Path, demo: DemoRepo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rig = _rig(tmp_path, demo)
+
+    def undecodable(pod: str, tail_lines: int | None = None) -> str | None:
+        _not_utf8_log_read()
+        return None
+
+    monkeypatch.setattr(rig.cluster, "pod_log", undecodable)
+    hooks = Hooks()
+    m = _evaluate(rig, demo, hooks)
+    assert m.value is None and m.skipped_at == "executor"
+    assert "utf-8" in (m.reason or "")
+    assert not hooks.up
