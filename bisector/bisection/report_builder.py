@@ -150,6 +150,14 @@ def build_report(
         )
         for i, m in enumerate(ordered, 1)
     ]
+    # A commit the journal keeps as a skip (it failed every launch in sessions where others
+    # launched) is not measured again by the same command: its skips are no longer the
+    # machine's passing trouble (`infra_skip`), they ask for a person.
+    kept = b.journal.unlaunchable
+    evaluations = [
+        dataclasses.replace(e, infra_skip=False) if e.infra_skip and e.commit in kept else e
+        for e in evaluations
+    ]
     first = hunts[0]
     summary = first.search.summary()
     culprits = [

@@ -6,6 +6,7 @@ replaying the skip. A commit that does not build is about its tree: it is not re
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -99,6 +100,12 @@ def test_a_commit_that_never_launches_is_not_launched_in_every_resume(
     cached = (built.path / ".git" / "bisector" / "measurements.jsonl").read_text()
     assert culprit not in cached  # still never cached: another run tries it again
     assert driver.up() == []
+    # Kept, it is no longer a skip the same command measures again: the report does not
+    # send the user round that loop, it asks for a person.
+    report = json.loads((run_dir / "report.json").read_text())
+    assert not any(e["infra_skip"] for e in report["evaluations"] if e["commit"] == culprit)
+    assert "run the same command again: it measures" not in done.stdout
+    assert f"measure {culprit[:12]} yourself" in done.stdout
 
 
 def test_a_launch_outage_of_every_commit_is_not_kept(tmp_path: Path, driver: FaultDriver) -> None:
