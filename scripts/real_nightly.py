@@ -41,14 +41,13 @@ import argparse
 import contextlib
 import copy
 import json
-import logging
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -312,28 +311,11 @@ def made_history(run_dir: Path) -> tuple[Any, list[Any], str, str]:
     return demo, runs, good, bad
 
 
-@contextlib.contextmanager
-def emulator(address: str) -> Iterator[tuple[str, Any]]:
+def emulator(address: str) -> contextlib.AbstractContextManager[tuple[str, Any]]:
     """A gcp-storage-emulator on `address` (in memory): its URL and an anonymous client."""
-    from gcp_storage_emulator.server import create_server
-    from google.cloud import storage  # type: ignore[import-untyped]
-    from real_jobs import free_port
+    from tests.helpers.gcs import gcs_emulator_at
 
-    logging.getLogger("gcp_storage_emulator").setLevel(logging.WARNING)
-    port = free_port()
-    server = create_server(address, port, in_memory=True)
-    server.start()
-    url = f"http://{address}:{port}"
-    previous = os.environ.get("STORAGE_EMULATOR_HOST")
-    os.environ["STORAGE_EMULATOR_HOST"] = url
-    try:
-        yield url, storage.Client.create_anonymous_client()
-    finally:
-        if previous is None:
-            os.environ.pop("STORAGE_EMULATOR_HOST", None)
-        else:
-            os.environ["STORAGE_EMULATOR_HOST"] = previous
-        server.stop()
+    return gcs_emulator_at(address)
 
 
 def state_dir(run_dir: Path) -> Path:

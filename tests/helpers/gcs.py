@@ -20,29 +20,38 @@ from gcp_storage_emulator.server import create_server
 from google.cloud import storage  # type: ignore[import-untyped]
 
 
-def _free_port() -> int:
+def _free_port(address: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((address, 0))
         port: int = sock.getsockname()[1]
         return port
 
 
 @contextmanager
-def gcs_emulator() -> Iterator[Any]:
+def gcs_emulator_at(address: str) -> Iterator[tuple[str, Any]]:
+    """A gcp-storage-emulator (in memory) listening on `address`, STORAGE_EMULATOR_HOST
+    pointing at it while it runs: its URL and an anonymous client."""
     logging.getLogger("gcp_storage_emulator").setLevel(logging.WARNING)
-    port = _free_port()
-    server = create_server("127.0.0.1", port, in_memory=True)
+    port = _free_port(address)
+    server = create_server(address, port, in_memory=True)
     server.start()
+    url = f"http://{address}:{port}"
     previous = os.environ.get("STORAGE_EMULATOR_HOST")
-    os.environ["STORAGE_EMULATOR_HOST"] = f"http://127.0.0.1:{port}"
+    os.environ["STORAGE_EMULATOR_HOST"] = url
     try:
-        yield storage.Client.create_anonymous_client()
+        yield url, storage.Client.create_anonymous_client()
     finally:
         if previous is None:
             os.environ.pop("STORAGE_EMULATOR_HOST", None)
         else:
             os.environ["STORAGE_EMULATOR_HOST"] = previous
         server.stop()
+
+
+@contextmanager
+def gcs_emulator() -> Iterator[Any]:
+    with gcs_emulator_at("127.0.0.1") as (_url, client):
+        yield client
 
 
 def upload_gzip_encoded(client: Any, bucket: str, name: str, text: bytes) -> None:
