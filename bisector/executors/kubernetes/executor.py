@@ -68,6 +68,8 @@ LOG_TAIL = 40  # lines of a failed pod's log said with its skip
 # A running pod's log is read this often for the phase it says (each read one API call)
 # and only its last lines: the command's own lines are a few, its steps log to files.
 PHASE_LOOK_S = 5.0
+# How long a failed Job's skip waits for its pod's own end to reach the watch.
+POD_SETTLE_S = 10.0
 PHASE_TAIL = 20
 PHASE_READ_TIMEOUT_S = 15.0  # a read that hangs holds the slot's watch of its Job
 Say = Callable[[str], None]
@@ -361,6 +363,8 @@ class KubernetesExecutor:
                 state: faults.State = faults.Running()
             else:
                 state = faults.judge(seen.obj, pods, seen.gone)
+                if isinstance(state, faults.Fault):
+                    state = self._settled(job, state)
             if isinstance(state, faults.Waiting):
                 state = self._bounded(state, stuck)
             if isinstance(state, faults.Done):
@@ -379,6 +383,24 @@ class KubernetesExecutor:
                     f"({self.watch.last_error}); Job {job} unknown",
                 )
             self.watch.wait(self.poll_s)
+
+    def _settled(self, job: str, fault: faults.Fault) -> faults.Fault:
+        """The Job's failure can reach its watch before its pod's end reaches the pods'
+        (two watches, no order between them): wait a little for the pod's end, so the
+        skip says why the pod ended ("was evicted"), not how it last looked ("is Running").
+        The outcome is a skip either way."""
+        assert self.watch is not None
+        deadline = self.clock() + POD_SETTLE_S
+        while fault.pod and not faults.ended(self.watch.pods_of(job), fault.pod):
+            if self.clock() >= deadline:
+                break
+            self.watch.wait(self.poll_s)
+            seen = self.watch.job(job)
+            if seen is not None:
+                again = faults.judge(seen.obj, self.watch.pods_of(job), seen.gone)
+                if isinstance(again, faults.Fault):
+                    fault = again
+        return fault
 
     def _log_tail(self, pod: str) -> str:
         """The end of a running pod's log; "" when the read fails: the phase is only shown,

@@ -124,6 +124,22 @@ def judge(job: k.V1Job | None, pods: list[Observed], job_gone: bool = False) -> 
     return Running()
 
 
+def ended(pods: list[Observed], name: str) -> bool:
+    """Whether the watch has seen pod `name` end (or go): what describes why it ended."""
+    for seen in pods:
+        if seen.name != name:
+            continue
+        pod, status = seen.pod, seen.pod.status
+        return (
+            seen.gone
+            or _terminated(pod) is not None
+            or _disrupted(pod) is not None
+            or meta(pod).deletion_timestamp is not None
+            or (status is not None and status.phase in ("Failed", "Succeeded"))
+        )
+    return True  # not among the Job's pods (any more): nothing more will be said of it
+
+
 def _newest(pods: list[Observed]) -> Observed | None:
     if not pods:
         return None
