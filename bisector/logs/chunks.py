@@ -14,6 +14,7 @@ from typing import IO
 from bisector.logs.records import MAX_LINE, OVERLONG_MARK
 
 _SKIP_READ = 1 << 16
+_FIRST_READ = 1 << 16
 
 
 def _read_after(stream: IO[bytes], head: bytes | bytearray, size: int) -> bytearray:
@@ -147,9 +148,13 @@ def iter_chunks(
     straddling two reads is carried into the next block.
     """
     cutter = LineCutter(max_line)
+    # A stream's size is not known: reads start small and double up to chunk_size, so a
+    # log of a few KiB does not zero-fill a whole chunk (and another to see its end).
+    size = min(chunk_size, _FIRST_READ)
     while True:
-        if len(cutter.carry) > chunk_size:  # a long unfinished line: append, do not re-copy
-            piece = _read_after(stream, b"", chunk_size)
+        if len(cutter.carry) > size:  # a long unfinished line: append, do not re-copy
+            piece = _read_after(stream, b"", size)
+            size = min(chunk_size, 2 * size)
             if len(piece) == 1:
                 if (block := cutter.tail()) is not None:
                     yield block
@@ -157,7 +162,8 @@ def iter_chunks(
             if (block := cutter.cut_after(piece)) is not None:
                 yield block
             continue
-        buf = _read_after(stream, cutter.carry, chunk_size)
+        buf = _read_after(stream, cutter.carry, size)
+        size = min(chunk_size, 2 * size)
         if len(buf) == 1 + len(cutter.carry):  # end of input
             if (block := cutter.tail()) is not None:
                 yield block  # a truncated last line

@@ -91,8 +91,12 @@ class IncrementalScore:
                     self._use_reference(datetime.fromtimestamp(stat.st_mtime, UTC).date())
             self._inode = inode
             handle.seek(self.offset)
-            while True:
-                buf = _read_after(handle, self._cutter.carry, READ_SIZE)
+            # Up to the size the file has now (bytes written meanwhile are the next
+            # call's): a read buffer is zero-filled first, and a peek every few seconds
+            # at a log of a few KiB must not fill 16 MiB twice to learn that.
+            while self.offset < stat.st_size:
+                want = min(READ_SIZE, stat.st_size - self.offset)
+                buf = _read_after(handle, self._cutter.carry, want)
                 got = len(buf) - 1 - len(self._cutter.carry)
                 if not got:
                     break

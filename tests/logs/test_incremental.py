@@ -8,10 +8,19 @@ import os
 import random
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bisector.logs import IncrementalScore, LogError, LogRestarted, Scores, scanner, score_logs
+from bisector.logs import (
+    IncrementalScore,
+    LogError,
+    LogRestarted,
+    Scores,
+    chunks,
+    scanner,
+    score_logs,
+)
 from bisector.logs import incremental as incremental_module
 from bisector.logs.partial import Partial, ScanSettings
 from bisector.logs.records import MAX_LINE
@@ -113,6 +122,36 @@ def test_feed_reads_only_the_new_bytes_of_a_growing_file(
     # Each byte is scanned about once (blocks add a leading newline; the first block that
     # holds a time is probed once for it; the pending last line is re-read per call).
     assert sum(scanned) <= 2 * len(data) + 64 * len(scanned)
+
+
+def test_a_peek_at_a_small_log_asks_for_no_more_than_is_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read buffer is zero-filled before the read: asking for READ_SIZE (16 MiB) at
+    each peek of a log of a few KiB, and again to see its end, cost more CPU than the
+    whole scan (a run peeking every few seconds spent a fifth of its CPU there)."""
+    rng = random.Random(2)
+    data = _log(rng)
+    path = tmp_path / "kube-apiserver.log"
+    asked: list[int] = []
+    real_read = chunks._read_after
+
+    def recording_read(stream: Any, head: bytes | bytearray, size: int) -> bytearray:
+        asked.append(size)
+        return real_read(stream, head, size)
+
+    monkeypatch.setattr(incremental_module, "_read_after", recording_read)
+    inc = IncrementalScore(reference=REFERENCE)
+    half = len(data) // 2
+    path.write_bytes(data[:half])
+    inc.feed(path)
+    inc.feed(path)  # nothing new: nothing read
+    with path.open("ab") as handle:
+        handle.write(data[half:])
+    inc.feed(path)
+    assert asked == [half, len(data) - half]
+    os.utime(path, (MTIME, MTIME))
+    _same(inc.scores(), score_logs([path]))
 
 
 def test_truncated_or_rotated_file_says_so(tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def _writer(fifo: Path, data: bytes | None) -> Iterator[threading.Thread]:
     """Writes `data` into `fifo` once, or zeros until the reader goes away (None)."""
 
     def write() -> None:
-        with fifo.open("wb") as fh:
+        with fifo.open("wb", buffering=0) as fh:  # unbuffered: closing flushes nothing
             try:
                 if data is not None:
                     fh.write(data)
@@ -64,10 +64,12 @@ def _writer(fifo: Path, data: bytes | None) -> Iterator[threading.Thread]:
     thread = threading.Thread(target=write, daemon=True)
     thread.start()
     yield thread
-    if thread.is_alive():  # never opened by the reader: unblock the open
-        with fifo.open("rb"):
-            pass
+    # A writer still waiting in its open needs a reader to come: open one that does not
+    # itself wait for a writer. A blocking open here waited forever when the writer
+    # ended between is_alive() and the open (a loaded machine: the test's 300 s timeout).
+    os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
     thread.join(timeout=30)
+    assert not thread.is_alive(), "the FIFO's writer never ended"
 
 
 @pytest.fixture

@@ -109,6 +109,17 @@ def test_builds_are_linked_without_symbols_and_dwarf_as_kubernetes_links_them(
     assert f"k8s.io/kubernetes/pkg/version.gitCommit={'c' * 40}" in linked  # still stamped
 
 
+def _runs_marked(pid: int, name: str, mark: str) -> bool:
+    proc = Path(f"/proc/{pid}")
+    try:
+        environ = (proc / "environ").read_bytes().split(b"\0")
+        return (proc / "comm").read_text().strip() == name and (
+            f"{pb.AHEAD_ENV}={mark}".encode() in environ
+        )
+    except OSError:
+        return False
+
+
 def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None:
     mark = pb.ahead_mark(Path("/some/run"))
     marked = pb.nice(step("sleep", "30"), 10, mark)
@@ -118,8 +129,13 @@ def test_builds_ahead_step_back_while_a_cluster_runs_and_forward_after() -> None
     other = subprocess.Popen(["sleep", "30"])
     base = os.getpriority(os.PRIO_PROCESS, 0)  # the tests may run niced: nice is relative
     try:
+        # nice sets its priority, then execs sleep: while the exec is under way the
+        # process's environ reads empty (a loaded machine made that window long enough
+        # to miss), so wait for sleep itself, its environ whole, before reprioritizing.
         deadline = time.monotonic() + 10
-        while os.getpriority(os.PRIO_PROCESS, ahead.pid) != min(19, base + 10):
+        while not _runs_marked(ahead.pid, "sleep", mark) or (
+            os.getpriority(os.PRIO_PROCESS, ahead.pid) != min(19, base + 10)
+        ):
             assert time.monotonic() < deadline, "nice did not start sleep"
             time.sleep(0.01)
         assert pb.reprioritize(19, mark) >= 1  # lower: anyone may
