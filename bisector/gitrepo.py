@@ -478,6 +478,7 @@ class BisectSession:
         self.possible_culprits: list[str] = []
         self.started = False
         self.earlier_logs: list[str] = []  # `git bisect log` of this object's earlier sessions
+        self.paths: tuple[str, ...] = ()
 
     def start(
         self, good: str, bad: str, *, first_parent: bool = False, paths: tuple[str, ...] = ()
@@ -489,6 +490,7 @@ class BisectSession:
         self.first_bad = None
         self.only_skipped_left = False
         self.possible_culprits = []
+        self.paths = paths
         self.repo.remove_worktree(self.worktree)
         self.repo.add_worktree(self.worktree, bad, checkout=False)
         args = ["start", "--no-checkout"]
@@ -538,8 +540,14 @@ class BisectSession:
         """Commits git bisect still considers possible culprits (incl. the current bad)."""
         if self.only_skipped_left:
             return list(self.possible_culprits)
+        if not self.started:
+            return []
+        # What `git bisect visualize --format=%H` prints (git log --bisect over the
+        # session's paths), in one git process: `git bisect` is a shell script that starts
+        # a dozen processes for each call, and the search asks before every pick.
+        args = ["log", "--bisect", "--format=%H", "--", *self.paths]
         try:
-            out = self.repo.git("bisect", "visualize", "--format=%H", cwd=self.worktree)
+            out = self.repo.git(*args, cwd=self.worktree)
         except GitFailure:
             return []
         return out.split()

@@ -105,6 +105,44 @@ def test_first_parent_stops_at_the_merge_and_skip_is_accepted(tmp_path: Path) ->
     session.close()
 
 
+@pytest.mark.parametrize(
+    ("first_parent", "paths"), [(False, ()), (True, ()), (False, ("value",)), (True, ("value",))]
+)
+def test_remaining_is_what_git_bisect_visualize_lists(
+    tmp_path: Path, first_parent: bool, paths: tuple[str, ...]
+) -> None:
+    """remaining() asks `git log --bisect` itself. The oracle, after every verdict: git's
+    own `git bisect visualize --format=%H` in the session's worktree; with paths, the
+    commits between the bisect refs that touch them, because git 2.39's visualize drops
+    the paths (GIT_TRACE: `git log '--format=%H' --bisect --` for a session started with
+    `-- value`) and lists commits git bisect itself never picks."""
+    values = [1, 2, 3, 4, 9, 8, 7, 6]  # each mainline commit changes `value`
+    prs = [PR(at=3, values=[3, 3, 1], number=7), PR(at=5, values=[9, 9], number=8)]
+    built = build_repo(tmp_path / "r", values, prs=prs)
+    session = BisectSession(GitRepo(tmp_path / "r"), tmp_path / "s")
+    assert session.remaining() == []  # before a session: nothing, not the whole history
+    session.start(built.mainline[0], built.mainline[-1], first_parent=first_parent, paths=paths)
+    steps = 0
+    while True:
+        listed = _git(tmp_path / "s", "bisect", "visualize", "--format=%H").split()
+        if paths:
+            goods = _git(
+                tmp_path / "s", "for-each-ref", "--format=%(objectname)", "refs/bisect/good-*"
+            )
+            bounds = ["refs/bisect/bad", "--not", *goods.split()]
+            listed = _git(tmp_path / "s", "log", "--format=%H", *bounds, "--", *paths).split()
+            assert sorted(session.remaining()) == sorted(listed) and listed  # --bisect's order
+        else:
+            assert session.remaining() == listed and listed
+        if (commit := session.next_commit()) is None:
+            break
+        verdict = "skip" if steps == 1 else ("bad" if built.value(commit) >= 5 else "good")
+        session.mark(commit, verdict)
+        steps += 1
+    assert steps >= 2 and session.done
+    session.close()
+
+
 def test_only_skipped_left(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "r", [1, 1, 9])
     session = BisectSession(GitRepo(tmp_path / "r"), tmp_path / "s")
