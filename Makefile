@@ -36,8 +36,15 @@ PYTEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pyc
 # with two workers the cores were idle 40% of the run (11m17s user over 10m23s of wall on a
 # quiet 2-core machine); with four, 8m44s (1 December 2026). worksteal: an idle worker takes
 # over the long tests queued on another (8m21s against 11m17s for 2,230 tests, 4 December).
-test: lint docs
-	$(PYTEST_ENV) $(BIN)/python -m pytest -n 4 --dist worksteal -q
+# lint and docs run beside the tests, their output kept and printed after the tests': mypy
+# and mkdocs use one core, which left the other idle for the 20 s they take. Either
+# failing fails `make test`.
+test: setup
+	@$(MAKE) --no-print-directory lint docs > $(VENV)/lint-docs.log 2>&1 & checks=$$!; \
+	$(PYTEST_ENV) $(BIN)/python -m pytest -n 4 --dist worksteal -q; tests=$$?; \
+	wait $$checks; checked=$$?; cat $(VENV)/lint-docs.log; \
+	if [ $$checked -ne 0 ]; then echo "make test: lint or docs failed (above)"; fi; \
+	[ $$tests -eq 0 ] && [ $$checked -eq 0 ]
 
 test-fast: setup
 	$(PYTEST_ENV) $(BIN)/python -m pytest -n 4 --dist worksteal -q -m "not slow"

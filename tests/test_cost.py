@@ -141,6 +141,7 @@ def test_dry_run_prints_the_cost_model(
     assert f"cluster-hours: {costed.cluster_hours:.1f}; cost: {costed.money:.2f} at 12.5" in out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("noise", "p"), [("flip 0.1", 0.1), ("flip 0.2", 0.2)])
 def test_the_noisy_model_is_near_what_bench_bisect_measures(noise: str, p: float) -> None:
     bench = _bench()

@@ -9,6 +9,8 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
+
 from bisector.backends.base import BackendContext, Candidate
 from bisector.backends.local import LocalBackend
 from bisector.bisection.pipeline import run_bisection
@@ -57,6 +59,7 @@ def _config(directory: Path, *, workload_fails: bool = False) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_workload_whose_good_trees_finish_4x_faster_names_its_culprit(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [0] * 5 + [1] * 5)
     settings = settings_for(

@@ -58,6 +58,7 @@ def _slow_branch_fast_merge(path: Path) -> tuple[BuiltRepo, list[str]]:
     return built, pr
 
 
+@pytest.mark.slow
 def test_a_merge_named_on_early_good_verdicts_of_its_branch_is_not_confirmed(
     tmp_path: Path,
 ) -> None:
@@ -142,6 +143,7 @@ def _marked_run(
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow
 def test_a_branch_tip_marked_good_by_hand_is_measured_before_the_merge_is_confirmed(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -165,6 +167,7 @@ def test_a_branch_tip_marked_good_by_hand_is_measured_before_the_merge_is_confir
     assert said in result.stdout
 
 
+@pytest.mark.slow
 def test_a_merges_first_parent_marked_good_by_hand_is_measured_before_a_culprit_inside(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

@@ -39,6 +39,7 @@ def test_a_good_endpoint_that_cannot_launch_stops_before_the_bad_one(
     assert driver.up() == []
 
 
+@pytest.mark.slow
 def test_with_a_good_endpoint_measured_the_bad_one_follows(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

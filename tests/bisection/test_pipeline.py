@@ -162,6 +162,7 @@ def test_user_checkout_and_user_bisect_untouched(tmp_path: Path) -> None:
     assert snapshot(path) == before
 
 
+@pytest.mark.slow
 def test_overlapping_range_reuses_verdicts(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", _step(16, 10))
     driver = write_local_config(tmp_path)

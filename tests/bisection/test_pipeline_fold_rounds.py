@@ -87,6 +87,7 @@ def test_speculative_runs_are_not_verdicts_when_the_endpoints_do_not_separate(
     assert not [r for r in records if r["type"] in ("verdict", "threshold")]
 
 
+@pytest.mark.slow
 def test_confirmation_shares_the_last_search_round(tmp_path: Path) -> None:
     # Noiseless runs, searched as if 20 % could flip: the posterior passes 0.9 on the
     # culprit before it reaches 0.99, so the idle slots confirm it in that round.
@@ -116,6 +117,7 @@ def test_confirmation_shares_the_last_search_round(tmp_path: Path) -> None:
     assert round_begins[-4] < last_bisect  # the 4 slots began together, search included
 
 
+@pytest.mark.slow
 def test_resumed_run_repeats_no_folded_measurement(tmp_path: Path) -> None:
     built = build_repo(tmp_path / "repo", [GOOD] * 41 + [BAD] * 23)
     first = _run(built, FileValueBackend(), fold=True, error_rate=0.1)

@@ -108,6 +108,7 @@ class _RevertsDoNotLaunch(FileValueBackend):
         super().launch(candidate)
 
 
+@pytest.mark.slow
 def test_an_infrastructure_failure_of_the_revert_is_a_skip_and_tried_again(
     tmp_path: Path,
 ) -> None:
@@ -124,6 +125,7 @@ def test_an_infrastructure_failure_of_the_revert_is_a_skip_and_tried_again(
     assert again.culprit.revert.outcome == "restores"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("error_rate", [0.0, 0.05], ids=["git-bisect", "posterior"])
 def test_two_regressions_are_both_found_each_with_its_share(
     tmp_path: Path, error_rate: float
@@ -166,6 +168,7 @@ def test_max_culprits_stops_the_hunt_and_says_what_is_left(tmp_path: Path) -> No
     assert "Not all explained" in "\n".join(report.action)
 
 
+@pytest.mark.slow
 def test_candidates_where_the_first_culprits_revert_conflicts_are_skips_never_a_culprit(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bisector.exitcodes import DemoExit, RunExit
 
 
@@ -36,6 +38,7 @@ def _registered_under(repo: Path, directory: Path) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_a_resumed_run_removes_the_worktrees_a_killed_session_left(tmp_path: Path) -> None:
     demo = tmp_path / "demo"
     done = _bisector("demo", "--dir", str(demo), "--prs", "12")

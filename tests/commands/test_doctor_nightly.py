@@ -63,6 +63,7 @@ def test_a_jobs_missing_command_is_a_problem_named_under_its_job(
     assert info.value.code == DoctorExit.PROBLEMS
 
 
+@pytest.mark.slow
 def test_the_shipped_nightly_config_is_read_as_one(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["doctor", "--config", str(REPO / "configs" / "nightly.toml")])

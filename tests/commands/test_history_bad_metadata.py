@@ -49,6 +49,7 @@ def garbage_history(gcs_client: Any) -> None:
     write_job_history(gcs_client, BUCKET, JOB, runs)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("garbage_history")
 def test_history_lists_every_run_and_says_what_was_ignored(
     capsys: pytest.CaptureFixture[str], tmp_path: Path

@@ -40,6 +40,7 @@ def _history(capsys: pytest.CaptureFixture[str], tmp_path: Path, *args: str) -> 
     return int(exit_info.value.code or 0), out
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("cl2_job")
 def test_a_planted_step_in_30_builds_names_the_range_around_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -89,6 +90,7 @@ def test_metrics_ci_does_not_keep_are_refused(
     assert "CI builds keep apiserver logs and CL2 summaries only" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_lower_is_worse_metric_bisects_to_its_culprit(
     gcs_client: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

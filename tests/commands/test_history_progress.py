@@ -15,6 +15,7 @@ BUCKET = "progress-ci-logs"
 JOB = "ci-kubernetes-kubemark-progress"
 
 
+@pytest.mark.slow
 def test_one_line_per_run_as_it_finishes(
     gcs_client: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

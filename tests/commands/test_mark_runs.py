@@ -128,6 +128,7 @@ def test_logs_are_gzipped_once_scored_and_the_journal_names_the_gz(tmp_path: Pat
     assert not list(run_dir.glob("evals/*/logs/*.log"))  # no plain copy left beside
 
 
+@pytest.mark.slow
 def test_runs_says_the_disk_used_and_prune_keeps_reports_and_drops_logs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -180,6 +181,7 @@ def _rerun(repo: Path, run_dir: Path, tmp_path: Path) -> str:
     return (run_dir / "report.md").read_text()
 
 
+@pytest.mark.slow
 def test_prune_keeps_the_smoking_guns_logs_and_the_report_says_when(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -42,6 +42,7 @@ def _run_elsewhere(tmp_path: Path) -> tuple[Path, Path]:
     return built.path, (tmp_path / "elsewhere" / "run").resolve()
 
 
+@pytest.mark.slow
 def test_runs_lists_and_prunes_a_run_given_run_dir(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -51,6 +51,7 @@ def test_a_field_of_the_wrong_kind_is_one_line_naming_it(
     assert words in str(caught.value)
 
 
+@pytest.mark.slow
 def test_evaluate_on_a_garbled_spec_exits_2_before_fetching(tmp_path: Path) -> None:
     """Before: `"commit": 5` ended in 70 (a bug) and `"artifacts": "nope"` fetched first."""
     for field, value in (("commit", 5), ("artifacts", "nope"), ("config", [])):

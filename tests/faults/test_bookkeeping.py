@@ -51,6 +51,7 @@ def _state(built: BuiltRepo, good: int, bad: int) -> str:
     return line.split(head, 1)[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_an_interrupted_run_journals_its_teardown_and_cleanup_does_not_repeat_it(
     tmp_path: Path, driver: FaultDriver, signum: signal.Signals
@@ -77,6 +78,7 @@ def test_an_interrupted_run_journals_its_teardown_and_cleanup_does_not_repeat_it
     assert ": interrupted" in status and "stopped" not in status
 
 
+@pytest.mark.slow
 def test_status_and_runs_tell_finished_failed_and_killed_runs_apart(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -120,6 +122,7 @@ def test_status_and_runs_tell_finished_failed_and_killed_runs_apart(
     assert ": failed" in left and ": stopped (killed?)" in left and ": finished" not in left
 
 
+@pytest.mark.slow
 def test_a_rerun_of_a_finished_run_adds_no_verdict_and_claims_no_work(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -146,6 +149,7 @@ def test_a_rerun_of_a_finished_run_adds_no_verdict_and_claims_no_work(
     assert "now" not in first_cost
 
 
+@pytest.mark.slow
 def test_a_run_stopped_by_an_error_with_a_cluster_left_up_exits_6(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -163,6 +167,7 @@ def test_a_run_stopped_by_an_error_with_a_cluster_left_up_exits_6(
     assert status.count("failed: ") == 1
 
 
+@pytest.mark.slow
 def test_runs_keeps_a_finished_run_whose_teardown_failed_until_cleanup(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

@@ -52,6 +52,7 @@ def _history(repo: Path) -> list[str]:
     return commits
 
 
+@pytest.mark.slow
 def test_truncated_gzip_is_skipped_and_git_names_the_right_commit(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     commits = _history(repo)

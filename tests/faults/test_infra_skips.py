@@ -10,6 +10,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bisector.exitcodes import RunExit
 from tests.helpers.faults import FaultDriver, measurements, run_args
 from tests.helpers.repo import BuiltRepo, build_repo
@@ -23,6 +25,7 @@ def _run(built: BuiltRepo, driver: FaultDriver, run_dir: Path) -> subprocess.Com
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow
 def test_a_launch_outage_at_an_endpoint_is_measured_again_by_the_rerun(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -44,6 +47,7 @@ def test_a_launch_outage_at_an_endpoint_is_measured_again_by_the_rerun(
     assert driver.up() == []
 
 
+@pytest.mark.slow
 def test_a_full_disk_at_the_culprit_is_measured_again_by_the_rerun(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -64,6 +68,7 @@ def test_a_full_disk_at_the_culprit_is_measured_again_by_the_rerun(
     assert values[0] is None and 40.0 in values[1:]
 
 
+@pytest.mark.slow
 def test_a_commit_that_does_not_build_is_not_built_again_by_the_rerun(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -79,6 +84,7 @@ def test_a_commit_that_does_not_build_is_not_built_again_by_the_rerun(
     assert driver.calls("built").count(broken) == builds  # the tree's own failure: final
 
 
+@pytest.mark.slow
 def test_a_commit_that_never_launches_is_not_launched_in_every_resume(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -108,6 +114,7 @@ def test_a_commit_that_never_launches_is_not_launched_in_every_resume(
     assert f"measure {culprit[:12]} yourself" in done.stdout
 
 
+@pytest.mark.slow
 def test_a_launch_outage_of_every_commit_is_not_kept(tmp_path: Path, driver: FaultDriver) -> None:
     """Sessions in which nothing else launched either say nothing about the tree: an
     outage of the machine (ports, a quota) is retried by every resume, as before."""

@@ -28,6 +28,7 @@ def _run(built: BuiltRepo, driver: FaultDriver, run_dir: Path) -> subprocess.Com
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.slow
 def test_launch_failing_twice_then_working_is_retried_and_each_attempt_torn_down(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -48,6 +49,7 @@ def test_launch_failing_twice_then_working_is_retried_and_each_attempt_torn_down
     assert driver.up() == []
 
 
+@pytest.mark.slow
 def test_launch_failing_every_attempt_is_a_skip_not_cached_and_torn_down(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

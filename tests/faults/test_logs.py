@@ -30,6 +30,7 @@ BAD_MIDPOINT = 2  # culprit left of the first midpoint: the midpoint is bad
 GOOD_MIDPOINT = 6  # culprit right of it: the midpoint is good
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("fault", "culprit", "reason"),
     [
@@ -74,6 +75,7 @@ def test_untrustworthy_log_is_a_skip_with_its_reason(
     assert driver.live_steps() == []
 
 
+@pytest.mark.slow
 def test_log_with_impossible_timestamps_is_no_traceback_and_no_wrong_value(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -98,6 +100,7 @@ def test_log_with_impossible_timestamps_is_no_traceback_and_no_wrong_value(
     assert driver.up() == []
 
 
+@pytest.mark.slow
 def test_report_shows_the_window_each_evaluation_covered(
     tmp_path: Path, driver: FaultDriver
 ) -> None:
@@ -123,6 +126,7 @@ def test_report_shows_the_window_each_evaluation_covered(
     assert format_duration(600) in html
 
 
+@pytest.mark.slow
 def test_a_run_whose_length_depends_on_the_tree_names_its_culprit(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

@@ -42,6 +42,7 @@ def finished(tmp_path: Path, driver: FaultDriver) -> tuple[list[str], Path]:
     return argv, run_dir
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("change", "said"),
     [
@@ -88,6 +89,7 @@ def test_a_run_dir_reused_for_another_question_is_refused_in_one_line(
     assert driver.calls("launches") == launches  # nothing launched
 
 
+@pytest.mark.slow
 def test_the_same_question_resumes_and_fresh_starts_over_keeping_the_old_run(
     tmp_path: Path, driver: FaultDriver, finished: tuple[list[str], Path]
 ) -> None:
@@ -109,6 +111,7 @@ def test_the_same_question_resumes_and_fresh_starts_over_keeping_the_old_run(
     assert measurements(run_dir), "the fresh run measured nothing"
 
 
+@pytest.mark.slow
 def test_fresh_is_refused_while_the_earlier_run_may_have_a_cluster_up(
     tmp_path: Path, driver: FaultDriver
 ) -> None:

@@ -119,6 +119,7 @@ def test_a_log_shorter_than_the_endpoints_logs_is_a_skip_without_a_warmup(
     assert report.culprit is not None and report.culprit.commit == built.mainline[9]
 
 
+@pytest.mark.slow
 def test_a_log_that_ended_seconds_before_the_evaluation_is_a_skip(tmp_path: Path) -> None:
     # Issue 20: a candidate whose apiserver never started, collected from the usual path
     # that still holds the previous candidate's log, ended 5 s before this evaluation

@@ -331,6 +331,7 @@ def test_a_strided_view_is_refused_not_read() -> None:
         compiled.scan(view[::2], days)
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_many_calls_keep_no_memory() -> None:
     """Every way out of the scan (a result, None, a decoding that failed, a wrong argument)
@@ -363,6 +364,7 @@ def test_many_calls_keep_no_memory() -> None:
         assert kept < 20_000 * 8  # one object kept per call would be far more
 
 
+@pytest.mark.slow
 @needs_compiled
 @pytest.mark.parametrize("seed", range(3))
 def test_files_score_alike(seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -418,6 +420,7 @@ def _score(args: list[str], stdin: bytes, *, compiled: bool) -> tuple[int, str]:
     return done.returncode, done.stdout.decode()
 
 
+@pytest.mark.slow
 @needs_compiled
 def test_score_of_stdin_is_the_same_json(tmp_path: Path) -> None:
     data = real_log(random.Random(11), 4000)

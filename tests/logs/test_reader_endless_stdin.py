@@ -47,6 +47,7 @@ def _score_stdin(
     return done.returncode, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("window", [(), ("--since", "1m")])  # the stdin window reads its own way
 def test_yes_into_score_is_no_log_in_one_line(window: tuple[str, ...]) -> None:
     code, said = _score_stdin(["yes"], "--threshold", "5", *window)

@@ -116,6 +116,7 @@ def test_ctrl_c_does_not_wait_for_a_build_ahead(tmp_path: Path) -> None:
         backend.release.set()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("parallel", [1, 2])
 def test_the_guesses_are_the_picks_so_no_search_build_waits(tmp_path: Path, parallel: int) -> None:
     # git's own picks (one slot: `git rev-list --bisect`, down into the culprit's merged

@@ -11,6 +11,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from bisector.measure.measurement import Measurement
 from bisector.measure.provenance import LogSeen, WindowRule, log_head, window_problem
 from tests.helpers.local_backend import CONFLICT, WRITE, bisector_argv, quote, toml
@@ -59,6 +61,7 @@ def _config(directory: Path) -> Path:
     return tools
 
 
+@pytest.mark.slow
 def test_a_crashed_apiservers_leftover_log_is_a_stale_skip_end_to_end(tmp_path: Path) -> None:
     """The local backend, end to end: the crashed commit's evaluations read the previous
     candidate's log (its own times, begun a second or two before this launch: inside the

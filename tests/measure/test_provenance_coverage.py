@@ -72,6 +72,7 @@ class WorkloadBackend(FileValueBackend):
         return [log]
 
 
+@pytest.mark.slow
 def test_a_fast_good_tree_is_no_log_cut_short_and_a_restart_still_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

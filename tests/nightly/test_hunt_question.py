@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bisector.config import Section, load_config
 from bisector.nightly.config import Budget, JobConfig, NightlyConfig
 from bisector.nightly.hunt import FOUND, bisect_hunt, hunt_run_dir
@@ -27,6 +29,7 @@ def _job(built: BuiltRepo, driver: FaultDriver, threshold: float | None) -> JobC
     )
 
 
+@pytest.mark.slow
 def test_a_hunt_whose_job_config_changed_goes_on_in_a_directory_of_its_own(
     tmp_path: Path,
 ) -> None:

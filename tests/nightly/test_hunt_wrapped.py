@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from bisector.config import Section
 from bisector.measure.journal import read_lines
 from bisector.nightly.config import Budget, JobConfig, NightlyConfig
@@ -39,6 +41,7 @@ def _job(repo: Path) -> JobConfig:
     return JobConfig("j", "ci-j", "b", "conflicts", None, repo, Budget(), 2, None, bisect, "j")
 
 
+@pytest.mark.slow
 def test_a_hunt_ends_warmups_early_and_prefetches_builds_through_its_budget(
     tmp_path: Path,
 ) -> None:

@@ -77,6 +77,7 @@ def _hunts(tmp_path: Path) -> list[tuple[str, int, int]]:
         store.close()
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("cl2_job")
 def test_a_planted_step_in_a_cl2_latency_is_found_in_the_right_range(
     tmp_path: Path,
@@ -112,6 +113,7 @@ def test_a_planted_step_in_a_cl2_latency_is_found_in_the_right_range(
     assert "0 new run(s) scored" in err and "already hunted" in err
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("cl2_job")
 def test_a_drop_of_a_lower_is_worse_metric_is_a_regression(
     tmp_path: Path,
@@ -129,6 +131,7 @@ def test_a_drop_of_a_lower_is_worse_metric_is_a_regression(
     assert {r["run"]: r["value"] for r in data["runs"]}[BUILDS[0].build] == BUILDS[0].throughput
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("cl2_job")
 def test_a_rise_of_a_lower_is_worse_metric_is_not_a_regression(
     tmp_path: Path,
@@ -151,6 +154,7 @@ def test_a_rise_of_a_lower_is_worse_metric_is_not_a_regression(
     assert max(low) < 50 and min(high) > 90
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("cl2_job")
 def test_a_hunt_whose_backend_gives_no_cl2_report_is_refused_before_any_launch(
     tmp_path: Path,

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bisector.nightly.config import NightlyConfig, load_nightly_config
 from bisector.nightly.series import update_series
 from bisector.nightly.store import NightlyStore
@@ -47,6 +49,7 @@ def _summary(client: Any, bucket: str, build: Cl2Build) -> Any:
     return client.bucket(bucket).blob(blob.name)
 
 
+@pytest.mark.slow
 def test_a_cl2_series_stores_what_builds_are_and_reads_the_rest_again(
     gcs_client: Any, tmp_path: Path
 ) -> None:

@@ -41,6 +41,7 @@ def _values(store: NightlyStore) -> dict[int, float | None]:
     return {r.run: r.value for r in store.series(JOB, "conflicts")}
 
 
+@pytest.mark.slow
 def test_a_run_whose_log_cannot_be_read_is_scored_on_a_later_night(
     gcs_client: Any, tmp_path: Path
 ) -> None:
@@ -61,6 +62,7 @@ def test_a_run_whose_log_cannot_be_read_is_scored_on_a_later_night(
         store.close()
 
 
+@pytest.mark.slow
 def test_a_transport_error_for_one_run_leaves_it_for_a_later_night_not_the_others(
     gcs_client: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -87,6 +89,7 @@ def test_a_transport_error_for_one_run_leaves_it_for_a_later_night_not_the_other
         store.close()
 
 
+@pytest.mark.slow
 def test_a_read_failure_stored_by_an_earlier_version_is_scored_again(
     gcs_client: Any, tmp_path: Path
 ) -> None:

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from bisector.gitrepo import BisectSession, GitRepo
 from tests.helpers.repo import build_repo
 
@@ -51,6 +53,7 @@ def test_a_trial_runs_the_orchestrator_in_memory() -> None:
     assert plain.correct and plain.evaluations <= 6 + 2 + 2  # log2(64) + endpoints + confirm
 
 
+@pytest.mark.slow
 def test_parallel_trials_repeat_exactly_and_pair_the_fold_with_its_baseline() -> None:
     bench = _bench()
     cell = bench.Cell(64, "flip 0.1")

@@ -41,6 +41,7 @@ def _worktrees(world: ProcsWorld) -> list[str]:
     return listed.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_it_says_each_step_before_it_runs_and_removes_its_worktrees(
     world: ProcsWorld, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -96,6 +96,7 @@ def test_each_month_is_its_first_first_parent_commit_by_utc_commit_date(tmp_path
     ]
 
 
+@pytest.mark.slow
 def test_every_month_builds_and_launches_and_no_worktree_is_left(
     world: ProcsWorld, capsys: pytest.CaptureFixture[str]
 ) -> None:

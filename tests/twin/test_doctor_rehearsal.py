@@ -539,6 +539,7 @@ def test_the_real_rehearse_never_reaches_a_real_tool(
         subprocess.run(["rm", "-rf", str(scratch)], check=True)
 
 
+@pytest.mark.slow
 def test_a_real_tool_called_by_its_own_path_is_caught(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

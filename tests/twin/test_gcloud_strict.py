@@ -123,6 +123,7 @@ def test_the_twin_refuses_a_command_line_as_gcloud_528_does(
     assert twin.load().leftovers() == {}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(real_gcloud_528() is None, reason="needs the Google Cloud SDK 528 installed")
 @pytest.mark.parametrize(("argv", "message"), PARSE_CASES)
 def test_real_gcloud_528_says_the_same(tmp_path: Path, argv: tuple[str, ...], message: str) -> None:
@@ -131,6 +132,7 @@ def test_real_gcloud_528_says_the_same(tmp_path: Path, argv: tuple[str, ...], me
     assert (done.returncode, said) == (2, message)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(real_gcloud_528() is None, reason="needs the Google Cloud SDK 528 installed")
 def test_the_calls_the_twin_accepts_parse_in_real_gcloud_528(tmp_path: Path, twin: Home) -> None:
     """The backend's own calls and those of kube-up.sh the twin answers: real gcloud parses

@@ -12,6 +12,7 @@ from bisector.twin.gcloud_args import parse
 SDK = Path("/usr/lib/google-cloud-sdk")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (SDK / "VERSION").is_file() or (SDK / "VERSION").read_text().strip() != "528.0.0",
     reason="needs the Google Cloud SDK 528 installed at /usr/lib/google-cloud-sdk",

@@ -711,6 +711,7 @@ def test_a_failed_peek_is_a_collect_error(fake: FakeProc, tmp_path: Path, base: 
 # -- the preflight in `bisector doctor`, against a twin project with low quotas --------------
 
 
+@pytest.mark.slow
 def test_doctor_says_each_quota_shortfall_in_one_line_with_the_numbers_and_the_fix(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -291,6 +291,7 @@ def test_cluster_files_that_cannot_be_written_are_a_launch_skip_not_a_crash(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_watches_start_from_a_listed_version_and_reopen_when_it_expired(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -309,6 +310,7 @@ def test_watches_start_from_a_listed_version_and_reopen_when_it_expired(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_retried_launch_keeps_the_failed_attempt_and_reads_nothing_of_it(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -82,6 +82,7 @@ def _launched(world: ProcsWorld, backend: ProcsBackend, index: int, name: str) -
     return candidate
 
 
+@pytest.mark.slow
 def test_a_failed_teardowns_record_outlives_the_next_launch_in_its_slot(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -151,6 +152,7 @@ def _evaluate(
     )
 
 
+@pytest.mark.slow
 def test_a_commit_whose_tree_another_commit_built_launches_from_the_cache(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -318,6 +320,7 @@ def test_an_exit_status_says_the_signal_or_the_code() -> None:
 # -- a load that stalls (issue 30, item 5) ---------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("watchers", [5, 0], ids=["with-watches", "no-watches"])
 def test_a_load_that_stalls_is_a_skip_with_its_figures_not_a_good_verdict(
     world: ProcsWorld, watchers: int
@@ -343,6 +346,7 @@ def test_a_load_that_stalls_is_a_skip_with_its_figures_not_a_good_verdict(
     assert world.leftovers() == []  # the teardown ends the stopped processes too
 
 
+@pytest.mark.slow
 def test_a_load_generator_stopped_in_a_short_warmup_is_a_skip_not_a_good_verdict(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -363,6 +367,7 @@ def test_a_load_generator_stopped_in_a_short_warmup_is_a_skip_not_a_good_verdict
     assert world.leftovers() == []  # the teardown ends the stopped generator too
 
 
+@pytest.mark.slow
 def test_a_load_generator_that_runs_passes_the_status_check(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,6 +380,7 @@ def test_a_load_generator_that_runs_passes_the_status_check(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -403,6 +409,7 @@ def test_a_warmup_stretched_by_a_stopped_run_is_a_skip(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_load_that_ran_is_measured_and_its_share_recorded(world: ProcsWorld) -> None:
     backend = world.backend(warmup_s=5.0)
     backend.setup()
@@ -415,6 +422,7 @@ def test_a_load_that_ran_is_measured_and_its_share_recorded(world: ProcsWorld) -
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_without_the_apiservers_count_the_watch_events_judge_the_load(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -463,6 +471,7 @@ def _early(every_s: float, warmup_s: float) -> EarlyStop:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("warmup_s", "period", "look_every_s"),
     [
@@ -515,6 +524,7 @@ def test_an_early_verdict_under_one_status_period_is_a_skip(world: ProcsWorld) -
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_the_first_look_waits_for_one_status_round_and_its_verdict_stands(
     world: ProcsWorld,
 ) -> None:
@@ -529,6 +539,7 @@ def test_the_first_look_waits_for_one_status_round_and_its_verdict_stands(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_load_that_ran_in_a_warmup_of_two_periods_is_measured(world: ProcsWorld) -> None:
     # The same window, the nodes running: measured, its share recorded.
     backend = world.backend(warmup_s=5.0, node_status_period="2s")
@@ -555,6 +566,7 @@ def test_a_warmup_under_one_status_round_is_refused_before_any_launch(world: Pro
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_frozen_hollow_nodes_in_a_warmup_of_one_sure_round_are_a_skip(world: ProcsWorld) -> None:
     # The shortest warmup allowed (1.5 s at a 1 s period) is judged on its counts: a
     # running kubelet wrote at least once in it; frozen ones wrote none.

@@ -73,6 +73,7 @@ def _evaluate(backend: ProcsBackend, candidate: Candidate, metric: str) -> Measu
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("serving", ERAS)
 def test_a_workload_runs_in_the_warmup_told_the_cluster_and_its_output_is_kept(
     world: ProcsWorld, serving: str
@@ -97,6 +98,7 @@ def test_a_workload_runs_in_the_warmup_told_the_cluster_and_its_output_is_kept(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_failing_workload_is_a_skip_saying_its_exit_and_first_error(world: ProcsWorld) -> None:
     code = (
         "import sys, time\nprint('creating 100 pods')\n"
@@ -112,6 +114,7 @@ def test_a_failing_workload_is_a_skip_saying_its_exit_and_first_error(world: Pro
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_workload_that_floods_its_output_fills_no_disk_and_keeps_its_exit(
     world: ProcsWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -135,6 +138,7 @@ def test_a_workload_that_floods_its_output_fills_no_disk_and_keeps_its_exit(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_workload_still_running_at_the_warmups_end_is_stopped(world: ProcsWorld) -> None:
     code = "import time\nprint('holding', flush=True)\ntime.sleep(600)\n"
     backend = world.backend(warmup_s=2.0, workload=_python(code, world, "holds"))
@@ -180,6 +184,7 @@ def test_a_workload_child_without_the_tag_is_stopped_by_the_teardown(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 def test_a_workload_that_sets_the_length_ends_the_warmup(world: ProcsWorld) -> None:
     slept: list[float] = []
     # 3.5 node status periods of 1 s (the world's): long enough to show the load ran.
@@ -219,6 +224,7 @@ def test_a_workload_that_ends_the_warmup_at_once_is_a_skip_not_a_good_verdict(
     assert world.leftovers() == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("serving", ERAS)
 def test_an_etcd_metric_separates_a_cacher_bypass_under_watches_without_resource_version(
     world: ProcsWorld, serving: str

@@ -66,6 +66,7 @@ def _outcome(m: Measurement) -> tuple[Any, ...]:
     return (m.value, m.metrics, m.skipped_at, m.reason, m.early_verdict)
 
 
+@pytest.mark.slow
 def test_the_phases_the_pod_says_are_the_slots_in_order(tmp_path: Path, demo: DemoRepo) -> None:
     rig = _rig(tmp_path, demo)
     hooks = Hooks()
@@ -86,6 +87,7 @@ def test_the_log_is_read_every_few_seconds_not_every_poll(tmp_path: Path, demo: 
     assert all(b - a >= 0.5 for a, b in itertools.pairwise(times)), times
 
 
+@pytest.mark.slow
 def test_a_garbled_or_unknown_phase_line_changes_nothing(tmp_path: Path, demo: DemoRepo) -> None:
     clean = _evaluate(_rig(tmp_path / "clean", demo), demo, Hooks())
 
@@ -112,6 +114,7 @@ def test_a_garbled_or_unknown_phase_line_changes_nothing(tmp_path: Path, demo: D
     assert _outcome(m) == _outcome(clean)
 
 
+@pytest.mark.slow
 def test_a_log_read_that_fails_changes_nothing(
     tmp_path: Path, demo: DemoRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -158,6 +161,7 @@ def _not_utf8_log_read() -> None:
     k.ApiClient().response_deserialize(answer, {"200": "str"})
 
 
+@pytest.mark.slow
 def test_a_log_read_the_client_cannot_decode_changes_nothing(
     tmp_path: Path, demo: DemoRepo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
