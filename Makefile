@@ -21,10 +21,14 @@ setup: $(BIN)/bisector
 demo: setup
 	$(BIN)/bisector demo
 
+# What lint and docs run, said once: `make test` runs them too (beside the suite). A
+# recipe line calling $(MAKE) would run even under `make -n`.
+LINT := $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy
+# not --quiet: with it mkdocs 1.6 does not count a broken anchor as a warning
+DOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 lint: setup
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
+	$(LINT)
 
 # The suite starts hundreds of Python processes (whole runs through the CLI): where the
 # environment sets PYTHONDONTWRITEBYTECODE (this CI's does), each one compiled the package
@@ -40,7 +44,7 @@ PYTEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pyc
 # and mkdocs use one core, which left the other idle for the 20 s they take. Either
 # failing fails `make test`.
 test: setup
-	@$(MAKE) --no-print-directory lint docs > $(VENV)/lint-docs.log 2>&1 & checks=$$!; \
+	@{ $(LINT) && $(DOCS); } > $(VENV)/lint-docs.log 2>&1 & checks=$$!; \
 	$(PYTEST_ENV) $(BIN)/python -m pytest -n 4 --dist worksteal -q; tests=$$?; \
 	wait $$checks; checked=$$?; cat $(VENV)/lint-docs.log; \
 	if [ $$checked -ne 0 ]; then echo "make test: lint or docs failed (above)"; fi; \
@@ -50,8 +54,7 @@ test-fast: setup
 	$(PYTEST_ENV) $(BIN)/python -m pytest -n 4 --dist worksteal -q -m "not slow"
 
 docs: setup
-	@# not --quiet: with it mkdocs 1.6 does not count a broken anchor as a warning
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	$(DOCS)
 
 # The gce backend with the REAL 2017 scripts of a kubernetes checkout, on the GCE twin
 # (bisector/twin): make contract KUBE=/path/to/kubernetes. Without KUBE the tests skip,
