@@ -138,6 +138,12 @@ def test_a_live_owner_is_left_alone(tmp_path: Path, pids: Path) -> None:
         _wait_for(pids / "daemon")
         assert orphans.stop_orphans(record) == []
         assert orphans.start_time(grandchild) is not None
+        # The group is recorded once Popen has returned in the parent, which may be after
+        # the command wrote its pids (a loaded machine read the record with one line).
+        deadline = time.monotonic() + 20
+        while len(record.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert orphans.stop_orphans(record) == []  # the group recorded: still left alone
         owner, group = record.read_text().splitlines()  # the parent, then its command's group
         assert set(json.loads(owner)) == {"owner"}
         assert json.loads(group)["owner"] == json.loads(owner)["owner"]
