@@ -49,6 +49,19 @@ _PATTERNS = {
 }
 
 
+def _prefix(chunk: bytes | bytearray) -> str:
+    """"cri" where the chunk's first line that is not empty has a CRI prefix, else "plain".
+
+    Garbled lines (an over-long line's mark among them) are emptied before: a chunk that
+    began with one was read as plain, every CRI line in it lost (a CRI log whose first
+    line was blank or over-long scored no request at all, and a growing log's counts
+    changed with where its reads were cut).
+    """
+    start = 1
+    while start < len(chunk) and chunk[start] == 10:
+        start += 1
+    return "cri" if _CRI_START.match(chunk, start) else "plain"
+
 def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     """Add the counts of `chunk` to `out`.
 
@@ -72,7 +85,7 @@ def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     if lines.last_ts is not None:
         out.last_ts = lines.last_ts
     raw, chunk = chunk, lines.cleaned(chunk)
-    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
+    prefix = _prefix(chunk)
     # JSON request lines start a line, or follow a CRI prefix: no search of the chunk else.
     maybe_json = lines.has_json or prefix == "cri"
     json_rows = (
@@ -172,7 +185,7 @@ def timed_node_writes(
         return np.empty(0), [], []
     lines = classify(chunk, s.reference)
     chunk = lines.cleaned(chunk)
-    prefix = "cri" if _CRI_START.match(chunk, 1) else "plain"
+    prefix = _prefix(chunk)
     maybe_json = lines.has_json or prefix == "cri"
     json_rows = (
         _json_requests(chunk, prefix, Partial()) if maybe_json and p.JSON_HTTP_MARK in chunk else []

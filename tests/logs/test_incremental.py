@@ -180,3 +180,29 @@ def test_gzip_is_refused(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(text(mix_log("wrap42"))))
     with pytest.raises(LogError, match="gzip"):
         IncrementalScore().feed(path)
+
+
+@pytest.mark.parametrize(
+    "lead", [b"\n", b"\x00garbled\n", b"q" * (MAX_LINE + 1) + b"\n"], ids=["blank", "garbled", "long"]
+)
+def test_a_cri_block_led_by_a_garbled_line_keeps_its_requests(tmp_path: Path, lead: bytes) -> None:
+    """The scanner read a block as CRI only if its first line was: a block led by a blank,
+    garbled or over-long line (the first of a file, or one a read ended just before)
+    counted none of its CRI requests, so score_logs of such a log said no conflicts and
+    a growing log's counts changed with where its reads were cut."""
+    lines = mix_log("wrap42", start=0)
+    for k in range(30):
+        lines.append(request("wrap42", 20.0 + k, "PATCH", f"/api/v1/nodes/n{k}/status", 409))
+    body = text(cri(lines, 0))
+    path = tmp_path / "kube-apiserver.log"
+    path.write_bytes(body)
+    os.utime(path, (MTIME, MTIME))
+    conflicts = score_logs([path]).metrics["conflicts"]
+    path.write_bytes(lead + body)
+    os.utime(path, (MTIME, MTIME))
+    whole = score_logs([path])
+    assert whole.metrics["conflicts"] == conflicts
+    inc = IncrementalScore(reference=REFERENCE)
+    inc.update(lead)
+    inc.update(body)  # a block led by the lead's line
+    _same(inc.scores(), whole)
