@@ -547,10 +547,17 @@ class BisectSession:
         # a dozen processes for each call, and the search asks before every pick.
         args = ["log", "--bisect", "--format=%H", "--", *self.paths]
         try:
-            out = self.repo.git(*args, cwd=self.worktree)
+            listed = self.repo.git(*args, cwd=self.worktree).split()
+            if not self.paths:
+                return listed  # the bad end leads: the walk starts there
+            # Path-limited, the bad end is left out where it does not touch the paths; git
+            # bisect still names it when every commit that does is good, and SplitStrategy
+            # takes remaining()[0] for the current bad.
+            bad = self.repo.git("rev-parse", "--verify", "refs/bisect/bad", cwd=self.worktree)
         except GitFailure:
             return []
-        return out.split()
+        bad = bad.strip()
+        return [bad, *(c for c in listed if c != bad)]
 
     def _current_log(self) -> str:
         try:

@@ -7,6 +7,7 @@ import pytest
 
 from bisector.errors import BisectorError, InfraError
 from bisector.gitrepo import BisectSession, CheckoutError, GitFailure, GitRepo, RepoGiven
+from bisector.search.strategy import SearchState, SplitStrategy
 from tests.helpers.checkout import snapshot
 from tests.helpers.repo import PR, build_repo
 
@@ -282,3 +283,20 @@ def test_a_checkout_that_cannot_write_its_files_says_so_not_missing_objects(
         f"cannot check out {head[:12]} into {tmp_path / 'wt'}: git could not write 3 of its "
         "files (error: unable to write file CHANGELOG/CHANGELOG-1.16.md); is that disk full ("
     ), message
+
+
+def test_remaining_leads_with_the_bad_end_even_where_it_misses_the_paths(
+    tmp_path: Path,
+) -> None:
+    """`git log --bisect -- paths` leaves out the bad end when it does not touch the
+    paths, and SplitStrategy drops remaining()[0] as the current bad: the newest commit
+    touching the paths was dropped in its place, never one of the split's picks."""
+    built = build_repo(tmp_path / "r", [1, 1, 1, 1, 1, 1, 9, 9], broken=[2, 5])
+    bad = built.mainline[-1]  # BROKEN is added by 2 and 5, removed by 3 and 6: not by 7
+    session = BisectSession(GitRepo(tmp_path / "r"), tmp_path / "s")
+    session.start(built.mainline[0], bad, paths=("BROKEN",))
+    touching = [built.mainline[k] for k in (6, 5, 3, 2)]
+    assert session.remaining() == [bad, *touching]
+    state = SearchState(session, built.mainline[0], bad, 5.0)
+    assert sorted(SplitStrategy().choose(state, 4)) == sorted(touching)  # m6 among them
+    session.close()
