@@ -50,7 +50,7 @@ _PATTERNS = {
 
 
 def _prefix(chunk: bytes | bytearray) -> str:
-    """"cri" where the chunk's first line that is not empty has a CRI prefix, else "plain".
+    """The prefix: "cri" where the first line that is not empty has one, else "plain".
 
     Garbled lines (an over-long line's mark among them) are emptied before: a chunk that
     began with one was read as plain, every CRI line in it lost (a CRI log whose first
@@ -61,6 +61,7 @@ def _prefix(chunk: bytes | bytearray) -> str:
     while start < len(chunk) and chunk[start] == 10:
         start += 1
     return "cri" if _CRI_START.match(chunk, start) else "plain"
+
 
 def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
     """Add the counts of `chunk` to `out`.

@@ -183,7 +183,9 @@ def test_gzip_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "lead", [b"\n", b"\x00garbled\n", b"q" * (MAX_LINE + 1) + b"\n"], ids=["blank", "garbled", "long"]
+    "lead",
+    [b"\n", b"\x00garbled\n", b"q" * (MAX_LINE + 1) + b"\n"],
+    ids=["blank", "garbled", "long"],
 )
 def test_a_cri_block_led_by_a_garbled_line_keeps_its_requests(tmp_path: Path, lead: bytes) -> None:
     """The scanner read a block as CRI only if its first line was: a block led by a blank,
