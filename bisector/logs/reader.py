@@ -291,6 +291,10 @@ def _scan_stdin_window(
             if out.first_ts is None:
                 probe = Partial()
                 scan_chunk(body[:_PEEK_BYTES], settings, probe)
+                if probe.first_ts is None and len(body) > _PEEK_BYTES:
+                    # The first time lies further in: scanned without the window, this
+                    # block set first_ts and no later block was ever windowed.
+                    scan_chunk(body, settings, probe)
                 if probe.first_ts is not None:
                     settings = replace(
                         settings,

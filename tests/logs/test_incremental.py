@@ -208,3 +208,23 @@ def test_a_cri_block_led_by_a_garbled_line_keeps_its_requests(tmp_path: Path, le
     inc.update(lead)
     inc.update(body)  # a block led by the lead's line
     _same(inc.scores(), whole)
+
+
+def test_a_window_after_a_long_untimed_head_is_kept(tmp_path: Path) -> None:
+    """score_logs learns a file's first time from its first 64 KiB; past it, the window
+    starts at the first time read, probed in the first 64 KiB of each block only: a
+    first time further into its block was read without the window, and since/until were
+    then ignored for the whole log (any first time between 64 KiB and 2 MiB, before the
+    reads grew from 64 KiB; still some after)."""
+    lines = mix_log("wrap42", start=0)
+    for k in range(300):
+        status = 409 if k % 3 else 200
+        lines.append(request("wrap42", 20.0 + k / 2, "PATCH", f"/api/v1/nodes/n{k}/status", status))
+    head = b"".join(b"untimed head line %06d %s\n" % (k, b"." * 40) for k in range(150 * 16))
+    path = tmp_path / "kube-apiserver.log"
+    path.write_bytes(head + text(lines))
+    os.utime(path, (MTIME, MTIME))
+    inc = IncrementalScore(since=30.0, until=100.0)
+    expected = inc.feed(path)
+    assert expected.metrics["conflicts"] < 200  # the window counts some, not all 200
+    _same(score_logs([path], since=30.0, until=100.0), expected)
