@@ -226,5 +226,6 @@ def test_a_window_after_a_long_untimed_head_is_kept(tmp_path: Path) -> None:
     os.utime(path, (MTIME, MTIME))
     inc = IncrementalScore(since=30.0, until=100.0)
     expected = inc.feed(path)
-    assert expected.metrics["conflicts"] < 200  # the window counts some, not all 200
+    counted = expected.metrics["conflicts"]
+    assert isinstance(counted, int | float) and 0 < counted < 200  # some, not all 200
     _same(score_logs([path], since=30.0, until=100.0), expected)
