@@ -49,6 +49,10 @@ _PATTERNS = {
 }
 
 
+# Not a byte loop in Python: a block of garbled lines is all newlines once emptied.
+_EMPTY_LINES = re.compile(rb"\n*")
+
+
 def _prefix(chunk: bytes | bytearray) -> str:
     """The prefix: "cri" where the first line that is not empty has one, else "plain".
 
@@ -57,10 +61,8 @@ def _prefix(chunk: bytes | bytearray) -> str:
     line was blank or over-long scored no request at all, and a growing log's counts
     changed with where its reads were cut).
     """
-    start = 1
-    while start < len(chunk) and chunk[start] == 10:
-        start += 1
-    return "cri" if _CRI_START.match(chunk, start) else "plain"
+    start = _EMPTY_LINES.match(chunk, 1)
+    return "cri" if start and _CRI_START.match(chunk, start.end()) else "plain"
 
 
 def scan_chunk(chunk: bytes | bytearray, s: ScanSettings, out: Partial) -> None:
